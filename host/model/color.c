@@ -1,0 +1,174 @@
+/* Greedy graph colouring of the distance constraints (two constraints conflict when they
+ * share a particle), then a balancing pass, so one launch per colour has no write races and
+ * the launches are of similar size. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/csr.h"
+#include "pbd.h"
+
+void pbd_coloring_free(pbd_coloring *c)
+{
+    if (!c)
+        return;
+    free(c->offsets);
+    free(c->order);
+    memset(c, 0, sizeof *c);
+}
+
+/* Marks in `stamp` (stamp[colour] == tag) the colours of every constraint other than c that
+ * shares a particle with c. */
+static void mark_neighbours(const pbd_distance *cons, int c, const int *color, const int *off,
+                            const int *slots, int *stamp, int tag)
+{
+    int ends[2] = {cons[c].a, cons[c].b};
+    for (int e = 0; e < 2; ++e)
+        for (int s = off[ends[e]]; s < off[ends[e] + 1]; ++s) {
+            int o = slots[s] >> 1;
+            if (o != c && color[o] >= 0)
+                stamp[color[o]] = tag;
+        }
+}
+
+pbd_status pbd_color_distance(const pbd_model *m, pbd_coloring *out, pbd_error *err)
+{
+    memset(out, 0, sizeof *out);
+    int n = m->num_distance;
+    int *off = NULL, *slots = NULL;
+    pbd_status st = pbd_csr_build(m->num_particles, m->distance, n, &off, &slots, err);
+    if (st != PBD_OK)
+        return st;
+    /* A constraint has at most 2 * (max degree - 1) neighbours, so that many + 1 colours
+     * always suffice; stamp and count arrays are sized for it. */
+    int max_deg = 0;
+    for (int i = 0; i < m->num_particles; ++i)
+        max_deg = off[i + 1] - off[i] > max_deg ? off[i + 1] - off[i] : max_deg;
+    int cap = 2 * max_deg + 1;
+    int *color = malloc(((size_t)n + 1) * sizeof *color);
+    int *stamp = malloc((size_t)cap * sizeof *stamp);
+    int *count = calloc((size_t)cap + 1, sizeof *count);
+    out->order = malloc(((size_t)n + 1) * sizeof *out->order);
+    if (!color || !stamp || !count || !out->order) {
+        st = pbd_error_set(err, PBD_ERR_MEMORY, "out of memory colouring %d constraints", n);
+        goto cleanup;
+    }
+    for (int k = 0; k < cap; ++k)
+        stamp[k] = -1;
+    for (int c = 0; c < n; ++c)
+        color[c] = -1;
+
+    /* First fit: the smallest colour no neighbour has. */
+    int num_colors = 0;
+    for (int c = 0; c < n; ++c) {
+        mark_neighbours(m->distance, c, color, off, slots, stamp, c);
+        int k = 0;
+        while (stamp[k] == c)
+            ++k;
+        color[c] = k;
+        count[k]++;
+        num_colors = k + 1 > num_colors ? k + 1 : num_colors;
+    }
+
+    /* Balance: move a constraint from a colour above the mean size to the smallest colour
+     * that is free for it, when that makes the two sizes closer. Two passes are plenty on
+     * meshes; the colour count never grows. */
+    int target = num_colors ? (n + num_colors - 1) / num_colors : 0;
+    for (int pass = 0; pass < 2; ++pass)
+        for (int c = 0; c < n; ++c) {
+            int k0 = color[c];
+            if (count[k0] <= target)
+                continue;
+            int tag = n + pass * n + c;
+            mark_neighbours(m->distance, c, color, off, slots, stamp, tag);
+            int best = -1;
+            for (int k = 0; k < num_colors; ++k)
+                if (stamp[k] != tag && k != k0 && (best < 0 || count[k] < count[best]))
+                    best = k;
+            if (best >= 0 && count[best] + 1 < count[k0]) {
+                count[k0]--;
+                count[best]++;
+                color[c] = best;
+            }
+        }
+
+    /* Bucket by colour; within a colour, constraints keep their model order (memory order). */
+    out->num_colors = num_colors;
+    out->offsets = calloc((size_t)num_colors + 1, sizeof *out->offsets);
+    if (!out->offsets) {
+        st = pbd_error_set(err, PBD_ERR_MEMORY, "out of memory colouring %d constraints", n);
+        goto cleanup;
+    }
+    for (int k = 0; k < num_colors; ++k)
+        out->offsets[k + 1] = out->offsets[k] + count[k];
+    for (int k = 0; k < num_colors; ++k)
+        count[k] = out->offsets[k];
+    for (int c = 0; c < n; ++c)
+        out->order[count[color[c]]++] = c;
+    st = PBD_OK;
+cleanup:
+    if (st != PBD_OK)
+        pbd_coloring_free(out);
+    free(color);
+    free(stamp);
+    free(count);
+    free(off);
+    free(slots);
+    return st;
+}
+
+pbd_status pbd_coloring_validate(const pbd_model *m, const pbd_coloring *c, pbd_error *err)
+{
+    int n = m->num_distance;
+    if (c->num_colors < 0 || (n > 0 && c->num_colors < 1) || !c->offsets || c->offsets[0] != 0 ||
+        c->offsets[c->num_colors] != n)
+        return pbd_error_set(err, PBD_ERR_MODEL,
+                             "colouring: %d colours do not cover the %d "
+                             "constraints",
+                             c->num_colors, n);
+    int *seen = calloc((size_t)n + 1, sizeof *seen);
+    int *owner = malloc(((size_t)m->num_particles + 1) * sizeof *owner);
+    int *owner_color = malloc(((size_t)m->num_particles + 1) * sizeof *owner_color);
+    pbd_status st = PBD_OK;
+    if (!seen || !owner || !owner_color) {
+        st = pbd_error_set(err, PBD_ERR_MEMORY, "out of memory validating a colouring");
+        goto done;
+    }
+    for (int i = 0; i < m->num_particles; ++i)
+        owner_color[i] = -1;
+    for (int k = 0; k < c->num_colors && st == PBD_OK; ++k) {
+        if (c->offsets[k + 1] < c->offsets[k]) {
+            st = pbd_error_set(err, PBD_ERR_MODEL, "colouring: colour %d has negative size", k);
+            break;
+        }
+        for (int j = c->offsets[k]; j < c->offsets[k + 1]; ++j) {
+            int ci = c->order[j];
+            if (ci < 0 || ci >= n || seen[ci]++) {
+                st = pbd_error_set(err, PBD_ERR_MODEL,
+                                   "colouring: constraint %d appears twice "
+                                   "or is out of range",
+                                   ci);
+                break;
+            }
+            int ends[2] = {m->distance[ci].a, m->distance[ci].b};
+            for (int e = 0; e < 2; ++e) {
+                int p = ends[e];
+                if (owner_color[p] == k) {
+                    st = pbd_error_set(err, PBD_ERR_MODEL,
+                                       "colouring: constraints %d and %d "
+                                       "of colour %d share particle %d",
+                                       owner[p], ci, k, p);
+                    break;
+                }
+                owner_color[p] = k;
+                owner[p] = ci;
+            }
+            if (st != PBD_OK)
+                break;
+        }
+    }
+done:
+    free(seen);
+    free(owner);
+    free(owner_color);
+    return st;
+}

@@ -1,0 +1,221 @@
+/* pbd: position-based dynamics on OpenCL devices, with a CPU reference solver.
+ *
+ * The one public header. Library functions return a pbd_status and, on failure, fill a
+ * pbd_error with a one-line message naming the file, field or call; none of them prints or
+ * exits. "Zero means default" in the descriptor structs. */
+#ifndef PBD_H
+#define PBD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pbd_shared.h"
+
+/* ---- status: one X-macro list gives the enum and its messages ------------------------- */
+
+#define PBD_STATUS_LIST(X)                                                                         \
+    X(PBD_OK, "ok")                                                                                \
+    X(PBD_ERR_ARGUMENT, "invalid argument")                                                        \
+    X(PBD_ERR_MEMORY, "out of memory")                                                             \
+    X(PBD_ERR_IO, "file error")                                                                    \
+    X(PBD_ERR_SCENE, "invalid scene")                                                              \
+    X(PBD_ERR_NO_PLATFORM, "no OpenCL platform")                                                   \
+    X(PBD_ERR_NO_DEVICE, "no matching OpenCL device")                                              \
+    X(PBD_ERR_CL, "OpenCL call failed")                                                            \
+    X(PBD_ERR_BUILD, "OpenCL program build failed")                                                \
+    X(PBD_ERR_LIMIT, "device limit exceeded")                                                      \
+    X(PBD_ERR_MODEL, "invalid model")
+
+typedef enum pbd_status {
+#define PBD_X_ENUM(name, msg) name,
+    PBD_STATUS_LIST(PBD_X_ENUM)
+#undef PBD_X_ENUM
+        PBD_STATUS_COUNT
+} pbd_status;
+
+const char *pbd_status_string(pbd_status status);
+
+/* The details of a failure. `message` is one line; `log` holds a program build log (owned,
+ * freed by pbd_error_clear) when status is PBD_ERR_BUILD. */
+typedef struct pbd_error {
+    pbd_status status;
+    char message[1024];
+    char *log;
+} pbd_error;
+
+/* Records a failure in err (which may be NULL) and returns status. printf-style. */
+pbd_status pbd_error_set(pbd_error *err, pbd_status status, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+void pbd_error_clear(pbd_error *err);
+
+/* ---- model: particles, bodies, constraints, colliders ---------------------------------- */
+
+/* A body: the particles [first, first + count), generated together. */
+typedef struct pbd_body {
+    int first;    /* first particle index */
+    int count;    /* number of particles, >= 1 */
+    int pinned;   /* number of particles with inverse mass 0 (held by the world) */
+    int momentum; /* 1: the body's momentum is preserved (issue 3); 0: not */
+    char name[64];
+} pbd_body;
+
+/* Structure of arrays, host side. x.w is the inverse mass (0 pins the particle); v.w is the
+ * particle's mass in kg, also for pinned particles (statistics use it). */
+typedef struct pbd_model {
+    int num_particles;
+    pbd_float4 *x; /* positions, m; w = inverse mass, 1/kg */
+    pbd_float4 *v; /* velocities, m/s; w = mass, kg */
+    int *body;     /* owning body of each particle */
+    int num_bodies;
+    pbd_body *bodies;
+    int num_distance;
+    pbd_distance *distance; /* compliance here is the user's: >= 0 XPBD alpha, < 0 -k (PBD) */
+    int num_planes;
+    pbd_float4 *planes; /* (nx, ny, nz, offset), unit normal; particles keep n.x >= offset */
+} pbd_model;
+
+void pbd_model_free(pbd_model *m);
+/* Appends a body of `count` particles (uninitialised) and returns its first index, or -1 on
+ * allocation failure. */
+int pbd_model_add_particles(pbd_model *m, int count, const char *body_name);
+/* Appends a distance constraint; returns 0, or -1 on allocation failure. */
+int pbd_model_add_distance(pbd_model *m, int a, int b, float rest, float compliance);
+int pbd_model_add_plane(pbd_model *m, float nx, float ny, float nz, float offset);
+/* Checks indices, masses and values: every field of the model is what the solver expects. */
+pbd_status pbd_model_validate(const pbd_model *m, pbd_error *err);
+/* Size of the scene: the diagonal of the particles' bounding box, m (1 if it is 0). */
+float pbd_model_extent(const pbd_model *m);
+
+/* Graph colouring of the distance constraints: `order` lists constraint indices colour by
+ * colour; colour c is order[offsets[c] .. offsets[c+1]). No two constraints of one colour
+ * share a particle. */
+typedef struct pbd_coloring {
+    int num_colors;
+    int *offsets; /* num_colors + 1 entries */
+    int *order;   /* num_constraints entries */
+} pbd_coloring;
+
+pbd_status pbd_color_distance(const pbd_model *m, pbd_coloring *out, pbd_error *err);
+/* Checks that `c` is a partition of the constraints into independent colours. */
+pbd_status pbd_coloring_validate(const pbd_model *m, const pbd_coloring *c, pbd_error *err);
+void pbd_coloring_free(pbd_coloring *c);
+
+/* ---- configuration and scenes ----------------------------------------------------------- */
+
+typedef enum pbd_solver_kind {
+    PBD_SOLVER_GS = 0,     /* coloured Gauss-Seidel, one launch per colour */
+    PBD_SOLVER_JACOBI = 1, /* per-constraint delta slots + deterministic gather */
+} pbd_solver_kind;
+
+typedef enum pbd_backend_kind {
+    PBD_BACKEND_CL = 0,  /* OpenCL device */
+    PBD_BACKEND_CPU = 1, /* single-threaded C reference */
+} pbd_backend_kind;
+
+/* How to step. Values are in SI units. */
+typedef struct pbd_config {
+    float dt;       /* frame time step, s, > 0 */
+    int substeps;   /* substeps per frame, >= 1 (each of dt / substeps) */
+    int iterations; /* projection iterations per substep, >= 1 */
+    pbd_solver_kind solver;
+    float omega;      /* Jacobi relaxation, (0, 2) */
+    float gravity[3]; /* m/s^2 */
+    int frames;       /* default number of frames for `pbd run` */
+} pbd_config;
+
+/* Defaults: dt 1/60, 1 substep, 10 iterations, Gauss-Seidel, omega 1, gravity (0,-9.81,0),
+ * 300 frames. */
+pbd_config pbd_config_default(void);
+
+typedef struct pbd_scene {
+    pbd_model model;
+    pbd_config config;
+} pbd_scene;
+
+/* Loads a JSON scene. Errors name the file and the key (e.g. "bodies[0].resolution"). */
+pbd_status pbd_scene_load(const char *path, pbd_scene *out, pbd_error *err);
+/* The same from a string; `name` is used in messages in place of a file name. */
+pbd_status pbd_scene_parse(const char *json, const char *name, pbd_scene *out, pbd_error *err);
+void pbd_scene_free(pbd_scene *s);
+
+/* ---- devices ----------------------------------------------------------------------------- */
+
+typedef struct pbd_device_info {
+    int platform_index;
+    int device_index;
+    char platform_name[128];
+    char platform_version[128];
+    char name[128];
+    char version[128];   /* CL_DEVICE_VERSION */
+    char c_version[128]; /* CL_DEVICE_OPENCL_C_VERSION */
+    char type[16];       /* "gpu", "cpu", "accelerator", "other" */
+    unsigned compute_units;
+    uint64_t global_mem; /* bytes */
+    uint64_t max_alloc;  /* bytes */
+    size_t max_work_group;
+    int fp64;
+    int gl_sharing;
+} pbd_device_info;
+
+/* Lists every device of every platform. *out is malloc'd; PBD_ERR_NO_PLATFORM when there is
+ * no OpenCL platform at all. */
+pbd_status pbd_devices_list(pbd_device_info **out, int *count, pbd_error *err);
+/* Picks a device by SPEC: "P:D" (platform and device index), "cpu", "gpu", or a substring of
+ * the device or platform name (case-insensitive). NULL or "" picks the first GPU, else the
+ * first device. */
+pbd_status pbd_device_select(const pbd_device_info *list, int count, const char *spec, int *index,
+                             pbd_error *err);
+
+/* ---- solver ------------------------------------------------------------------------------ */
+
+typedef struct pbd_solver_desc {
+    pbd_backend_kind backend;
+    const char *device;     /* device SPEC for the CL backend (see pbd_device_select) */
+    const char *kernel_dir; /* read kernels/ sources from here instead of the embedded copy */
+    int profile;            /* 1: record per-kernel times (CL_QUEUE_PROFILING_ENABLE) */
+} pbd_solver_desc;
+
+typedef struct pbd_body_stats {
+    double mass;                 /* kg */
+    double com[3];               /* m */
+    double p[3];                 /* linear momentum, kg m/s */
+    double l[3];                 /* angular momentum about the centre of mass, kg m^2/s */
+    double kinetic_energy;       /* J */
+    double max_constraint_error; /* max |C| of the body's distance constraints, m */
+} pbd_body_stats;
+
+typedef struct pbd_kernel_time {
+    const char *name;
+    double ms; /* summed device time */
+    long launches;
+} pbd_kernel_time;
+
+typedef struct pbd_solver pbd_solver;
+
+pbd_status pbd_solver_create(const pbd_model *m, const pbd_config *cfg, const pbd_solver_desc *desc,
+                             pbd_solver **out, pbd_error *err);
+void pbd_solver_destroy(pbd_solver *s);
+/* Advances `frames` frames (each cfg->substeps substeps). Work is queued, not waited for. */
+pbd_status pbd_solver_step(pbd_solver *s, int frames, pbd_error *err);
+/* Waits for queued work. */
+pbd_status pbd_solver_finish(pbd_solver *s, pbd_error *err);
+/* Copies positions and velocities (arrays of num_particles) back to the host. */
+pbd_status pbd_solver_read(pbd_solver *s, pbd_float4 *x, pbd_float4 *v, pbd_error *err);
+/* Per-body statistics of the current state, computed where the state lives (on the device
+ * for the CL backend). `out` has num_bodies entries. */
+pbd_status pbd_solver_stats(pbd_solver *s, pbd_body_stats *out, pbd_error *err);
+/* "cpu (reference)" or the OpenCL device name. */
+const char *pbd_solver_device_name(const pbd_solver *s);
+int pbd_solver_num_colors(const pbd_solver *s);
+/* Launches (or, on the CPU, stage passes) per frame. */
+long pbd_solver_launches_per_frame(const pbd_solver *s);
+/* Per-kernel device times since creation or the last reset (profile = 1 only). *out points
+ * into the solver; valid until the next call. */
+pbd_status pbd_solver_kernel_times(pbd_solver *s, const pbd_kernel_time **out, int *count,
+                                   pbd_error *err);
+void pbd_solver_reset_kernel_times(pbd_solver *s);
+
+#endif
