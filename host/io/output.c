@@ -1,0 +1,80 @@
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "io/output.h"
+
+pbd_status pbd_output_open(pbd_output *o, const char *path, pbd_error *err)
+{
+    memset(o, 0, sizeof *o);
+    size_t n = strlen(path) + 32;
+    o->path = malloc(n);
+    o->tmp = malloc(n);
+    if (!o->path || !o->tmp) {
+        pbd_output_abort(o);
+        return pbd_error_set(err, PBD_ERR_MEMORY, "%s: out of memory", path);
+    }
+    snprintf(o->path, n, "%s", path);
+    snprintf(o->tmp, n, "%s.tmp.%ld", path, (long)getpid());
+    o->f = fopen(o->tmp, "w");
+    if (!o->f) {
+        int e = errno;
+        pbd_output_abort(o);
+        return pbd_error_set(err, PBD_ERR_IO, "%s: cannot write: %s", path, strerror(e));
+    }
+    return PBD_OK;
+}
+
+pbd_status pbd_output_commit(pbd_output *o, pbd_error *err)
+{
+    int bad = ferror(o->f);
+    bad |= fclose(o->f) != 0;
+    o->f = NULL;
+    int e = errno;
+    if (!bad && rename(o->tmp, o->path) != 0) {
+        bad = 1;
+        e = errno;
+    }
+    pbd_status st = PBD_OK;
+    if (bad)
+        st = pbd_error_set(err, PBD_ERR_IO, "%s: write failed: %s", o->path, strerror(e));
+    else
+        o->tmp[0] = '\0';
+    pbd_output_abort(o);
+    return st;
+}
+
+void pbd_output_abort(pbd_output *o)
+{
+    if (o->f)
+        fclose(o->f);
+    if (o->tmp && o->tmp[0])
+        remove(o->tmp);
+    free(o->path);
+    free(o->tmp);
+    memset(o, 0, sizeof *o);
+}
+
+void pbd_stats_write_header(FILE *f)
+{
+    fputs("step,time,body,mass,com_x,com_y,com_z,p_x,p_y,p_z,l_x,l_y,l_z,kinetic_energy,"
+          "max_constraint_error\n",
+          f);
+}
+
+void pbd_stats_write_rows(FILE *f, long step, double time, const pbd_body_stats *s, int n)
+{
+    for (int b = 0; b < n; ++b)
+        fprintf(f, "%ld,%.9g,%d,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g\n",
+                step, time, b, s[b].mass, s[b].com[0], s[b].com[1], s[b].com[2], s[b].p[0],
+                s[b].p[1], s[b].p[2], s[b].l[0], s[b].l[1], s[b].l[2], s[b].kinetic_energy,
+                s[b].max_constraint_error);
+}
+
+void pbd_dump_write(FILE *f, const pbd_float4 *x, const pbd_float4 *v, int n)
+{
+    for (int i = 0; i < n; ++i)
+        fprintf(f, "%.9g %.9g %.9g %.9g %.9g %.9g\n", (double)x[i].x, (double)x[i].y,
+                (double)x[i].z, (double)v[i].x, (double)v[i].y, (double)v[i].z);
+}

@@ -1,0 +1,28 @@
+/* Output files that appear whole or not at all: written to a temporary name beside the
+ * target and renamed over it only when complete. */
+#ifndef PBD_IO_OUTPUT_H
+#define PBD_IO_OUTPUT_H
+
+#include <stdio.h>
+
+#include "pbd.h"
+
+typedef struct pbd_output {
+    FILE *f;
+    char *path;
+    char *tmp;
+} pbd_output;
+
+pbd_status pbd_output_open(pbd_output *o, const char *path, pbd_error *err);
+/* Flushes, closes and renames into place. On failure the temporary file is removed. */
+pbd_status pbd_output_commit(pbd_output *o, pbd_error *err);
+/* Closes and removes the temporary file; safe on a zeroed or committed output. */
+void pbd_output_abort(pbd_output *o);
+
+/* Stats CSV (DESIGN.md "Interfaces"): one row per body at a step. */
+void pbd_stats_write_header(FILE *f);
+void pbd_stats_write_rows(FILE *f, long step, double time, const pbd_body_stats *s, int n);
+/* State dump: one line per particle, "x y z vx vy vz" in %.9g (round-trips floats exactly). */
+void pbd_dump_write(FILE *f, const pbd_float4 *x, const pbd_float4 *v, int n);
+
+#endif

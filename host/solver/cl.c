@@ -1,0 +1,394 @@
+/* The OpenCL backend: the plan's arrays in device buffers, one kernel per stage, every launch
+ * queued without waiting (the host waits only when asked for results). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cl/runtime.h"
+#include "solver/solver_impl.h"
+
+enum {
+    K_PREDICT,
+    K_PROJECT_GS,
+    K_COLLIDE,
+    K_PROJECT_JACOBI,
+    K_GATHER,
+    K_UPDATE,
+    K_REDUCE_SEGMENTS,
+    K_REDUCE_BODIES,
+    K_COUNT
+};
+
+static const char *const kernel_names[K_COUNT] = {
+    "predict",       "project_distance_gs", "collide_planes",       "project_distance_jacobi",
+    "gather_jacobi", "update_velocity",     "body_reduce_segments", "body_reduce_bodies",
+};
+
+/* Profiling events are harvested in batches of this many, so memory stays bounded. */
+#define EVENT_BATCH 2048
+
+typedef struct cl_impl {
+    pbd_cl cl;
+    const pbd_plan *plan;
+    cl_kernel kernels[K_COUNT];
+    cl_mem x, p, v, distance, lambda, delta, csr_offsets, csr_slots, planes;
+    cl_mem segments, body_segments, body_ref, segment_sums, body_sums;
+    size_t wg;       /* work-group size of the per-particle and per-constraint kernels */
+    size_t acc_size; /* sizeof(pbd_acc) on the device: 8 with fp64, else 4 */
+    cl_event events[EVENT_BATCH];
+    int event_kernel[EVENT_BATCH];
+    int num_events;
+    pbd_kernel_time times[K_COUNT];
+} cl_impl;
+
+static pbd_status harvest(cl_impl *c, pbd_error *err)
+{
+    pbd_status status = PBD_OK;
+    if (c->num_events == 0)
+        return PBD_OK;
+    PBD_CL_CHECK(clWaitForEvents((cl_uint)c->num_events, c->events));
+    for (int k = 0; k < c->num_events; ++k) {
+        cl_ulong t0 = 0, t1 = 0;
+        PBD_CL_CHECK(clGetEventProfilingInfo(c->events[k], CL_PROFILING_COMMAND_START, sizeof t0,
+                                             &t0, NULL));
+        PBD_CL_CHECK(
+            clGetEventProfilingInfo(c->events[k], CL_PROFILING_COMMAND_END, sizeof t1, &t1, NULL));
+        c->times[c->event_kernel[k]].ms += (double)(t1 - t0) * 1e-6;
+        c->times[c->event_kernel[k]].launches++;
+    }
+cleanup:
+    for (int k = 0; k < c->num_events; ++k)
+        clReleaseEvent(c->events[k]);
+    c->num_events = 0;
+    return status;
+}
+
+/* Enqueues kernel `id` over `items` work-items (rounded up to the work-group size). */
+static pbd_status launch(cl_impl *c, int id, size_t items, size_t local, pbd_error *err)
+{
+    pbd_status status = PBD_OK;
+    if (items == 0)
+        return PBD_OK;
+    size_t global = (items + local - 1) / local * local;
+    cl_event *ev = NULL;
+    if (c->cl.profiling) {
+        if (c->num_events == EVENT_BATCH && (status = harvest(c, err)) != PBD_OK)
+            return status;
+        ev = &c->events[c->num_events];
+    }
+    PBD_CL_CHECK(
+        clEnqueueNDRangeKernel(c->cl.queue, c->kernels[id], 1, NULL, &global, &local, 0, NULL, ev));
+    if (ev)
+        c->event_kernel[c->num_events++] = id;
+cleanup:
+    return status;
+}
+
+#define ARG(kernel, index, value)                                                                  \
+    PBD_CL_CHECK(clSetKernelArg(c->kernels[kernel], index, sizeof(value), &(value)))
+
+static pbd_status cl_predict(void *impl, pbd_error *err)
+{
+    cl_impl *c = impl;
+    return launch(c, K_PREDICT, (size_t)c->plan->num_particles, c->wg, err);
+}
+
+static pbd_status cl_project_color(void *impl, int color, int reset, pbd_error *err)
+{
+    cl_impl *c = impl;
+    pbd_status status = PBD_OK;
+    cl_int offset = c->plan->color_offsets[color];
+    cl_int count = c->plan->color_offsets[color + 1] - offset;
+    cl_int r = reset;
+    ARG(K_PROJECT_GS, 3, offset);
+    ARG(K_PROJECT_GS, 4, count);
+    ARG(K_PROJECT_GS, 6, r);
+    status = launch(c, K_PROJECT_GS, (size_t)count, c->wg, err);
+cleanup:
+    return status;
+}
+
+static pbd_status cl_collide(void *impl, pbd_error *err)
+{
+    cl_impl *c = impl;
+    return launch(c, K_COLLIDE, (size_t)c->plan->num_particles, c->wg, err);
+}
+
+static pbd_status cl_project_jacobi(void *impl, int reset, pbd_error *err)
+{
+    cl_impl *c = impl;
+    pbd_status status = PBD_OK;
+    cl_int r = reset;
+    ARG(K_PROJECT_JACOBI, 6, r);
+    status = launch(c, K_PROJECT_JACOBI, (size_t)c->plan->num_distance, c->wg, err);
+cleanup:
+    return status;
+}
+
+static pbd_status cl_gather_jacobi(void *impl, pbd_error *err)
+{
+    cl_impl *c = impl;
+    return launch(c, K_GATHER, (size_t)c->plan->num_particles, c->wg, err);
+}
+
+static pbd_status cl_update(void *impl, pbd_error *err)
+{
+    cl_impl *c = impl;
+    return launch(c, K_UPDATE, (size_t)c->plan->num_particles, c->wg, err);
+}
+
+static pbd_status cl_body_sums(void *impl, double *out, pbd_error *err)
+{
+    cl_impl *c = impl;
+    const pbd_plan *pl = c->plan;
+    pbd_status status = PBD_OK;
+    size_t n = (size_t)pl->num_bodies * PBD_SUM_COUNT;
+    void *buf = malloc(n * c->acc_size);
+    if (!buf)
+        return pbd_error_set(err, PBD_ERR_MEMORY, "out of memory reading statistics");
+    status =
+        launch(c, K_REDUCE_SEGMENTS, (size_t)pl->num_segments * PBD_REDUCE_WG, PBD_REDUCE_WG, err);
+    if (status == PBD_OK)
+        status =
+            launch(c, K_REDUCE_BODIES, (size_t)pl->num_bodies * PBD_REDUCE_WG, PBD_REDUCE_WG, err);
+    if (status != PBD_OK)
+        goto cleanup;
+    PBD_CL_CHECK(clEnqueueReadBuffer(c->cl.queue, c->body_sums, CL_TRUE, 0, n * c->acc_size, buf, 0,
+                                     NULL, NULL));
+    for (size_t k = 0; k < n; ++k)
+        out[k] = c->acc_size == sizeof(double) ? ((const double *)buf)[k]
+                                               : (double)((const float *)buf)[k];
+cleanup:
+    free(buf);
+    return status;
+}
+
+static pbd_status cl_finish(void *impl, pbd_error *err)
+{
+    cl_impl *c = impl;
+    pbd_status status = PBD_OK;
+    PBD_CL_CHECK(clFinish(c->cl.queue));
+cleanup:
+    return status;
+}
+
+static pbd_status cl_read(void *impl, pbd_float4 *x, pbd_float4 *v, pbd_error *err)
+{
+    cl_impl *c = impl;
+    pbd_status status = PBD_OK;
+    size_t bytes = (size_t)c->plan->num_particles * sizeof(pbd_float4);
+    if (x)
+        PBD_CL_CHECK(clEnqueueReadBuffer(c->cl.queue, c->x, CL_TRUE, 0, bytes, x, 0, NULL, NULL));
+    if (v)
+        PBD_CL_CHECK(clEnqueueReadBuffer(c->cl.queue, c->v, CL_TRUE, 0, bytes, v, 0, NULL, NULL));
+cleanup:
+    return status;
+}
+
+static pbd_status cl_kernel_times(void *impl, const pbd_kernel_time **out, int *count,
+                                  pbd_error *err)
+{
+    cl_impl *c = impl;
+    pbd_status status = harvest(c, err);
+    *out = c->times;
+    *count = K_COUNT;
+    return status;
+}
+
+static void cl_reset_times(void *impl)
+{
+    cl_impl *c = impl;
+    harvest(c, NULL);
+    for (int k = 0; k < K_COUNT; ++k) {
+        c->times[k].ms = 0.0;
+        c->times[k].launches = 0;
+    }
+}
+
+static const char *cl_device_name(const void *impl)
+{
+    const cl_impl *c = impl;
+    return c->cl.info.name;
+}
+
+static void cl_destroy(void *impl)
+{
+    cl_impl *c = impl;
+    if (c->cl.queue)
+        clFinish(c->cl.queue);
+    for (int k = 0; k < c->num_events; ++k)
+        clReleaseEvent(c->events[k]);
+    for (int k = 0; k < K_COUNT; ++k)
+        if (c->kernels[k])
+            clReleaseKernel(c->kernels[k]);
+    cl_mem *mems[] = {&c->x,
+                      &c->p,
+                      &c->v,
+                      &c->distance,
+                      &c->lambda,
+                      &c->delta,
+                      &c->csr_offsets,
+                      &c->csr_slots,
+                      &c->planes,
+                      &c->segments,
+                      &c->body_segments,
+                      &c->body_ref,
+                      &c->segment_sums,
+                      &c->body_sums};
+    for (size_t k = 0; k < sizeof mems / sizeof mems[0]; ++k)
+        if (*mems[k])
+            clReleaseMemObject(*mems[k]);
+    pbd_cl_close(&c->cl);
+    free(c);
+}
+
+/* Creates a buffer of `bytes` (at least 1) initialised from `host` when given; checks the
+ * device's single-allocation limit first so the error names the array. */
+static pbd_status buffer(cl_impl *c, cl_mem *out, const char *name, size_t bytes, const void *host,
+                         pbd_error *err)
+{
+    pbd_status status = PBD_OK;
+    cl_int rc = CL_SUCCESS;
+    if (bytes == 0)
+        bytes = 16;
+    if (bytes > c->cl.info.max_alloc)
+        return pbd_error_set(err, PBD_ERR_LIMIT,
+                             "%s needs %.1f MiB in one buffer; %s allows %.1f MiB "
+                             "(CL_DEVICE_MAX_MEM_ALLOC_SIZE)",
+                             name, (double)bytes / 1048576.0, c->cl.info.name,
+                             (double)c->cl.info.max_alloc / 1048576.0);
+    *out = clCreateBuffer(c->cl.context, CL_MEM_READ_WRITE | (host ? CL_MEM_COPY_HOST_PTR : 0),
+                          bytes, (void *)host, &rc);
+    if (rc != CL_SUCCESS)
+        status =
+            pbd_error_set(err, PBD_ERR_CL, "clCreateBuffer for %s (%.1f MiB) failed on %s: %s",
+                          name, (double)bytes / 1048576.0, c->cl.info.name, pbd_cl_error_name(rc));
+    return status;
+}
+
+pbd_status pbd_cl_solver_create(const pbd_model *m, const pbd_plan *plan,
+                                const pbd_solver_desc *desc, void **impl, pbd_error *err)
+{
+    pbd_status status = PBD_OK;
+    cl_impl *c = calloc(1, sizeof *c);
+    if (!c)
+        return pbd_error_set(err, PBD_ERR_MEMORY, "out of memory creating the OpenCL solver");
+    c->plan = plan;
+    for (int k = 0; k < K_COUNT; ++k)
+        c->times[k].name = kernel_names[k];
+    status = pbd_cl_open(&c->cl, desc->device, desc->profile, err);
+    if (status == PBD_OK)
+        status = pbd_cl_build(&c->cl, desc->kernel_dir, NULL, err);
+    for (int k = 0; status == PBD_OK && k < K_COUNT; ++k)
+        status = pbd_cl_kernel(&c->cl, kernel_names[k], &c->kernels[k], err);
+    if (status != PBD_OK)
+        goto cleanup;
+
+    const pbd_device_info *info = &c->cl.info;
+    c->acc_size = info->fp64 ? sizeof(double) : sizeof(float);
+    /* Work-group size: 64 suits GPUs (two warps / one wavefront); on CPU devices a work-group
+     * is a loop a thread runs, and bigger groups amortise its start-up. */
+    c->wg = strcmp(info->type, "cpu") == 0 ? 256 : 64;
+    if (c->wg > info->max_work_group)
+        c->wg = info->max_work_group;
+    for (int k = K_REDUCE_SEGMENTS; k <= K_REDUCE_BODIES; ++k) {
+        size_t kwg = 0;
+        PBD_CL_CHECK(clGetKernelWorkGroupInfo(c->kernels[k], c->cl.device,
+                                              CL_KERNEL_WORK_GROUP_SIZE, sizeof kwg, &kwg, NULL));
+        if (kwg < PBD_REDUCE_WG) {
+            status = pbd_error_set(err, PBD_ERR_LIMIT,
+                                   "%s: kernel %s allows work-groups of %zu, needs %d", info->name,
+                                   kernel_names[k], kwg, PBD_REDUCE_WG);
+            goto cleanup;
+        }
+    }
+
+    size_t np = (size_t)plan->num_particles, nc = (size_t)plan->num_distance;
+    size_t f4 = sizeof(pbd_float4);
+    pbd_status st = PBD_OK;
+#define BUF(field, bytes, host)                                                                    \
+    if (st == PBD_OK)                                                                              \
+    st = buffer(c, &c->field, #field, (bytes), (host), err)
+    BUF(x, np * f4, m->x);
+    BUF(p, np * f4, m->x);
+    BUF(v, np * f4, m->v);
+    BUF(distance, nc * sizeof(pbd_distance), plan->distance);
+    BUF(lambda, nc * sizeof(float), NULL);
+    BUF(delta, plan->cfg.solver == PBD_SOLVER_JACOBI ? 2 * nc * f4 : 0, NULL);
+    BUF(csr_offsets, (np + 1) * sizeof(int), plan->csr_offsets);
+    BUF(csr_slots, 2 * nc * sizeof(int), nc ? plan->csr_slots : NULL);
+    BUF(planes, ((size_t)plan->num_planes + 1) * f4, plan->planes);
+    BUF(segments, (size_t)plan->num_segments * sizeof(pbd_segment), plan->segments);
+    BUF(body_segments, ((size_t)plan->num_bodies + 1) * sizeof(int), plan->body_segments);
+    BUF(body_ref, (size_t)plan->num_bodies * f4, plan->body_ref);
+    BUF(segment_sums, (size_t)plan->num_segments * PBD_SUM_COUNT * c->acc_size, NULL);
+    BUF(body_sums, (size_t)plan->num_bodies * PBD_SUM_COUNT * c->acc_size, NULL);
+#undef BUF
+    if ((status = st) != PBD_OK)
+        goto cleanup;
+
+    cl_int n = plan->num_particles, ncons = plan->num_distance, npl = plan->num_planes;
+    cl_int zero = 0;
+    const float *g = plan->cfg.gravity;
+    float h = plan->h, inv_h = plan->inv_h, inv_h2 = plan->inv_h2, omega = plan->cfg.omega;
+    ARG(K_PREDICT, 0, c->x);
+    ARG(K_PREDICT, 1, c->p);
+    ARG(K_PREDICT, 2, c->v);
+    ARG(K_PREDICT, 3, g[0]);
+    ARG(K_PREDICT, 4, g[1]);
+    ARG(K_PREDICT, 5, g[2]);
+    ARG(K_PREDICT, 6, h);
+    ARG(K_PREDICT, 7, n);
+    ARG(K_PROJECT_GS, 0, c->p);
+    ARG(K_PROJECT_GS, 1, c->distance);
+    ARG(K_PROJECT_GS, 2, c->lambda);
+    ARG(K_PROJECT_GS, 3, zero);
+    ARG(K_PROJECT_GS, 4, zero);
+    ARG(K_PROJECT_GS, 5, inv_h2);
+    ARG(K_PROJECT_GS, 6, zero);
+    ARG(K_COLLIDE, 0, c->p);
+    ARG(K_COLLIDE, 1, c->planes);
+    ARG(K_COLLIDE, 2, npl);
+    ARG(K_COLLIDE, 3, n);
+    ARG(K_PROJECT_JACOBI, 0, c->p);
+    ARG(K_PROJECT_JACOBI, 1, c->distance);
+    ARG(K_PROJECT_JACOBI, 2, c->lambda);
+    ARG(K_PROJECT_JACOBI, 3, c->delta);
+    ARG(K_PROJECT_JACOBI, 4, ncons);
+    ARG(K_PROJECT_JACOBI, 5, inv_h2);
+    ARG(K_PROJECT_JACOBI, 6, zero);
+    ARG(K_GATHER, 0, c->p);
+    ARG(K_GATHER, 1, c->delta);
+    ARG(K_GATHER, 2, c->csr_offsets);
+    ARG(K_GATHER, 3, c->csr_slots);
+    ARG(K_GATHER, 4, omega);
+    ARG(K_GATHER, 5, c->planes);
+    ARG(K_GATHER, 6, npl);
+    ARG(K_GATHER, 7, n);
+    ARG(K_UPDATE, 0, c->x);
+    ARG(K_UPDATE, 1, c->p);
+    ARG(K_UPDATE, 2, c->v);
+    ARG(K_UPDATE, 3, inv_h);
+    ARG(K_UPDATE, 4, n);
+    ARG(K_REDUCE_SEGMENTS, 0, c->segments);
+    ARG(K_REDUCE_SEGMENTS, 1, c->x);
+    ARG(K_REDUCE_SEGMENTS, 2, c->v);
+    ARG(K_REDUCE_SEGMENTS, 3, c->body_ref);
+    ARG(K_REDUCE_SEGMENTS, 4, c->csr_offsets);
+    ARG(K_REDUCE_SEGMENTS, 5, c->csr_slots);
+    ARG(K_REDUCE_SEGMENTS, 6, c->distance);
+    ARG(K_REDUCE_SEGMENTS, 7, c->segment_sums);
+    ARG(K_REDUCE_BODIES, 0, c->body_segments);
+    ARG(K_REDUCE_BODIES, 1, c->segment_sums);
+    ARG(K_REDUCE_BODIES, 2, c->body_sums);
+    *impl = c;
+    return PBD_OK;
+cleanup:
+    cl_destroy(c);
+    return status;
+}
+
+const pbd_backend_ops pbd_cl_ops = {
+    cl_predict,     cl_project_color, cl_collide, cl_project_jacobi, cl_gather_jacobi,
+    cl_update,      cl_body_sums,     cl_finish,  cl_read,           cl_kernel_times,
+    cl_reset_times, cl_device_name,   cl_destroy,
+};

@@ -1,0 +1,257 @@
+/* The public solver: builds the plan, picks the backend, turns per-body sums into
+ * statistics. */
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/csr.h"
+#include "solver/solver_impl.h"
+
+struct pbd_solver {
+    pbd_plan plan;
+    const pbd_backend_ops *ops;
+    void *impl;
+};
+
+void pbd_plan_free(pbd_plan *plan)
+{
+    free(plan->color_offsets);
+    free(plan->distance);
+    free(plan->csr_offsets);
+    free(plan->csr_slots);
+    free(plan->segments);
+    free(plan->body_segments);
+    free(plan->body_ref);
+    free(plan->planes);
+    memset(plan, 0, sizeof *plan);
+}
+
+static pbd_status check_config(const pbd_config *c, pbd_error *err)
+{
+    if (!(c->dt > 0.0f) || !isfinite(c->dt))
+        return pbd_error_set(err, PBD_ERR_ARGUMENT, "dt: found %g, expected a time step > 0 s",
+                             (double)c->dt);
+    if (c->substeps < 1)
+        return pbd_error_set(err, PBD_ERR_ARGUMENT, "substeps: found %d, expected >= 1",
+                             c->substeps);
+    if (c->iterations < 1)
+        return pbd_error_set(err, PBD_ERR_ARGUMENT, "iterations: found %d, expected >= 1",
+                             c->iterations);
+    if (!(c->omega > 0.0f && c->omega < 2.0f))
+        return pbd_error_set(err, PBD_ERR_ARGUMENT, "omega: found %g, expected a value in (0, 2)",
+                             (double)c->omega);
+    if (c->solver != PBD_SOLVER_GS && c->solver != PBD_SOLVER_JACOBI)
+        return pbd_error_set(err, PBD_ERR_ARGUMENT, "solver: found %d, expected gs or jacobi",
+                             (int)c->solver);
+    for (int k = 0; k < 3; ++k)
+        if (!isfinite(c->gravity[k]))
+            return pbd_error_set(err, PBD_ERR_ARGUMENT, "gravity: not finite");
+    return PBD_OK;
+}
+
+pbd_status pbd_plan_build(const pbd_model *m, const pbd_config *cfg, pbd_plan *plan, pbd_error *err)
+{
+    memset(plan, 0, sizeof *plan);
+    pbd_status st = check_config(cfg, err);
+    if (st == PBD_OK)
+        st = pbd_model_validate(m, err);
+    if (st != PBD_OK)
+        return st;
+    plan->cfg = *cfg;
+    plan->num_particles = m->num_particles;
+    plan->num_bodies = m->num_bodies;
+    plan->num_distance = m->num_distance;
+    plan->num_planes = m->num_planes;
+    plan->h = cfg->dt / (float)cfg->substeps;
+    plan->inv_h = 1.0f / plan->h;
+    plan->inv_h2 = plan->inv_h * plan->inv_h;
+
+    pbd_coloring col;
+    st = pbd_color_distance(m, &col, err);
+    if (st != PBD_OK)
+        return st;
+    st = pbd_coloring_validate(m, &col, err);
+    if (st != PBD_OK)
+        goto fail_col;
+    plan->num_colors = col.num_colors;
+    plan->color_offsets = col.offsets;
+    col.offsets = NULL;
+
+    int n = m->num_distance;
+    plan->distance = malloc(((size_t)n + 1) * sizeof *plan->distance);
+    plan->planes = malloc(((size_t)m->num_planes + 1) * sizeof *plan->planes);
+    plan->body_ref = malloc(((size_t)m->num_bodies + 1) * sizeof *plan->body_ref);
+    plan->body_segments = malloc(((size_t)m->num_bodies + 1) * sizeof *plan->body_segments);
+    if (!plan->distance || !plan->planes || !plan->body_ref || !plan->body_segments) {
+        st = pbd_error_set(err, PBD_ERR_MEMORY, "out of memory preparing the solver");
+        goto fail_col;
+    }
+    /* PBD stiffness is per iteration: k' = 1 - (1 - k)^(1/n) gives the same total correction
+     * after n iterations as k once (Müller et al. 2007, section 3.3). */
+    for (int j = 0; j < n; ++j) {
+        pbd_distance d = m->distance[col.order[j]];
+        if (d.compliance < 0.0f) {
+            double k = -(double)d.compliance;
+            double kn = 1.0 - pow(1.0 - k, 1.0 / cfg->iterations);
+            d.compliance = -(float)(kn > FLT_MIN ? kn : FLT_MIN);
+        }
+        plan->distance[j] = d;
+    }
+    if (m->num_planes)
+        memcpy(plan->planes, m->planes, (size_t)m->num_planes * sizeof *plan->planes);
+    plan->planes[m->num_planes] = (pbd_float4){0.0f, 1.0f, 0.0f, 0.0f};
+
+    st = pbd_csr_build(m->num_particles, plan->distance, n, &plan->csr_offsets, &plan->csr_slots,
+                       err);
+    if (st != PBD_OK)
+        goto fail_col;
+
+    int nseg = 0;
+    for (int b = 0; b < m->num_bodies; ++b)
+        nseg += (m->bodies[b].count + PBD_SEGMENT - 1) / PBD_SEGMENT;
+    plan->segments = malloc((size_t)nseg * sizeof *plan->segments);
+    if (!plan->segments) {
+        st = pbd_error_set(err, PBD_ERR_MEMORY, "out of memory preparing the solver");
+        goto fail_col;
+    }
+    plan->num_segments = nseg;
+    nseg = 0;
+    for (int b = 0; b < m->num_bodies; ++b) {
+        const pbd_body *bd = &m->bodies[b];
+        plan->body_segments[b] = nseg;
+        for (int f = 0; f < bd->count; f += PBD_SEGMENT) {
+            int cnt = bd->count - f < PBD_SEGMENT ? bd->count - f : PBD_SEGMENT;
+            plan->segments[nseg++] = (pbd_segment){b, bd->first + f, cnt, 0};
+        }
+        pbd_float4 r = m->x[bd->first];
+        plan->body_ref[b] = (pbd_float4){r.x, r.y, r.z, 0.0f};
+    }
+    plan->body_segments[m->num_bodies] = nseg;
+    pbd_coloring_free(&col);
+    return PBD_OK;
+fail_col:
+    pbd_coloring_free(&col);
+    pbd_plan_free(plan);
+    return st;
+}
+
+pbd_status pbd_solver_create(const pbd_model *m, const pbd_config *cfg, const pbd_solver_desc *desc,
+                             pbd_solver **out, pbd_error *err)
+{
+    *out = NULL;
+    pbd_solver_desc d = {0};
+    if (desc)
+        d = *desc;
+    pbd_solver *s = calloc(1, sizeof *s);
+    if (!s)
+        return pbd_error_set(err, PBD_ERR_MEMORY, "out of memory creating the solver");
+    pbd_status st = pbd_plan_build(m, cfg, &s->plan, err);
+    if (st == PBD_OK) {
+        if (d.backend == PBD_BACKEND_CPU) {
+            s->ops = &pbd_cpu_ops;
+            st = pbd_cpu_create(m, &s->plan, &s->impl, err);
+        } else if (d.backend == PBD_BACKEND_CL) {
+            s->ops = &pbd_cl_ops;
+            st = pbd_cl_solver_create(m, &s->plan, &d, &s->impl, err);
+        } else {
+            st = pbd_error_set(err, PBD_ERR_ARGUMENT, "backend: found %d, expected cl or cpu",
+                               (int)d.backend);
+        }
+    }
+    if (st != PBD_OK) {
+        pbd_plan_free(&s->plan);
+        free(s);
+        return st;
+    }
+    *out = s;
+    return PBD_OK;
+}
+
+void pbd_solver_destroy(pbd_solver *s)
+{
+    if (!s)
+        return;
+    if (s->impl)
+        s->ops->destroy(s->impl);
+    pbd_plan_free(&s->plan);
+    free(s);
+}
+
+pbd_status pbd_solver_step(pbd_solver *s, int frames, pbd_error *err)
+{
+    for (int f = 0; f < frames; ++f) {
+        pbd_status st = pbd_step_frame(s->ops, s->impl, &s->plan, err);
+        if (st != PBD_OK)
+            return st;
+    }
+    return PBD_OK;
+}
+
+pbd_status pbd_solver_finish(pbd_solver *s, pbd_error *err)
+{
+    return s->ops->finish(s->impl, err);
+}
+
+pbd_status pbd_solver_read(pbd_solver *s, pbd_float4 *x, pbd_float4 *v, pbd_error *err)
+{
+    return s->ops->read(s->impl, x, v, err);
+}
+
+pbd_status pbd_solver_stats(pbd_solver *s, pbd_body_stats *out, pbd_error *err)
+{
+    int nb = s->plan.num_bodies;
+    double *sums = malloc((size_t)nb * PBD_SUM_COUNT * sizeof *sums);
+    if (!sums)
+        return pbd_error_set(err, PBD_ERR_MEMORY, "out of memory reading statistics");
+    pbd_status st = s->ops->body_sums(s->impl, sums, err);
+    for (int b = 0; st == PBD_OK && b < nb; ++b) {
+        const double *q = sums + (size_t)b * PBD_SUM_COUNT;
+        const pbd_float4 r = s->plan.body_ref[b];
+        pbd_body_stats *o = &out[b];
+        double m = q[PBD_SUM_M];
+        /* c = com - r; L about the com = sum m (x - r) x v - c x P. */
+        double c[3] = {q[PBD_SUM_MX] / m, q[PBD_SUM_MX + 1] / m, q[PBD_SUM_MX + 2] / m};
+        const double *p = q + PBD_SUM_P;
+        const double *xcp = q + PBD_SUM_XCP;
+        o->mass = m;
+        o->com[0] = r.x + c[0];
+        o->com[1] = r.y + c[1];
+        o->com[2] = r.z + c[2];
+        for (int k = 0; k < 3; ++k)
+            o->p[k] = p[k];
+        o->l[0] = xcp[0] - (c[1] * p[2] - c[2] * p[1]);
+        o->l[1] = xcp[1] - (c[2] * p[0] - c[0] * p[2]);
+        o->l[2] = xcp[2] - (c[0] * p[1] - c[1] * p[0]);
+        o->kinetic_energy = q[PBD_SUM_KE];
+        o->max_constraint_error = q[PBD_SUM_ERR];
+    }
+    free(sums);
+    return st;
+}
+
+const char *pbd_solver_device_name(const pbd_solver *s)
+{
+    return s->ops->device_name(s->impl);
+}
+
+int pbd_solver_num_colors(const pbd_solver *s)
+{
+    return s->plan.num_colors;
+}
+
+long pbd_solver_launches_per_frame(const pbd_solver *s)
+{
+    return pbd_step_launches(&s->plan);
+}
+
+pbd_status pbd_solver_kernel_times(pbd_solver *s, const pbd_kernel_time **out, int *count,
+                                   pbd_error *err)
+{
+    return s->ops->kernel_times(s->impl, out, count, err);
+}
+
+void pbd_solver_reset_kernel_times(pbd_solver *s)
+{
+    s->ops->reset_times(s->impl);
+}

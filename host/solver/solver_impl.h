@@ -1,0 +1,66 @@
+/* The solver's insides: the plan both backends run, and the stage interface they implement.
+ * The step itself (step.c) is one fixed list of stages, so the CPU reference and the OpenCL
+ * solver cannot drift apart in what they do or in what order. */
+#ifndef PBD_SOLVER_IMPL_H
+#define PBD_SOLVER_IMPL_H
+
+#include "pbd.h"
+
+/* Everything prepared on the host once, before stepping. */
+typedef struct pbd_plan {
+    pbd_config cfg;
+    int num_particles;
+    int num_bodies;
+    int num_distance;
+    int num_planes;
+    int num_colors;
+    int *color_offsets;     /* num_colors + 1: colour k is distance[off[k] .. off[k+1]) */
+    pbd_distance *distance; /* sorted by colour; PBD stiffness k stored as -(1-(1-k)^(1/n)) */
+    int *csr_offsets;       /* num_particles + 1 */
+    int *csr_slots;         /* 2 * num_distance: slot 2c + end, ascending per particle */
+    int num_segments;
+    pbd_segment *segments; /* reduction pieces, ordered by body */
+    int *body_segments;    /* num_bodies + 1: body b owns segments [bs[b], bs[b+1]) */
+    pbd_float4 *body_ref;  /* per body reference point of the sums (first particle, start) */
+    pbd_float4 *planes;    /* num_planes (at least one slot allocated) */
+    float h;               /* substep, s */
+    float inv_h;
+    float inv_h2;
+} pbd_plan;
+
+pbd_status pbd_plan_build(const pbd_model *m, const pbd_config *cfg, pbd_plan *plan,
+                          pbd_error *err);
+void pbd_plan_free(pbd_plan *plan);
+
+/* The stages of a substep, implemented by each backend. `impl` is the backend's state. */
+typedef struct pbd_backend_ops {
+    pbd_status (*predict)(void *impl, pbd_error *err);
+    pbd_status (*project_color)(void *impl, int color, int reset_lambda, pbd_error *err);
+    pbd_status (*collide)(void *impl, pbd_error *err);
+    pbd_status (*project_jacobi)(void *impl, int reset_lambda, pbd_error *err);
+    pbd_status (*gather_jacobi)(void *impl, pbd_error *err);
+    pbd_status (*update)(void *impl, pbd_error *err);
+    /* Per-body sums (PBD_SUM_*) of the current state, num_bodies x PBD_SUM_COUNT. */
+    pbd_status (*body_sums)(void *impl, double *out, pbd_error *err);
+    pbd_status (*finish)(void *impl, pbd_error *err);
+    pbd_status (*read)(void *impl, pbd_float4 *x, pbd_float4 *v, pbd_error *err);
+    pbd_status (*kernel_times)(void *impl, const pbd_kernel_time **out, int *count, pbd_error *err);
+    void (*reset_times)(void *impl);
+    const char *(*device_name)(const void *impl);
+    void (*destroy)(void *impl);
+} pbd_backend_ops;
+
+extern const pbd_backend_ops pbd_cpu_ops;
+extern const pbd_backend_ops pbd_cl_ops;
+
+pbd_status pbd_cpu_create(const pbd_model *m, const pbd_plan *plan, void **impl, pbd_error *err);
+pbd_status pbd_cl_solver_create(const pbd_model *m, const pbd_plan *plan,
+                                const pbd_solver_desc *desc, void **impl, pbd_error *err);
+
+/* One frame: cfg.substeps substeps of predict, cfg.iterations x (project, collide), update. */
+pbd_status pbd_step_frame(const pbd_backend_ops *ops, void *impl, const pbd_plan *plan,
+                          pbd_error *err);
+/* Stage calls (kernel launches on a device) per frame. */
+long pbd_step_launches(const pbd_plan *plan);
+
+#endif

@@ -1,0 +1,48 @@
+/* The step, as one fixed sequence of named stages (Müller et al. 2007, Algorithm 1):
+ *   predict -> iterations x (project constraints, collide) -> update velocity.
+ * Gauss-Seidel projects colour by colour and collides once per iteration; Jacobi projects
+ * every constraint into its delta slots, and the gather applies them and collides. */
+#include "solver/solver_impl.h"
+
+#define STAGE(call)                                                                                \
+    do {                                                                                           \
+        pbd_status st_ = (call);                                                                   \
+        if (st_ != PBD_OK)                                                                         \
+            return st_;                                                                            \
+    } while (0)
+
+pbd_status pbd_step_frame(const pbd_backend_ops *ops, void *impl, const pbd_plan *plan,
+                          pbd_error *err)
+{
+    const pbd_config *cfg = &plan->cfg;
+    for (int s = 0; s < cfg->substeps; ++s) {
+        STAGE(ops->predict(impl, err));
+        for (int it = 0; it < cfg->iterations; ++it) {
+            /* XPBD: multipliers start at zero each substep (Macklin 2016, Algorithm 1). */
+            int reset = it == 0;
+            if (cfg->solver == PBD_SOLVER_GS) {
+                for (int k = 0; k < plan->num_colors; ++k)
+                    STAGE(ops->project_color(impl, k, reset, err));
+                if (plan->num_planes > 0)
+                    STAGE(ops->collide(impl, err));
+            } else {
+                if (plan->num_distance > 0)
+                    STAGE(ops->project_jacobi(impl, reset, err));
+                STAGE(ops->gather_jacobi(impl, err));
+            }
+        }
+        STAGE(ops->update(impl, err));
+    }
+    return PBD_OK;
+}
+
+long pbd_step_launches(const pbd_plan *plan)
+{
+    const pbd_config *cfg = &plan->cfg;
+    long per_iteration;
+    if (cfg->solver == PBD_SOLVER_GS)
+        per_iteration = plan->num_colors + (plan->num_planes > 0);
+    else
+        per_iteration = (plan->num_distance > 0) + 1;
+    return (long)cfg->substeps * (2 + (long)cfg->iterations * per_iteration);
+}
