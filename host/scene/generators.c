@@ -1,0 +1,447 @@
+/* Body generators: cloth grid, rope, tetrahedral box lattice, explicit particles. */
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "generators.h"
+
+/* The body being appended, and the model's counts before it (to roll back). */
+typedef struct build {
+    pbd_model *m;
+    int particles, bodies, distance;
+    int first, count;
+    float compliance;
+} build;
+
+static pbd_status bad(pbd_error *err, const char *key, double found, const char *expected)
+{
+    return pbd_error_set(err, PBD_ERR_ARGUMENT, "%s: found %.15g, expected %s", key, found,
+                         expected);
+}
+
+static pbd_status rollback(build *b, pbd_error *err)
+{
+    b->m->num_particles = b->particles;
+    b->m->num_bodies = b->bodies;
+    b->m->num_distance = b->distance;
+    return pbd_error_set(err, PBD_ERR_MEMORY, "out of memory");
+}
+
+/* Checks what every body shares (mass, compliance, pins, the scene limits), then appends
+ * `np` particles with their masses; positions and velocities are the caller's. `measure` is
+ * the area, length or volume that a density multiplies; `masses` (or NULL) each particle's
+ * mass; `count_key` the scene key that sets the body's size, named when a limit is hit. */
+static pbd_status begin(build *b, pbd_model *m, const pbd_gen_common *c, const char *type,
+                        int64_t np, int64_t nc, const char *count_key, double measure,
+                        const float *masses, pbd_error *err)
+{
+    if (!m || !c)
+        return pbd_error_set(err, PBD_ERR_ARGUMENT, "%s: no model or descriptor", type);
+    if (!(c->mass >= 0.0 && c->mass <= FLT_MAX))
+        return bad(err, "mass", c->mass, "a number > 0");
+    if (!(c->density >= 0.0 && c->density <= FLT_MAX))
+        return bad(err, "density", c->density, "a number > 0");
+    if (c->mass > 0.0 && c->density > 0.0)
+        return pbd_error_set(err, PBD_ERR_ARGUMENT,
+                             "density: found together with mass, expected one of them");
+    if (masses && c->mass > 0.0)
+        return pbd_error_set(err, PBD_ERR_ARGUMENT,
+                             "masses: found together with mass, expected one of them");
+    if (!(c->compliance >= -1.0f && c->compliance <= FLT_MAX))
+        return bad(err, "compliance", c->compliance, "a compliance >= 0 or a stiffness in (0, 1]");
+    if (np < 1 || m->num_particles + np > PBD_MAX_PARTICLES)
+        return pbd_error_set(err, PBD_ERR_ARGUMENT,
+                             "%s: found %lld particles (%lld in the scene), expected 1 to %d "
+                             "in a scene",
+                             count_key, (long long)np, (long long)(m->num_particles + np),
+                             PBD_MAX_PARTICLES);
+    if (m->num_distance + nc > PBD_MAX_DISTANCE)
+        return pbd_error_set(err, PBD_ERR_ARGUMENT,
+                             "%s: found %lld constraints (%lld in the scene), expected at most "
+                             "%d in a scene",
+                             count_key, (long long)nc, (long long)(m->num_distance + nc),
+                             PBD_MAX_DISTANCE);
+    double total = c->density > 0.0 ? c->density * measure : c->mass > 0.0 ? c->mass : 1.0;
+    double share = total / (double)np;
+    if (!masses && !(share >= FLT_MIN && share <= FLT_MAX))
+        return pbd_error_set(
+            err, PBD_ERR_ARGUMENT, "%s: found %.15g kg a particle, expected [%g, %g] kg",
+            c->density > 0.0 ? "density" : "mass", share, (double)FLT_MIN, (double)FLT_MAX);
+    for (int64_t i = 0; masses && i < np; ++i)
+        if (!(masses[i] >= FLT_MIN && masses[i] <= FLT_MAX)) {
+            char key[48];
+            snprintf(key, sizeof key, "masses[%lld]", (long long)i);
+            return bad(err, key, masses[i], "a number > 0");
+        }
+    if (c->num_pinned > 0 && !c->pinned)
+        return pbd_error_set(err, PBD_ERR_ARGUMENT, "pinned: no array");
+    /* Duplicates are found with one mark per particle, before anything is appended. */
+    unsigned char *seen = c->num_pinned > 0 ? calloc((size_t)np, 1) : NULL;
+    if (c->num_pinned > 0 && !seen)
+        return pbd_error_set(err, PBD_ERR_MEMORY, "out of memory");
+    for (int k = 0; k < c->num_pinned; ++k) {
+        int p = c->pinned[k];
+        char key[48], expected[64];
+        snprintf(key, sizeof key, "pinned[%d]", k);
+        snprintf(expected, sizeof expected, "an index in [0, %lld]", (long long)np - 1);
+        if (p < 0 || p >= np || seen[p]) {
+            free(seen);
+            if (p >= 0 && p < np)
+                return pbd_error_set(err, PBD_ERR_ARGUMENT,
+                                     "%s: found %d again, expected each index once", key, p);
+            return bad(err, key, p, expected);
+        }
+        seen[p] = 1;
+    }
+    free(seen);
+
+    *b = (build){m, m->num_particles, m->num_bodies, m->num_distance, 0, (int)np, c->compliance};
+    b->first = pbd_model_add_particles(m, (int)np, c->name ? c->name : type);
+    if (b->first < 0)
+        return rollback(b, err);
+    for (int i = 0; i < b->count; ++i) {
+        float mi = masses ? masses[i] : (float)share;
+        m->v[b->first + i].w = mi;
+        m->x[b->first + i].w = 1.0f / mi;
+    }
+    for (int k = 0; k < c->num_pinned; ++k)
+        m->x[b->first + c->pinned[k]].w = 0.0f;
+    return PBD_OK;
+}
+
+static void set_position(build *b, int i, double x, double y, double z)
+{
+    pbd_float4 *p = &b->m->x[b->first + i];
+    p->x = (float)x;
+    p->y = (float)y;
+    p->z = (float)z;
+}
+
+/* A constraint between local particles i and j; rest < 0 takes the initial distance.
+ * Returns 1 on allocation failure so that callers can sum failures over a loop. */
+static int link(build *b, int i, int j, float rest)
+{
+    const pbd_float4 *p = &b->m->x[b->first + i], *q = &b->m->x[b->first + j];
+    if (rest < 0.0f) {
+        double dx = (double)p->x - q->x, dy = (double)p->y - q->y, dz = (double)p->z - q->z;
+        rest = (float)sqrt(dx * dx + dy * dy + dz * dz);
+    }
+    return pbd_model_add_distance(b->m, b->first + i, b->first + j, rest, b->compliance) != 0;
+}
+
+/* Velocities (`vel` per particle, or v + w x (x - com) about the mass-weighted centre), zero
+ * for pinned particles, and the body's pin count. `failures` counts failed links. */
+static pbd_status finish(build *b, const pbd_gen_common *c, const float (*vel)[3], int failures,
+                         pbd_error *err)
+{
+    if (failures)
+        return rollback(b, err);
+    pbd_float4 *x = b->m->x + b->first, *v = b->m->v + b->first;
+    double mass = 0.0, com[3] = {0.0, 0.0, 0.0};
+    for (int i = 0; i < b->count; ++i) {
+        mass += v[i].w;
+        com[0] += (double)v[i].w * x[i].x;
+        com[1] += (double)v[i].w * x[i].y;
+        com[2] += (double)v[i].w * x[i].z;
+    }
+    for (int k = 0; k < 3; ++k)
+        com[k] /= mass;
+    const float *w = c->angular_velocity;
+    int pinned = 0;
+    for (int i = 0; i < b->count; ++i) {
+        double r[3] = {x[i].x - com[0], x[i].y - com[1], x[i].z - com[2]};
+        double u[3] = {c->velocity[0] + (w[1] * r[2] - w[2] * r[1]),
+                       c->velocity[1] + (w[2] * r[0] - w[0] * r[2]),
+                       c->velocity[2] + (w[0] * r[1] - w[1] * r[0])};
+        if (vel)
+            for (int k = 0; k < 3; ++k)
+                u[k] = vel[i][k];
+        if (x[i].w == 0.0f) {
+            pinned++;
+            u[0] = u[1] = u[2] = 0.0;
+        }
+        v[i].x = (float)u[0];
+        v[i].y = (float)u[1];
+        v[i].z = (float)u[2];
+    }
+    b->m->bodies[b->m->num_bodies - 1].pinned = pinned;
+    return PBD_OK;
+}
+
+/* Checks count values against [lo, hi]; key is e.g. "resolution" and gets "[k]". */
+static pbd_status check_ints(const int *v, int n, int lo, int hi, const char *key, pbd_error *err)
+{
+    for (int k = 0; k < n; ++k)
+        if (v[k] < lo || v[k] > hi) {
+            char name[48], expected[64];
+            snprintf(name, sizeof name, "%s[%d]", key, k);
+            snprintf(expected, sizeof expected, "an integer in [%d, %d]", lo, hi);
+            return bad(err, name, v[k], expected);
+        }
+    return PBD_OK;
+}
+
+static pbd_status check_sizes(const float *v, int n, pbd_error *err)
+{
+    for (int k = 0; k < n; ++k)
+        if (!(v[k] > 0.0f && v[k] <= FLT_MAX)) {
+            char name[48];
+            snprintf(name, sizeof name, "size[%d]", k);
+            return bad(err, name, v[k], "a number > 0");
+        }
+    return PBD_OK;
+}
+
+static pbd_gen_common common_default(void)
+{
+    pbd_gen_common c;
+    memset(&c, 0, sizeof c);
+    return c;
+}
+
+/* ---- cloth ------------------------------------------------------------------------------ */
+
+pbd_cloth_desc pbd_cloth_desc_default(void)
+{
+    pbd_cloth_desc d;
+    memset(&d, 0, sizeof d);
+    d.common = common_default();
+    d.resolution[0] = d.resolution[1] = 2;
+    d.size[0] = d.size[1] = 1.0f;
+    d.shear = 1;
+    d.bending = 1;
+    return d;
+}
+
+void pbd_cloth_counts(const pbd_cloth_desc *d, int64_t *particles, int64_t *constraints)
+{
+    int64_t nu = d->resolution[0], nv = d->resolution[1];
+    int64_t structural = (nu - 1) * nv + nu * (nv - 1);
+    int64_t shear = d->shear ? 2 * (nu - 1) * (nv - 1) : 0;
+    int64_t bending = d->bending ? (nu - 2) * nv + nu * (nv - 2) : 0;
+    *particles = nu * nv;
+    *constraints = structural + shear + bending;
+}
+
+pbd_status pbd_scene_add_cloth(pbd_model *m, const pbd_cloth_desc *d, pbd_error *err)
+{
+    pbd_status st =
+        check_ints(d->resolution, 2, PBD_CLOTH_RES_MIN, PBD_CLOTH_RES_MAX, "resolution", err);
+    if (st == PBD_OK)
+        st = check_sizes(d->size, 2, err);
+    if (st != PBD_OK)
+        return st;
+    if (d->orientation != PBD_CLOTH_XZ && d->orientation != PBD_CLOTH_XY)
+        return bad(err, "orientation", d->orientation, "xz or xy");
+    if (d->pin != PBD_PIN_NONE && d->pin != PBD_PIN_CORNERS && d->pin != PBD_PIN_EDGE)
+        return bad(err, "pin", d->pin, "none, corners or edge");
+    int64_t np, nc;
+    pbd_cloth_counts(d, &np, &nc);
+    build b;
+    st = begin(&b, m, &d->common, "cloth", np, nc, "resolution", (double)d->size[0] * d->size[1],
+               NULL, err);
+    if (st != PBD_OK)
+        return st;
+    int nu = d->resolution[0], nv = d->resolution[1];
+    double du = (double)d->size[0] / (nu - 1), dv = (double)d->size[1] / (nv - 1);
+    const float *c = d->center;
+    for (int j = 0; j < nv; ++j)
+        for (int i = 0; i < nu; ++i) {
+            double u = -0.5 * d->size[0] + i * du, w = -0.5 * d->size[1] + j * dv;
+            if (d->orientation == PBD_CLOTH_XZ)
+                set_position(&b, j * nu + i, c[0] + u, c[1], c[2] + w);
+            else
+                set_position(&b, j * nu + i, c[0] + u, c[1] - w, c[2]);
+        }
+    for (int i = 0; d->pin != PBD_PIN_NONE && i < nu; ++i)
+        if (d->pin == PBD_PIN_EDGE || i == 0 || i == nu - 1)
+            m->x[b.first + i].w = 0.0f;
+    int failures = 0;
+    for (int j = 0; j < nv; ++j)
+        for (int i = 0; i < nu; ++i) {
+            int p = j * nu + i;
+            if (i + 1 < nu)
+                failures += link(&b, p, p + 1, -1.0f);
+            if (j + 1 < nv)
+                failures += link(&b, p, p + nu, -1.0f);
+            if (d->shear && i + 1 < nu && j + 1 < nv) {
+                failures += link(&b, p, p + nu + 1, -1.0f);
+                failures += link(&b, p + 1, p + nu, -1.0f);
+            }
+            if (d->bending && i + 2 < nu)
+                failures += link(&b, p, p + 2, -1.0f);
+            if (d->bending && j + 2 < nv)
+                failures += link(&b, p, p + 2 * nu, -1.0f);
+        }
+    return finish(&b, &d->common, NULL, failures, err);
+}
+
+/* ---- rope ------------------------------------------------------------------------------- */
+
+pbd_rope_desc pbd_rope_desc_default(void)
+{
+    pbd_rope_desc d;
+    memset(&d, 0, sizeof d);
+    d.common = common_default();
+    d.segments = 1;
+    d.end[0] = 1.0f;
+    return d;
+}
+
+void pbd_rope_counts(const pbd_rope_desc *d, int64_t *particles, int64_t *constraints)
+{
+    *particles = (int64_t)d->segments + 1;
+    *constraints = (int64_t)d->segments + (d->bending ? d->segments - 1 : 0);
+}
+
+pbd_status pbd_scene_add_rope(pbd_model *m, const pbd_rope_desc *d, pbd_error *err)
+{
+    pbd_status st = check_ints(&d->segments, 1, 1, PBD_ROPE_SEGMENTS_MAX, "segments", err);
+    if (st != PBD_OK)
+        return st;
+    double e[3], len = 0.0;
+    for (int k = 0; k < 3; ++k) {
+        e[k] = (double)d->end[k] - d->start[k];
+        len += e[k] * e[k];
+    }
+    len = sqrt(len);
+    if (!(len > 0.0))
+        return pbd_error_set(err, PBD_ERR_ARGUMENT,
+                             "end: found [%g, %g, %g] (the start), expected a point other "
+                             "than start",
+                             (double)d->end[0], (double)d->end[1], (double)d->end[2]);
+    int64_t np, nc;
+    pbd_rope_counts(d, &np, &nc);
+    build b;
+    st = begin(&b, m, &d->common, "rope", np, nc, "segments", len, NULL, err);
+    if (st != PBD_OK)
+        return st;
+    int n = d->segments;
+    for (int i = 0; i <= n; ++i) {
+        double t = (double)i / n;
+        set_position(&b, i, d->start[0] + t * e[0], d->start[1] + t * e[1], d->start[2] + t * e[2]);
+    }
+    int failures = 0;
+    for (int i = 0; i < n; ++i)
+        failures += link(&b, i, i + 1, -1.0f);
+    for (int i = 0; d->bending && i + 2 <= n; ++i)
+        failures += link(&b, i, i + 2, -1.0f);
+    return finish(&b, &d->common, NULL, failures, err);
+}
+
+/* ---- tet_box ---------------------------------------------------------------------------- */
+
+/* The edges of the six Kuhn tetrahedra of a cell, as steps from a lattice point: the three
+ * axes, the three face diagonals and the body diagonal, all from the (0,0,0) side, so that
+ * neighbouring cells share their face diagonals and the split conforms. */
+static const int tet_steps[7][3] = {{1, 0, 0}, {0, 1, 0}, {0, 0, 1}, {1, 1, 0},
+                                    {1, 0, 1}, {0, 1, 1}, {1, 1, 1}};
+
+pbd_tet_box_desc pbd_tet_box_desc_default(void)
+{
+    pbd_tet_box_desc d;
+    memset(&d, 0, sizeof d);
+    d.common = common_default();
+    d.cells[0] = d.cells[1] = d.cells[2] = 1;
+    d.size[0] = d.size[1] = d.size[2] = 1.0f;
+    return d;
+}
+
+void pbd_tet_box_counts(const pbd_tet_box_desc *d, int64_t *particles, int64_t *constraints)
+{
+    *particles = (int64_t)(d->cells[0] + 1) * (d->cells[1] + 1) * (d->cells[2] + 1);
+    *constraints = 0;
+    for (int s = 0; s < 7; ++s) {
+        int64_t n = 1;
+        for (int k = 0; k < 3; ++k)
+            n *= d->cells[k] + 1 - tet_steps[s][k];
+        *constraints += n;
+    }
+}
+
+pbd_status pbd_scene_add_tet_box(pbd_model *m, const pbd_tet_box_desc *d, pbd_error *err)
+{
+    pbd_status st = check_ints(d->cells, 3, 1, PBD_TET_CELLS_MAX, "cells", err);
+    if (st == PBD_OK)
+        st = check_sizes(d->size, 3, err);
+    if (st != PBD_OK)
+        return st;
+    int64_t np, nc;
+    pbd_tet_box_counts(d, &np, &nc);
+    build b;
+    st = begin(&b, m, &d->common, "tet_box", np, nc, "cells",
+               (double)d->size[0] * d->size[1] * d->size[2], NULL, err);
+    if (st != PBD_OK)
+        return st;
+    int n[3] = {d->cells[0] + 1, d->cells[1] + 1, d->cells[2] + 1};
+    double h[3];
+    for (int k = 0; k < 3; ++k)
+        h[k] = (double)d->size[k] / d->cells[k];
+    int failures = 0;
+    for (int pass = 0; pass < 2; ++pass)
+        for (int k = 0; k < n[2]; ++k)
+            for (int j = 0; j < n[1]; ++j)
+                for (int i = 0; i < n[0]; ++i) {
+                    int p = (k * n[1] + j) * n[0] + i;
+                    if (pass == 0) {
+                        set_position(&b, p, d->center[0] + (i * h[0] - 0.5 * d->size[0]),
+                                     d->center[1] + (j * h[1] - 0.5 * d->size[1]),
+                                     d->center[2] + (k * h[2] - 0.5 * d->size[2]));
+                        continue;
+                    }
+                    for (int s = 0; s < 7; ++s) {
+                        const int *st3 = tet_steps[s];
+                        if (i + st3[0] < n[0] && j + st3[1] < n[1] && k + st3[2] < n[2])
+                            failures +=
+                                link(&b, p, ((k + st3[2]) * n[1] + j + st3[1]) * n[0] + i + st3[0],
+                                     -1.0f);
+                    }
+                }
+    return finish(&b, &d->common, NULL, failures, err);
+}
+
+/* ---- particles -------------------------------------------------------------------------- */
+
+pbd_particles_desc pbd_particles_desc_default(void)
+{
+    pbd_particles_desc d;
+    memset(&d, 0, sizeof d);
+    d.common = common_default();
+    return d;
+}
+
+pbd_status pbd_scene_add_particles(pbd_model *m, const pbd_particles_desc *d, pbd_error *err)
+{
+    if (d->count < 1 || !d->positions)
+        return bad(err, "positions", d->count, "at least 1 position");
+    if (d->common.density != 0.0)
+        return bad(err, "density", d->common.density, "no density (use mass or masses)");
+    if (d->num_constraints < 0 || (d->num_constraints > 0 && !d->constraints))
+        return bad(err, "constraints", d->num_constraints, "an array");
+    for (int c = 0; c < d->num_constraints; ++c)
+        for (int e = 0; e < 2; ++e) {
+            int p = d->constraints[c][e];
+            char key[64], expected[80];
+            snprintf(key, sizeof key, "constraints[%d][%d]", c, e);
+            int n = snprintf(expected, sizeof expected, "an index in [0, %d]", d->count - 1);
+            if (e == 1)
+                snprintf(expected + n, sizeof expected - (size_t)n, " other than %d",
+                         d->constraints[c][0]);
+            if (p < 0 || p >= d->count || (e == 1 && p == d->constraints[c][0]))
+                return bad(err, key, p, expected);
+        }
+    build b;
+    pbd_status st = begin(&b, m, &d->common, "particles", d->count, d->num_constraints, "positions",
+                          0.0, d->masses, err);
+    if (st != PBD_OK)
+        return st;
+    for (int i = 0; i < d->count; ++i)
+        set_position(&b, i, d->positions[i][0], d->positions[i][1], d->positions[i][2]);
+    int failures = 0;
+    for (int c = 0; c < d->num_constraints; ++c)
+        failures +=
+            link(&b, d->constraints[c][0], d->constraints[c][1], d->rest ? d->rest[c] : -1.0f);
+    return finish(&b, &d->common, d->velocities, failures, err);
+}

@@ -1,0 +1,111 @@
+/* Body generators (private to the library, tests and benchmarks): each appends one body, its
+ * particles and its distance constraints, to a pbd_model. The scene loader drives them from
+ * JSON; C callers fill a descriptor that starts from its *_default() value.
+ *
+ * A generator checks its descriptor first and appends nothing when it is wrong. Its error
+ * messages start with the scene key of the faulty field ("resolution: found 1, expected ...",
+ * "pinned[3]: ...") so that the loader can put the body's key in front. On an allocation
+ * failure the model is rolled back to where it was. */
+#ifndef PBD_GENERATORS_H
+#define PBD_GENERATORS_H
+
+#include <stdint.h>
+
+#include "pbd.h"
+
+/* Scene-wide limits, checked before anything is allocated. */
+#define PBD_MAX_PARTICLES (1 << 26)
+#define PBD_MAX_DISTANCE  (1 << 28)
+
+/* Ranges of the generator parameters (the scene format's ranges). */
+#define PBD_CLOTH_RES_MIN     2
+#define PBD_CLOTH_RES_MAX     4096
+#define PBD_ROPE_SEGMENTS_MAX 10000000
+#define PBD_TET_CELLS_MAX     512
+
+/* What every body has. */
+typedef struct pbd_gen_common {
+    const char *name; /* body name (at most 63 characters kept); NULL: the type name */
+    /* Mass: `mass` is the body's total, kg, shared equally by its particles; `density` (kg/m^2
+     * cloth, kg/m rope, kg/m^3 tet_box) gives the total from the body's measure instead. At
+     * most one of them is > 0; both 0 means 1 kg. */
+    double mass;
+    double density;
+    float compliance;          /* of every constraint: >= 0 XPBD alpha (m/N), -k PBD */
+    float velocity[3];         /* m/s */
+    float angular_velocity[3]; /* rad/s about the body's centre of mass */
+    const int *pinned;         /* local indices: inverse mass 0, velocity 0; each once */
+    int num_pinned;
+} pbd_gen_common;
+
+typedef enum pbd_cloth_orientation {
+    PBD_CLOTH_XZ = 0, /* horizontal: u along x, v along z */
+    PBD_CLOTH_XY = 1, /* vertical: u along x, v down y (row 0 highest) */
+} pbd_cloth_orientation;
+
+typedef enum pbd_cloth_pin {
+    PBD_PIN_NONE = 0,
+    PBD_PIN_CORNERS = 1, /* particles (0, 0) and (nu - 1, 0) */
+    PBD_PIN_EDGE = 2,    /* the row j = 0 */
+} pbd_cloth_pin;
+
+/* A rectangular grid of nu x nv particles, index j * nu + i. */
+typedef struct pbd_cloth_desc {
+    pbd_gen_common common;
+    int resolution[2]; /* nu, nv in [PBD_CLOTH_RES_MIN, PBD_CLOTH_RES_MAX] */
+    float size[2];     /* m, > 0 */
+    float center[3];
+    pbd_cloth_orientation orientation;
+    int shear;         /* 1: both diagonals of every quad */
+    int bending;       /* 1: springs to the particle two away along u and along v */
+    pbd_cloth_pin pin; /* added to common.pinned (union) */
+} pbd_cloth_desc;
+
+/* A chain of segments + 1 particles from start to end. */
+typedef struct pbd_rope_desc {
+    pbd_gen_common common;
+    int segments; /* [1, PBD_ROPE_SEGMENTS_MAX] */
+    float start[3];
+    float end[3]; /* != start */
+    int bending;  /* 1: springs i, i + 2 */
+} pbd_rope_desc;
+
+/* A box lattice of (cx+1)(cy+1)(cz+1) particles, index (k * (cy+1) + j) * (cx+1) + i, each
+ * cell cut into six tetrahedra around its (0,0,0)-(1,1,1) diagonal; one constraint per
+ * tetrahedron edge. */
+typedef struct pbd_tet_box_desc {
+    pbd_gen_common common;
+    int cells[3];  /* [1, PBD_TET_CELLS_MAX] each */
+    float size[3]; /* m, > 0 */
+    float center[3];
+} pbd_tet_box_desc;
+
+/* Explicit particles and constraints. common.density must be 0. */
+typedef struct pbd_particles_desc {
+    pbd_gen_common common;
+    int count; /* >= 1 */
+    const float (*positions)[3];
+    const float *masses;          /* kg each, > 0; NULL: equal shares of common.mass */
+    const float (*velocities)[3]; /* NULL: common.velocity and angular_velocity */
+    int num_constraints;
+    const int (*constraints)[2]; /* local indices, different */
+    const float *rest;           /* NULL or per constraint; < 0: the initial distance */
+} pbd_particles_desc;
+
+pbd_cloth_desc pbd_cloth_desc_default(void);
+pbd_rope_desc pbd_rope_desc_default(void);
+pbd_tet_box_desc pbd_tet_box_desc_default(void);
+pbd_particles_desc pbd_particles_desc_default(void);
+
+/* Particle and constraint counts of a generated body (int64: computed before the limits). */
+void pbd_cloth_counts(const pbd_cloth_desc *d, int64_t *particles, int64_t *constraints);
+void pbd_rope_counts(const pbd_rope_desc *d, int64_t *particles, int64_t *constraints);
+void pbd_tet_box_counts(const pbd_tet_box_desc *d, int64_t *particles, int64_t *constraints);
+
+/* Append one body. PBD_ERR_ARGUMENT for a bad descriptor, PBD_ERR_MEMORY. */
+pbd_status pbd_scene_add_cloth(pbd_model *m, const pbd_cloth_desc *d, pbd_error *err);
+pbd_status pbd_scene_add_rope(pbd_model *m, const pbd_rope_desc *d, pbd_error *err);
+pbd_status pbd_scene_add_tet_box(pbd_model *m, const pbd_tet_box_desc *d, pbd_error *err);
+pbd_status pbd_scene_add_particles(pbd_model *m, const pbd_particles_desc *d, pbd_error *err);
+
+#endif

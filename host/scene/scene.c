@@ -1,0 +1,776 @@
+/* JSON scenes: every key is checked against the format (cJSON itself ignores keys it is not
+ * asked for), values are read through field tables, and the bodies are built by the
+ * generators. Errors are one line, "FILE: KEY: found X, expected Y". */
+#include <errno.h>
+#include <float.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "generators.h"
+
+#define KEY_MAX 256
+
+typedef struct ctx {
+    const char *file; /* the name put in front of every message */
+    pbd_error *err;
+    pbd_status status; /* of the first failure */
+} ctx;
+
+/* Records a failure as "FILE: KEY: text" (or "FILE: text" without a key) and returns -1.
+ * Control characters (from JSON escapes in keys and names) are blanked to keep one line. */
+static int fail(ctx *c, pbd_status st, const char *key, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+
+static int fail(ctx *c, pbd_status st, const char *key, const char *fmt, ...)
+{
+    char text[768];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    c->status = st;
+    if (key)
+        pbd_error_set(c->err, st, "%s: %s: %s", c->file, key, text);
+    else
+        pbd_error_set(c->err, st, "%s: %s", c->file, text);
+    for (char *s = c->err ? c->err->message : NULL; s && *s; ++s)
+        if ((unsigned char)*s < 0x20 || *s == 0x7f)
+            *s = ' ';
+    return -1;
+}
+
+static const char *kind(const cJSON *it)
+{
+    if (cJSON_IsNumber(it))
+        return "a number";
+    if (cJSON_IsString(it))
+        return "a string";
+    if (cJSON_IsBool(it))
+        return "a boolean";
+    if (cJSON_IsNull(it))
+        return "null";
+    if (cJSON_IsArray(it))
+        return "an array";
+    return "an object";
+}
+
+static int wrong_type(ctx *c, const char *key, const cJSON *it, const char *expected)
+{
+    return fail(c, PBD_ERR_SCENE, key, "found %s, expected %s", kind(it), expected);
+}
+
+/* A key too long for the buffer (absurd key names) ends in "..." so that the cut shows. */
+static const char *clip(char *buf, int written)
+{
+    if (written >= KEY_MAX)
+        memcpy(buf + KEY_MAX - 4, "...", 4);
+    return buf;
+}
+
+/* "parent.name", or "name" at the top level. */
+static const char *join(char *buf, const char *parent, const char *name)
+{
+    return clip(buf, snprintf(buf, KEY_MAX, "%s%s%s", parent, parent[0] ? "." : "", name));
+}
+
+static const char *at_index(char *buf, const char *parent, int i)
+{
+    return clip(buf, snprintf(buf, KEY_MAX, "%s[%d]", parent, i));
+}
+
+/* ---- numbers ------------------------------------------------------------------------------ */
+
+/* Accepted values: [lo, hi], either end open; integer: integral values only. Numbers that are
+ * stored as float are kept within float range. */
+typedef struct num_spec {
+    double lo, hi;
+    int lo_open, hi_open, integer;
+} num_spec;
+
+#define ANY_FLOAT                                                                                  \
+    {                                                                                              \
+        -FLT_MAX, FLT_MAX, 0, 0, 0                                                                 \
+    }
+#define POSITIVE                                                                                   \
+    {                                                                                              \
+        0.0, FLT_MAX, 1, 0, 0                                                                      \
+    }
+#define NON_NEGATIVE                                                                               \
+    {                                                                                              \
+        0.0, FLT_MAX, 0, 0, 0                                                                      \
+    }
+#define INT_IN(lo, hi)                                                                             \
+    {                                                                                              \
+        (lo), (hi), 0, 0, 1                                                                        \
+    }
+
+static void describe(num_spec s, char *buf, size_t n)
+{
+    const char *what = s.integer ? "an integer" : "a number";
+    if (s.integer && s.lo == INT_MIN && s.hi == INT_MAX) /* an index, checked by a generator */
+        snprintf(buf, n, "an integer index");
+    else if (s.lo == -FLT_MAX && s.hi == FLT_MAX)
+        snprintf(buf, n, "a finite number of magnitude at most %g", (double)FLT_MAX);
+    else if (s.hi == FLT_MAX)
+        snprintf(buf, n, "%s %s %.15g", what, s.lo_open ? ">" : ">=", s.lo);
+    else
+        snprintf(buf, n, "%s in %c%.15g, %.15g%c", what, s.lo_open ? '(' : '[', s.lo, s.hi,
+                 s.hi_open ? ')' : ']');
+}
+
+/* Reads one number item at `key` into *out. Returns 0, or -1 on failure. */
+static int read_number(ctx *c, const cJSON *it, const char *key, num_spec s, double *out)
+{
+    if (!cJSON_IsNumber(it))
+        return wrong_type(c, key, it, s.integer ? "an integer" : "a number");
+    double x = it->valuedouble;
+    if (isfinite(x) && fabs(x) > FLT_MAX)
+        return fail(c, PBD_ERR_SCENE, key,
+                    "found %.15g, expected a magnitude of at most %g "
+                    "(float range)",
+                    x, (double)FLT_MAX);
+    if (!(isfinite(x) && (s.lo_open ? x > s.lo : x >= s.lo) && (s.hi_open ? x < s.hi : x <= s.hi) &&
+          (!s.integer || x == floor(x)))) {
+        char expected[128];
+        describe(s, expected, sizeof expected);
+        return fail(c, PBD_ERR_SCENE, key, "found %.15g, expected %s", x, expected);
+    }
+    *out = x;
+    return 0;
+}
+
+/* Where a number goes: exactly one of the pointers is set; k indexes into it. */
+typedef struct sink {
+    float *f;
+    int *i;
+    double *d;
+} sink;
+
+static void put(sink to, int k, double x)
+{
+    if (to.f)
+        to.f[k] = (float)x;
+    else if (to.i)
+        to.i[k] = (int)x;
+    else
+        to.d[k] = x;
+}
+
+/* Reads a number (n = 0) or an array of exactly n numbers. */
+static int read_numbers(ctx *c, const cJSON *it, const char *key, int n, num_spec s, sink to)
+{
+    double x;
+    if (n == 0) {
+        if (read_number(c, it, key, s, &x))
+            return -1;
+        put(to, 0, x);
+        return 0;
+    }
+    if (!cJSON_IsArray(it) || cJSON_GetArraySize(it) != n) {
+        if (cJSON_IsArray(it))
+            return fail(c, PBD_ERR_SCENE, key,
+                        "found an array of %d, expected an array of %d "
+                        "numbers",
+                        cJSON_GetArraySize(it), n);
+        return fail(c, PBD_ERR_SCENE, key, "found %s, expected an array of %d numbers", kind(it),
+                    n);
+    }
+    int k = 0;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, it)
+    {
+        char sub[KEY_MAX];
+        if (read_number(c, e, at_index(sub, key, k), s, &x))
+            return -1;
+        put(to, k++, x);
+    }
+    return 0;
+}
+
+/* A numeric key of an object, read into the struct at `base`. */
+typedef struct field {
+    const char *name;
+    char kind; /* 'f' float, 'i' int, 'd' double, 'b' bool (int), 'k' stiffness k stored as -k */
+    int n;     /* 0: a scalar; else an array of n */
+    num_spec spec;
+    size_t offset;
+} field;
+
+/* Reads the keys of `fields` present in obj. */
+static int read_fields(ctx *c, const cJSON *obj, const char *parent, const field *fields, int count,
+                       void *base)
+{
+    for (int f = 0; f < count; ++f) {
+        const field *fd = &fields[f];
+        const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, fd->name);
+        char key[KEY_MAX];
+        if (!it)
+            continue;
+        join(key, parent, fd->name);
+        void *p = (char *)base + fd->offset;
+        if (fd->kind == 'b') {
+            if (!cJSON_IsBool(it))
+                return wrong_type(c, key, it, "true or false");
+            *(int *)p = cJSON_IsTrue(it);
+            continue;
+        }
+        sink to = {fd->kind == 'f' || fd->kind == 'k' ? p : NULL, fd->kind == 'i' ? p : NULL,
+                   fd->kind == 'd' ? p : NULL};
+        if (read_numbers(c, it, key, fd->n, fd->spec, to))
+            return -1;
+        if (fd->kind == 'k')
+            *(float *)p = -*(float *)p;
+    }
+    return 0;
+}
+
+/* ---- strings and keys --------------------------------------------------------------------- */
+
+/* Optional string child: 1 found, 0 absent, -1 failure. */
+static int opt_string(ctx *c, const cJSON *obj, const char *parent, const char *name,
+                      const char **out)
+{
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, name);
+    char key[KEY_MAX];
+    if (!it)
+        return 0;
+    if (!cJSON_IsString(it))
+        return wrong_type(c, join(key, parent, name), it, "a string");
+    *out = it->valuestring;
+    return 1;
+}
+
+static void list_names(char *buf, size_t n, const char *const *a, const char *const *b)
+{
+    size_t len = 0;
+    buf[0] = '\0';
+    for (int l = 0; l < 2; ++l)
+        for (const char *const *s = l ? b : a; s && *s && len < n; ++s)
+            len += (size_t)snprintf(buf + len, n - len, "%s%s", len ? ", " : "", *s);
+}
+
+/* Optional string child that must be one of `names` (NULL-terminated): sets *out to its
+ * index. 1 found, 0 absent, -1 failure. */
+static int opt_enum(ctx *c, const cJSON *obj, const char *parent, const char *name,
+                    const char *const *names, int *out)
+{
+    const char *s = NULL;
+    char key[KEY_MAX], list[256];
+    int r = opt_string(c, obj, parent, name, &s);
+    if (r <= 0)
+        return r;
+    for (int k = 0; names[k]; ++k)
+        if (strcmp(s, names[k]) == 0) {
+            *out = k;
+            return 1;
+        }
+    list_names(list, sizeof list, names, NULL);
+    return fail(c, PBD_ERR_SCENE, join(key, parent, name), "found \"%.64s\", expected one of: %s",
+                s, list);
+}
+
+static int listed(const char *const *names, const char *s)
+{
+    for (; names && *names; ++names)
+        if (strcmp(*names, s) == 0)
+            return 1;
+    return 0;
+}
+
+/* Every key of obj must be in list a or b, and appear once. */
+static int check_keys(ctx *c, const cJSON *obj, const char *parent, const char *const *a,
+                      const char *const *b)
+{
+    for (const cJSON *k = obj->child; k; k = k->next) {
+        char key[KEY_MAX], list[512];
+        join(key, parent, k->string);
+        if (!listed(a, k->string) && !listed(b, k->string)) {
+            list_names(list, sizeof list, a, b);
+            return fail(c, PBD_ERR_SCENE, key, "unknown key (expected one of: %s)", list);
+        }
+        for (const cJSON *e = obj->child; e != k; e = e->next)
+            if (strcmp(e->string, k->string) == 0)
+                return fail(c, PBD_ERR_SCENE, key, "duplicate key (expected each key once)");
+    }
+    return 0;
+}
+
+/* Pairs of keys of which a body may give one. */
+static const char *const exclusive[][2] = {
+    {"compliance", "stiffness"},
+    {"mass", "density"},
+    {"mass", "masses"},
+    {"velocity", "velocities"},
+    {"angular_velocity", "velocities"},
+};
+
+static int check_exclusive(ctx *c, const cJSON *obj, const char *parent)
+{
+    for (size_t p = 0; p < sizeof exclusive / sizeof exclusive[0]; ++p) {
+        char key[KEY_MAX];
+        if (cJSON_GetObjectItemCaseSensitive(obj, exclusive[p][0]) &&
+            cJSON_GetObjectItemCaseSensitive(obj, exclusive[p][1]))
+            return fail(c, PBD_ERR_SCENE, join(key, parent, exclusive[p][1]),
+                        "found together with %s, expected only one of %s and %s", exclusive[p][0],
+                        exclusive[p][0], exclusive[p][1]);
+    }
+    return 0;
+}
+
+/* Optional array child of entries that are each n numbers (n = 0: plain numbers): *out gets
+ * a malloc'd copy (ints if is_int, else floats; the caller frees it, also on failure) and
+ * *count the entries. 1 found, 0 absent, -1 failure. */
+static int opt_list(ctx *c, const cJSON *obj, const char *parent, const char *name, int n,
+                    num_spec s, int is_int, void **out, int *count)
+{
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, name);
+    char key[KEY_MAX];
+    if (!it)
+        return 0;
+    join(key, parent, name);
+    if (!cJSON_IsArray(it))
+        return wrong_type(c, key, it, "an array");
+    int len = cJSON_GetArraySize(it), w = n ? n : 1;
+    if (len > PBD_MAX_PARTICLES)
+        return fail(c, PBD_ERR_SCENE, key, "found %d entries, expected at most %d", len,
+                    PBD_MAX_PARTICLES);
+    *out = malloc((size_t)(len ? len : 1) * (size_t)w * (is_int ? sizeof(int) : sizeof(float)));
+    if (!*out)
+        return fail(c, PBD_ERR_MEMORY, key, "out of memory");
+    *count = len;
+    int k = 0;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, it)
+    {
+        char sub[KEY_MAX];
+        sink to = {is_int ? NULL : (float *)*out + (size_t)k * w,
+                   is_int ? (int *)*out + (size_t)k * w : NULL, NULL};
+        if (read_numbers(c, e, at_index(sub, key, k), n, s, to))
+            return -1;
+        k++;
+    }
+    return 1;
+}
+
+/* ---- bodies ------------------------------------------------------------------------------- */
+
+enum { CLOTH, ROPE, TET_BOX, PARTICLES };
+static const char *const body_types[] = {"cloth", "rope", "tet_box", "particles", NULL};
+
+static const char *const common_keys[] = {"type",   "name",       "velocity",  "angular_velocity",
+                                          "pinned", "compliance", "stiffness", "mass",
+                                          NULL};
+static const char *const type_keys[][10] = {
+    [CLOTH] = {"density", "resolution", "size", "center", "orientation", "shear", "bending", "pin",
+               NULL},
+    [ROPE] = {"density", "segments", "start", "end", "bending", NULL},
+    [TET_BOX] = {"density", "cells", "size", "center", NULL},
+    [PARTICLES] = {"positions", "masses", "velocities", "constraints", NULL},
+};
+
+#define STIFFNESS                                                                                  \
+    {                                                                                              \
+        0.0, 1.0, 1, 0, 0                                                                          \
+    }
+static const field common_fields[] = {
+    {"velocity", 'f', 3, ANY_FLOAT, offsetof(pbd_gen_common, velocity)},
+    {"angular_velocity", 'f', 3, ANY_FLOAT, offsetof(pbd_gen_common, angular_velocity)},
+    {"compliance", 'f', 0, NON_NEGATIVE, offsetof(pbd_gen_common, compliance)},
+    {"stiffness", 'k', 0, STIFFNESS, offsetof(pbd_gen_common, compliance)},
+    {"mass", 'd', 0, POSITIVE, offsetof(pbd_gen_common, mass)},
+    {"density", 'd', 0, POSITIVE, offsetof(pbd_gen_common, density)},
+};
+
+static const field cloth_fields[] = {
+    {"resolution", 'i', 2, INT_IN(PBD_CLOTH_RES_MIN, PBD_CLOTH_RES_MAX),
+     offsetof(pbd_cloth_desc, resolution)},
+    {"size", 'f', 2, POSITIVE, offsetof(pbd_cloth_desc, size)},
+    {"center", 'f', 3, ANY_FLOAT, offsetof(pbd_cloth_desc, center)},
+    {"shear", 'b', 0, ANY_FLOAT, offsetof(pbd_cloth_desc, shear)},
+    {"bending", 'b', 0, ANY_FLOAT, offsetof(pbd_cloth_desc, bending)},
+};
+static const field rope_fields[] = {
+    {"segments", 'i', 0, INT_IN(1, PBD_ROPE_SEGMENTS_MAX), offsetof(pbd_rope_desc, segments)},
+    {"start", 'f', 3, ANY_FLOAT, offsetof(pbd_rope_desc, start)},
+    {"end", 'f', 3, ANY_FLOAT, offsetof(pbd_rope_desc, end)},
+    {"bending", 'b', 0, ANY_FLOAT, offsetof(pbd_rope_desc, bending)},
+};
+static const field tet_box_fields[] = {
+    {"cells", 'i', 3, INT_IN(1, PBD_TET_CELLS_MAX), offsetof(pbd_tet_box_desc, cells)},
+    {"size", 'f', 3, POSITIVE, offsetof(pbd_tet_box_desc, size)},
+    {"center", 'f', 3, ANY_FLOAT, offsetof(pbd_tet_box_desc, center)},
+};
+
+#define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+/* Arrays read for one body, freed together. */
+typedef struct lists {
+    void *pinned, *positions, *masses, *velocities, *rest, *pairs;
+} lists;
+
+static void lists_free(lists *l)
+{
+    free(l->pinned);
+    free(l->positions);
+    free(l->masses);
+    free(l->velocities);
+    free(l->rest);
+    free(l->pairs);
+}
+
+/* "constraints": [[a, b], ...] or [[a, b, rest], ...]; a missing rest is -1 (the initial
+ * distance). Index ranges are the generator's to check. */
+static int read_constraints(ctx *c, const cJSON *obj, const char *parent, lists *l, int *count)
+{
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, "constraints");
+    char key[KEY_MAX];
+    *count = 0;
+    if (!it)
+        return 0;
+    join(key, parent, "constraints");
+    if (!cJSON_IsArray(it))
+        return wrong_type(c, key, it, "an array");
+    int len = cJSON_GetArraySize(it);
+    if (len > PBD_MAX_DISTANCE)
+        return fail(c, PBD_ERR_SCENE, key, "found %d entries, expected at most %d", len,
+                    PBD_MAX_DISTANCE);
+    int *pairs = malloc((size_t)(len ? len : 1) * 2 * sizeof(int));
+    float *rests = malloc((size_t)(len ? len : 1) * sizeof(float));
+    l->pairs = pairs;
+    l->rest = rests;
+    if (!pairs || !rests)
+        return fail(c, PBD_ERR_MEMORY, key, "out of memory");
+    const num_spec index = INT_IN(INT_MIN, INT_MAX), rest = NON_NEGATIVE;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, it)
+    {
+        char sub[KEY_MAX], part[KEY_MAX];
+        int n = cJSON_GetArraySize(e);
+        at_index(sub, key, *count);
+        if (!cJSON_IsArray(e) || n < 2 || n > 3)
+            return fail(c, PBD_ERR_SCENE, sub, "found %s%s, expected [a, b] or [a, b, rest]",
+                        kind(e), cJSON_IsArray(e) ? " of the wrong length" : "");
+        rests[*count] = -1.0f;
+        for (int k = 0; k < n; ++k) {
+            sink to = {k == 2 ? &rests[*count] : NULL, k < 2 ? &pairs[2 * *count + k] : NULL, NULL};
+            if (read_numbers(c, cJSON_GetArrayItem(e, k), at_index(part, sub, k), 0,
+                             k < 2 ? index : rest, to))
+                return -1;
+        }
+        ++*count;
+    }
+    return 0;
+}
+
+/* Reads what the generators leave to the loader for the explicit particles. */
+static int read_particles(ctx *c, const cJSON *obj, const char *key, pbd_particles_desc *d,
+                          lists *l)
+{
+    char sub[KEY_MAX];
+    const num_spec any = ANY_FLOAT, positive = POSITIVE;
+    int n_masses = 0, n_vel = 0;
+    int r = opt_list(c, obj, key, "positions", 3, any, 0, &l->positions, &d->count);
+    if (r == 0)
+        return fail(c, PBD_ERR_SCENE, join(sub, key, "positions"),
+                    "missing (required for type \"particles\")");
+    if (r < 0 || opt_list(c, obj, key, "masses", 0, positive, 0, &l->masses, &n_masses) < 0 ||
+        opt_list(c, obj, key, "velocities", 3, any, 0, &l->velocities, &n_vel) < 0 ||
+        read_constraints(c, obj, key, l, &d->num_constraints) < 0)
+        return -1;
+    if (d->count < 1)
+        return fail(c, PBD_ERR_SCENE, join(sub, key, "positions"),
+                    "found an empty array, expected at least one position");
+    if ((l->masses && n_masses != d->count) || (l->velocities && n_vel != d->count))
+        return fail(c, PBD_ERR_SCENE,
+                    join(sub, key, l->masses && n_masses != d->count ? "masses" : "velocities"),
+                    "found an array of %d, expected %d entries (one per position)",
+                    l->masses && n_masses != d->count ? n_masses : n_vel, d->count);
+    d->positions = (const float(*)[3])l->positions;
+    d->masses = l->masses;
+    d->velocities = (const float(*)[3])l->velocities;
+    d->constraints = (const int(*)[2])l->pairs;
+    d->rest = l->rest;
+    return 0;
+}
+
+/* Passes a generator's failure on: its message starts with the key within the body. */
+static int generated(ctx *c, const char *key, pbd_status st, const pbd_error *gerr)
+{
+    if (st == PBD_OK)
+        return 0;
+    if (st == PBD_ERR_ARGUMENT)
+        return fail(c, PBD_ERR_SCENE, NULL, "%s.%s", key, gerr->message);
+    return fail(c, st, key, "%s", gerr->message);
+}
+
+/* Per type: the key without which the body cannot be built, and its numeric fields. */
+static const char *const required_keys[] = {"resolution", "segments", "cells", "positions"};
+static const field *const type_fields[] = {cloth_fields, rope_fields, tet_box_fields, NULL};
+static const int type_field_counts[] = {COUNT(cloth_fields), COUNT(rope_fields),
+                                        COUNT(tet_box_fields), 0};
+
+/* The cloth's named options. */
+static int read_cloth_enums(ctx *c, const cJSON *obj, const char *key, pbd_cloth_desc *d)
+{
+    static const char *const orientations[] = {"xz", "xy", NULL};
+    static const char *const pins[] = {"none", "corners", "edge", NULL};
+    int orientation = 0, pin = 0;
+    if (opt_enum(c, obj, key, "orientation", orientations, &orientation) < 0 ||
+        opt_enum(c, obj, key, "pin", pins, &pin) < 0)
+        return -1;
+    d->orientation = orientation ? PBD_CLOTH_XY : PBD_CLOTH_XZ;
+    d->pin = pin == 2 ? PBD_PIN_EDGE : pin == 1 ? PBD_PIN_CORNERS : PBD_PIN_NONE;
+    return 0;
+}
+
+static int parse_body(ctx *c, pbd_model *m, const cJSON *obj, const char *key)
+{
+    char sub[KEY_MAX], list[128];
+    int type = 0, r;
+    if (!cJSON_IsObject(obj))
+        return wrong_type(c, key, obj, "an object");
+    r = opt_enum(c, obj, key, "type", body_types, &type);
+    if (r <= 0) {
+        list_names(list, sizeof list, body_types, NULL);
+        return r < 0 ? -1
+                     : fail(c, PBD_ERR_SCENE, join(sub, key, "type"),
+                            "missing (required; one of: %s)", list);
+    }
+    if (check_keys(c, obj, key, common_keys, type_keys[type]) || check_exclusive(c, obj, key))
+        return -1;
+    if (!cJSON_GetObjectItemCaseSensitive(obj, required_keys[type]))
+        return fail(c, PBD_ERR_SCENE, join(sub, key, required_keys[type]),
+                    "missing (required for type \"%s\")", body_types[type]);
+
+    pbd_cloth_desc cloth = pbd_cloth_desc_default();
+    pbd_rope_desc rope = pbd_rope_desc_default();
+    pbd_tet_box_desc tet = pbd_tet_box_desc_default();
+    pbd_particles_desc parts = pbd_particles_desc_default();
+    /* Every descriptor starts with its pbd_gen_common. */
+    void *const desc[] = {&cloth, &rope, &tet, &parts};
+    pbd_gen_common *com = desc[type];
+    lists l = {0};
+    const num_spec index = INT_IN(INT_MIN, INT_MAX);
+    r = 0;
+    if (read_fields(c, obj, key, common_fields, COUNT(common_fields), com) ||
+        opt_list(c, obj, key, "pinned", 0, index, 1, &l.pinned, &com->num_pinned) < 0 ||
+        opt_string(c, obj, key, "name", &com->name) < 0 ||
+        read_fields(c, obj, key, type_fields[type], type_field_counts[type], desc[type]) ||
+        (type == CLOTH && read_cloth_enums(c, obj, key, &cloth)) ||
+        (type == PARTICLES && read_particles(c, obj, key, &parts, &l)))
+        r = -1;
+    if (r == 0 && com->name && (strlen(com->name) < 1 || strlen(com->name) > 63))
+        r = fail(c, PBD_ERR_SCENE, join(sub, key, "name"),
+                 "found a string of %zu characters, expected 1 to 63", strlen(com->name));
+    com->pinned = l.pinned;
+    if (r == 0) {
+        pbd_error gerr = {0};
+        pbd_status st = type == CLOTH     ? pbd_scene_add_cloth(m, &cloth, &gerr)
+                        : type == ROPE    ? pbd_scene_add_rope(m, &rope, &gerr)
+                        : type == TET_BOX ? pbd_scene_add_tet_box(m, &tet, &gerr)
+                                          : pbd_scene_add_particles(m, &parts, &gerr);
+        r = generated(c, key, st, &gerr);
+    }
+    lists_free(&l);
+    return r;
+}
+
+/* ---- top level ---------------------------------------------------------------------------- */
+
+/* Keys reserved for later ("momentum", "damping") are rejected as unknown until they get an
+ * entry here and, for numbers, one in config_fields. */
+static const char *const top_keys[] = {"description", "dt",     "substeps", "iterations",
+                                       "solver",      "omega",  "gravity",  "frames",
+                                       "planes",      "bodies", NULL};
+
+static const field config_fields[] = {
+    {"dt", 'f', 0, {0.0, 10.0, 1, 0, 0}, offsetof(pbd_config, dt)},
+    {"substeps", 'i', 0, INT_IN(1, 1000), offsetof(pbd_config, substeps)},
+    {"iterations", 'i', 0, INT_IN(1, 10000), offsetof(pbd_config, iterations)},
+    {"omega", 'f', 0, {0.0, 2.0, 1, 1, 0}, offsetof(pbd_config, omega)},
+    {"gravity", 'f', 3, ANY_FLOAT, offsetof(pbd_config, gravity)},
+    {"frames", 'i', 0, INT_IN(1, 10000000), offsetof(pbd_config, frames)},
+};
+
+static const char *const plane_keys[] = {"normal", "offset", NULL};
+
+static int parse_planes(ctx *c, const cJSON *root, pbd_model *m)
+{
+    const cJSON *planes = cJSON_GetObjectItemCaseSensitive(root, "planes");
+    if (!planes)
+        return 0;
+    if (!cJSON_IsArray(planes))
+        return wrong_type(c, "planes", planes, "an array");
+    int k = 0;
+    const cJSON *p;
+    cJSON_ArrayForEach(p, planes)
+    {
+        char key[KEY_MAX], sub[KEY_MAX];
+        double n[3], offset = 0.0, scale = 0.0, len = 0.0;
+        const num_spec any = ANY_FLOAT;
+        at_index(key, "planes", k++);
+        if (!cJSON_IsObject(p))
+            return wrong_type(c, key, p, "an object");
+        if (check_keys(c, p, key, plane_keys, NULL))
+            return -1;
+        const cJSON *normal = cJSON_GetObjectItemCaseSensitive(p, "normal");
+        const cJSON *off = cJSON_GetObjectItemCaseSensitive(p, "offset");
+        join(sub, key, "normal");
+        if (!normal)
+            return fail(c, PBD_ERR_SCENE, sub, "missing (required for a plane)");
+        if (read_numbers(c, normal, sub, 3, any, (sink){NULL, NULL, n}) ||
+            (off &&
+             read_numbers(c, off, join(sub, key, "offset"), 0, any, (sink){NULL, NULL, &offset})))
+            return -1;
+        /* Scaled first so that tiny or huge components neither underflow nor overflow. */
+        for (int i = 0; i < 3; ++i)
+            scale = fmax(scale, fabs(n[i]));
+        for (int i = 0; i < 3 && scale > 0.0; ++i)
+            len += (n[i] / scale) * (n[i] / scale);
+        len = sqrt(len) * scale;
+        if (!(len > 0.0))
+            return fail(c, PBD_ERR_SCENE, join(sub, key, "normal"),
+                        "found [0, 0, 0], expected a non-zero vector");
+        if (pbd_model_add_plane(m, (float)(n[0] / len), (float)(n[1] / len), (float)(n[2] / len),
+                                (float)offset))
+            return fail(c, PBD_ERR_MEMORY, key, "out of memory");
+    }
+    return 0;
+}
+
+static int parse_root(ctx *c, const cJSON *root, pbd_scene *out)
+{
+    static const char *const solvers[] = {"gs", "jacobi", NULL};
+    const char *description;
+    int solver = 0;
+    if (!cJSON_IsObject(root))
+        return wrong_type(c, "top level", root, "an object");
+    if (check_keys(c, root, "", top_keys, NULL) ||
+        opt_string(c, root, "", "description", &description) < 0 ||
+        read_fields(c, root, "", config_fields, COUNT(config_fields), &out->config) ||
+        opt_enum(c, root, "", "solver", solvers, &solver) < 0 || parse_planes(c, root, &out->model))
+        return -1;
+    out->config.solver = solver ? PBD_SOLVER_JACOBI : PBD_SOLVER_GS;
+    const cJSON *bodies = cJSON_GetObjectItemCaseSensitive(root, "bodies");
+    if (!bodies)
+        return fail(c, PBD_ERR_SCENE, "bodies", "missing (required, at least one body)");
+    if (!cJSON_IsArray(bodies))
+        return wrong_type(c, "bodies", bodies, "an array");
+    if (cJSON_GetArraySize(bodies) < 1)
+        return fail(c, PBD_ERR_SCENE, "bodies",
+                    "found an empty array, expected at least one "
+                    "body");
+    int k = 0;
+    const cJSON *b;
+    cJSON_ArrayForEach(b, bodies)
+    {
+        char key[KEY_MAX];
+        if (parse_body(c, &out->model, b, at_index(key, "bodies", k++)))
+            return -1;
+    }
+    pbd_error verr = {0};
+    pbd_status st = pbd_model_validate(&out->model, &verr);
+    return st == PBD_OK ? 0 : fail(c, st, NULL, "%s", verr.message);
+}
+
+/* Line and column (from 1) of the byte at `at`. */
+static void locate(const char *text, const char *at, int *line, int *column)
+{
+    *line = 1;
+    *column = 1;
+    for (const char *s = text; s < at && *s; ++s) {
+        if (*s == '\n') {
+            ++*line;
+            *column = 1;
+        } else {
+            ++*column;
+        }
+    }
+}
+
+static pbd_status parse(const char *json, size_t length, const char *name, pbd_scene *out,
+                        pbd_error *err)
+{
+    ctx c = {name ? name : "scene", err, PBD_OK};
+    int line, column;
+    memset(out, 0, sizeof *out);
+    out->config = pbd_config_default();
+    if (strlen(json) != length) {
+        locate(json, json + strlen(json), &line, &column);
+        fail(&c, PBD_ERR_SCENE, NULL, "line %d, column %d: found a NUL byte, expected JSON text",
+             line, column);
+        return PBD_ERR_SCENE;
+    }
+    const char *end = NULL;
+    cJSON *root = cJSON_ParseWithOpts(json, &end, 1);
+    if (!root) {
+        locate(json, end ? end : cJSON_GetErrorPtr(), &line, &column);
+        fail(&c, PBD_ERR_SCENE, NULL, "line %d, column %d: JSON syntax error", line, column);
+        return PBD_ERR_SCENE;
+    }
+    int r = parse_root(&c, root, out);
+    cJSON_Delete(root);
+    if (r == 0)
+        return PBD_OK;
+    pbd_scene_free(out);
+    return c.status;
+}
+
+pbd_status pbd_scene_parse(const char *json, const char *name, pbd_scene *out, pbd_error *err)
+{
+    if (!json || !out)
+        return pbd_error_set(err, PBD_ERR_ARGUMENT, "pbd_scene_parse: no text or no scene");
+    return parse(json, strlen(json), name, out, err);
+}
+
+pbd_status pbd_scene_load(const char *path, pbd_scene *out, pbd_error *err)
+{
+    if (!path || !out)
+        return pbd_error_set(err, PBD_ERR_ARGUMENT, "pbd_scene_load: no path or no scene");
+    memset(out, 0, sizeof *out);
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return pbd_error_set(err, PBD_ERR_IO, "%s: cannot read: %s", path, strerror(errno));
+    size_t len = 0, cap = 4096;
+    char *text = malloc(cap);
+    while (text) {
+        len += fread(text + len, 1, cap - 1 - len, f);
+        if (len < cap - 1)
+            break;
+        char *more = realloc(text, cap * 2);
+        if (!more)
+            free(text);
+        text = more;
+        cap *= 2;
+    }
+    int read_error = ferror(f) ? errno : 0;
+    fclose(f);
+    if (!text)
+        return pbd_error_set(err, PBD_ERR_MEMORY, "%s: out of memory", path);
+    if (read_error) {
+        free(text);
+        return pbd_error_set(err, PBD_ERR_IO, "%s: cannot read: %s", path, strerror(read_error));
+    }
+    text[len] = '\0';
+    pbd_status st = parse(text, len, path, out, err);
+    free(text);
+    return st;
+}
+
+void pbd_scene_free(pbd_scene *s)
+{
+    if (!s)
+        return;
+    pbd_model_free(&s->model);
+    memset(s, 0, sizeof *s);
+}
