@@ -1,0 +1,489 @@
+/* The pbd command line: run, bench, devices. The only file that prints usage or exits. */
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "io/output.h"
+#include "pbd.h"
+
+enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
+
+static const char usage_text[] =
+    "usage: pbd run SCENE [options]      simulate a scene and print a summary\n"
+    "       pbd bench SCENE [options]    time a scene: ms per step, per-kernel breakdown\n"
+    "       pbd devices                  list OpenCL platforms and devices\n"
+    "\n"
+    "options (override the scene's values):\n"
+    "  --frames N          frames to run (pbd run; default: the scene's, else 300)\n"
+    "  --dt S              frame time step in seconds\n"
+    "  --substeps S        substeps per frame\n"
+    "  --iterations K      projection iterations per substep\n"
+    "  --solver gs|jacobi  coloured Gauss-Seidel or deterministic Jacobi\n"
+    "  --backend cl|cpu    OpenCL device (default) or the CPU reference\n"
+    "  --device SPEC       P:D, cpu, gpu or a name substring (env PBD_DEVICE)\n"
+    "  --kernel-dir DIR    read the kernel sources from DIR instead of the built-in copy\n"
+    "  --stats FILE        write per-body statistics (CSV) every --stats-every frames\n"
+    "  --stats-every N     default 1\n"
+    "  --dump FILE         write the final positions and velocities, one particle a line\n"
+    "  --quiet             no progress or summary\n"
+    "bench only:\n"
+    "  --runs R            timed runs (default 5); the median is reported\n"
+    "  --bench-frames N    frames per timed run (default 50)\n";
+
+typedef struct options {
+    const char *command;
+    const char *scene;
+    long frames;
+    double dt;
+    long substeps;
+    long iterations;
+    int solver; /* -1: the scene's */
+    pbd_solver_desc desc;
+    const char *stats;
+    long stats_every;
+    const char *dump;
+    int quiet;
+    long runs;
+    long bench_frames;
+} options;
+
+static volatile sig_atomic_t interrupted;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    interrupted = 1;
+}
+
+static int usage_error(const char *fmt, const char *a, const char *b)
+{
+    fprintf(stderr, "pbd: ");
+    fprintf(stderr, fmt, a, b);
+    fprintf(stderr, "\n(run 'pbd --help' for usage)\n");
+    return EXIT_USAGE;
+}
+
+static int parse_long(const char *opt, const char *s, long lo, long hi, long *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi) {
+        fprintf(stderr, "pbd: %s: found '%s', expected an integer in [%ld, %ld]\n", opt, s, lo, hi);
+        return EXIT_USAGE;
+    }
+    *out = v;
+    return 0;
+}
+
+static int parse_double(const char *opt, const char *s, double lo, double hi, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || !isfinite(v) || v <= lo || v > hi) {
+        fprintf(stderr, "pbd: %s: found '%s', expected a number in (%g, %g]\n", opt, s, lo, hi);
+        return EXIT_USAGE;
+    }
+    *out = v;
+    return 0;
+}
+
+static int parse_args(int argc, char **argv, options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->solver = -1;
+    o->stats_every = 1;
+    o->runs = 5;
+    o->bench_frames = 50;
+    if (argc < 2)
+        return usage_error("missing command%s%s", "", "");
+    o->command = argv[1];
+    for (int i = 2; i < argc; ++i) {
+        const char *a = argv[i];
+        const char *val = i + 1 < argc ? argv[i + 1] : NULL;
+        int rc = 0;
+#define NEEDS_VALUE                                                                                \
+    if (!val)                                                                                      \
+        return usage_error("%s: missing value%s", a, "");                                          \
+    ++i
+        if (strcmp(a, "--frames") == 0) {
+            NEEDS_VALUE;
+            rc = parse_long(a, val, 1, 100000000, &o->frames);
+        } else if (strcmp(a, "--dt") == 0) {
+            NEEDS_VALUE;
+            rc = parse_double(a, val, 0.0, 10.0, &o->dt);
+        } else if (strcmp(a, "--substeps") == 0) {
+            NEEDS_VALUE;
+            rc = parse_long(a, val, 1, 1000, &o->substeps);
+        } else if (strcmp(a, "--iterations") == 0) {
+            NEEDS_VALUE;
+            rc = parse_long(a, val, 1, 10000, &o->iterations);
+        } else if (strcmp(a, "--solver") == 0) {
+            NEEDS_VALUE;
+            if (strcmp(val, "gs") == 0)
+                o->solver = PBD_SOLVER_GS;
+            else if (strcmp(val, "jacobi") == 0)
+                o->solver = PBD_SOLVER_JACOBI;
+            else
+                return usage_error("--solver: found '%s', expected gs or jacobi%s", val, "");
+        } else if (strcmp(a, "--backend") == 0) {
+            NEEDS_VALUE;
+            if (strcmp(val, "cl") == 0)
+                o->desc.backend = PBD_BACKEND_CL;
+            else if (strcmp(val, "cpu") == 0)
+                o->desc.backend = PBD_BACKEND_CPU;
+            else
+                return usage_error("--backend: found '%s', expected cl or cpu%s", val, "");
+        } else if (strcmp(a, "--device") == 0) {
+            NEEDS_VALUE;
+            o->desc.device = val;
+        } else if (strcmp(a, "--kernel-dir") == 0) {
+            NEEDS_VALUE;
+            o->desc.kernel_dir = val;
+        } else if (strcmp(a, "--stats") == 0) {
+            NEEDS_VALUE;
+            o->stats = val;
+        } else if (strcmp(a, "--stats-every") == 0) {
+            NEEDS_VALUE;
+            rc = parse_long(a, val, 1, 100000000, &o->stats_every);
+        } else if (strcmp(a, "--dump") == 0) {
+            NEEDS_VALUE;
+            o->dump = val;
+        } else if (strcmp(a, "--runs") == 0) {
+            NEEDS_VALUE;
+            rc = parse_long(a, val, 1, 1000, &o->runs);
+        } else if (strcmp(a, "--bench-frames") == 0) {
+            NEEDS_VALUE;
+            rc = parse_long(a, val, 1, 1000000, &o->bench_frames);
+        } else if (strcmp(a, "--quiet") == 0) {
+            o->quiet = 1;
+        } else if (a[0] == '-' && a[1]) {
+            return usage_error("unknown option '%s'%s", a, "");
+        } else if (!o->scene) {
+            o->scene = a;
+        } else {
+            return usage_error("unexpected argument '%s' (the scene is '%s')", a, o->scene);
+        }
+#undef NEEDS_VALUE
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Prints a library failure: the one-line message, and a build log when there is one. */
+static int fail(const pbd_error *err)
+{
+    fprintf(stderr, "pbd: %s\n", err->message[0] ? err->message : pbd_status_string(err->status));
+    if (err->log && err->log[0])
+        fprintf(stderr, "--- build log ---\n%s\n--- end of build log ---\n", err->log);
+    return EXIT_FAIL;
+}
+
+static int cmd_devices(void)
+{
+    pbd_device_info *list = NULL;
+    int n = 0;
+    pbd_error err = {0};
+    if (pbd_devices_list(&list, &n, &err) != PBD_OK) {
+        int rc = fail(&err);
+        pbd_error_clear(&err);
+        return rc;
+    }
+    int last_platform = -1;
+    for (int k = 0; k < n; ++k) {
+        const pbd_device_info *d = &list[k];
+        if (d->platform_index != last_platform) {
+            printf("platform %d: %s (%s)\n", d->platform_index, d->platform_name,
+                   d->platform_version);
+            last_platform = d->platform_index;
+        }
+        printf("  %d:%d  %s [%s]\n", d->platform_index, d->device_index, d->name, d->type);
+        printf("       %s, %s, %u compute units, %.0f MiB global memory (%.0f MiB per buffer),"
+               " max work-group %zu, fp64 %s, cl_khr_gl_sharing %s\n",
+               d->version, d->c_version, d->compute_units, (double)d->global_mem / 1048576.0,
+               (double)d->max_alloc / 1048576.0, d->max_work_group, d->fp64 ? "yes" : "no",
+               d->gl_sharing ? "yes" : "no");
+    }
+    free(list);
+    return EXIT_OK;
+}
+
+/* Loads the scene and applies the command line's overrides. */
+static int load_scene(const options *o, pbd_scene *scene, pbd_error *err)
+{
+    if (!o->scene)
+        return usage_error("%s: missing SCENE (a .json file)%s", o->command, "");
+    if (pbd_scene_load(o->scene, scene, err) != PBD_OK)
+        return fail(err);
+    pbd_config *c = &scene->config;
+    if (o->frames)
+        c->frames = (int)o->frames;
+    if (o->dt > 0.0)
+        c->dt = (float)o->dt;
+    if (o->substeps)
+        c->substeps = (int)o->substeps;
+    if (o->iterations)
+        c->iterations = (int)o->iterations;
+    if (o->solver >= 0)
+        c->solver = (pbd_solver_kind)o->solver;
+    return EXIT_OK;
+}
+
+static int create_solver(const options *o, const pbd_scene *scene, int profile, pbd_solver **solver,
+                         pbd_error *err)
+{
+    pbd_solver_desc d = o->desc;
+    d.profile = profile;
+    if (pbd_solver_create(&scene->model, &scene->config, &d, solver, err) != PBD_OK)
+        return fail(err);
+    return EXIT_OK;
+}
+
+static int write_stats(pbd_solver *s, FILE *f, long step, double time, pbd_body_stats *buf, int nb,
+                       pbd_error *err)
+{
+    if (pbd_solver_stats(s, buf, err) != PBD_OK)
+        return fail(err);
+    pbd_stats_write_rows(f, step, time, buf, nb);
+    return EXIT_OK;
+}
+
+static int cmd_run(const options *o)
+{
+    pbd_scene scene = {0};
+    pbd_error err = {0};
+    pbd_solver *solver = NULL;
+    pbd_output stats = {0}, dump = {0};
+    pbd_body_stats *sbuf = NULL;
+    pbd_float4 *x = NULL, *v = NULL;
+    int rc = load_scene(o, &scene, &err);
+    if (rc)
+        goto done;
+    const pbd_model *m = &scene.model;
+    const pbd_config *c = &scene.config;
+    if ((rc = create_solver(o, &scene, 0, &solver, &err)))
+        goto done;
+    fprintf(stderr, "pbd: device: %s\n", pbd_solver_device_name(solver));
+
+    if (o->stats && pbd_output_open(&stats, o->stats, &err) != PBD_OK) {
+        rc = fail(&err);
+        goto done;
+    }
+    if (o->dump && pbd_output_open(&dump, o->dump, &err) != PBD_OK) {
+        rc = fail(&err);
+        goto done;
+    }
+    sbuf = calloc((size_t)m->num_bodies, sizeof *sbuf);
+    if (!sbuf) {
+        fprintf(stderr, "pbd: out of memory\n");
+        rc = EXIT_FAIL;
+        goto done;
+    }
+    if (stats.f) {
+        pbd_stats_write_header(stats.f);
+        if ((rc = write_stats(solver, stats.f, 0, 0.0, sbuf, m->num_bodies, &err)))
+            goto done;
+    }
+
+    signal(SIGINT, on_signal);
+    signal(SIGTERM, on_signal);
+    int tty = isatty(STDERR_FILENO);
+    double t_start = now_s(), t_step = 0.0, t_report = t_start + 2.0;
+    long done_frames = 0;
+    /* Step in chunks up to the next statistics row, waiting between chunks only (never
+     * inside a step) so progress and Ctrl-C are noticed. */
+    const long chunk = 32;
+    while (done_frames < c->frames && !interrupted) {
+        long n = c->frames - done_frames < chunk ? c->frames - done_frames : chunk;
+        if (stats.f) {
+            long to_stats = o->stats_every - done_frames % o->stats_every;
+            n = n < to_stats ? n : to_stats;
+        }
+        double t0 = now_s();
+        if (pbd_solver_step(solver, (int)n, &err) != PBD_OK ||
+            pbd_solver_finish(solver, &err) != PBD_OK) {
+            rc = fail(&err);
+            goto done;
+        }
+        t_step += now_s() - t0;
+        done_frames += n;
+        if (stats.f && done_frames % o->stats_every == 0 &&
+            (rc = write_stats(solver, stats.f, done_frames, (double)done_frames * c->dt, sbuf,
+                              m->num_bodies, &err)))
+            goto done;
+        double t = now_s();
+        if (!o->quiet && t >= t_report) {
+            fprintf(stderr, "%sframe %ld of %ld (%.0f%%), %.3f ms per step%s",
+                    tty ? "\r" : "pbd: ", done_frames, (long)c->frames,
+                    100.0 * (double)done_frames / (double)c->frames,
+                    1e3 * t_step / (double)done_frames, tty ? "" : "\n");
+            fflush(stderr);
+            t_report = t + 1.0;
+        }
+    }
+    if (!o->quiet && tty && t_report > t_start + 2.0)
+        fputc('\n', stderr);
+    if (interrupted) {
+        fprintf(stderr, "pbd: interrupted after %ld frames; no output files written\n",
+                done_frames);
+        rc = EXIT_FAIL;
+        goto done;
+    }
+    if (dump.f) {
+        x = malloc((size_t)m->num_particles * sizeof *x);
+        v = malloc((size_t)m->num_particles * sizeof *v);
+        if (!x || !v) {
+            fprintf(stderr, "pbd: out of memory\n");
+            rc = EXIT_FAIL;
+            goto done;
+        }
+        if (pbd_solver_read(solver, x, v, &err) != PBD_OK) {
+            rc = fail(&err);
+            goto done;
+        }
+        pbd_dump_write(dump.f, x, v, m->num_particles);
+    }
+    if ((stats.f && pbd_output_commit(&stats, &err) != PBD_OK) ||
+        (dump.f && pbd_output_commit(&dump, &err) != PBD_OK)) {
+        rc = fail(&err);
+        goto done;
+    }
+    if (!o->quiet) {
+        printf("scene        %s\n", o->scene);
+        printf("device       %s\n", pbd_solver_device_name(solver));
+        printf("particles    %d in %d bodies\n", m->num_particles, m->num_bodies);
+        printf("constraints  %d distance, %d colours, %d planes\n", m->num_distance,
+               pbd_solver_num_colors(solver), m->num_planes);
+        printf("solver       %s, %d iterations, %d substeps, dt %g s\n",
+               c->solver == PBD_SOLVER_GS ? "gauss-seidel" : "jacobi", c->iterations, c->substeps,
+               (double)c->dt);
+        printf("steps        %ld frames (%ld substeps), %ld launches per frame\n", done_frames,
+               done_frames * c->substeps, pbd_solver_launches_per_frame(solver));
+        printf("time         %.3f ms per step, %.2f s in all\n",
+               done_frames ? 1e3 * t_step / (double)done_frames : 0.0, now_s() - t_start);
+    }
+done:
+    pbd_output_abort(&stats);
+    pbd_output_abort(&dump);
+    free(x);
+    free(v);
+    free(sbuf);
+    pbd_solver_destroy(solver);
+    pbd_scene_free(&scene);
+    pbd_error_clear(&err);
+    return rc;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static int cmd_bench(const options *o)
+{
+    pbd_scene scene = {0};
+    pbd_error err = {0};
+    pbd_solver *solver = NULL;
+    double *ms = NULL;
+    int rc = load_scene(o, &scene, &err);
+    if (rc)
+        goto done;
+    const pbd_config *c = &scene.config;
+    ms = calloc((size_t)o->runs, sizeof *ms);
+    if (!ms || (rc = create_solver(o, &scene, 0, &solver, &err)))
+        goto done;
+    fprintf(stderr, "pbd: device: %s\n", pbd_solver_device_name(solver));
+    /* Warm-up: first launches pay for code generation and first-touch page faults. */
+    if (pbd_solver_step(solver, 3, &err) != PBD_OK || pbd_solver_finish(solver, &err) != PBD_OK)
+        goto failed;
+    for (long r = 0; r < o->runs; ++r) {
+        double t0 = now_s();
+        if (pbd_solver_step(solver, (int)o->bench_frames, &err) != PBD_OK ||
+            pbd_solver_finish(solver, &err) != PBD_OK)
+            goto failed;
+        ms[r] = 1e3 * (now_s() - t0) / (double)o->bench_frames;
+    }
+    qsort(ms, (size_t)o->runs, sizeof *ms, cmp_double);
+    double median = o->runs % 2 ? ms[o->runs / 2] : 0.5 * (ms[o->runs / 2 - 1] + ms[o->runs / 2]);
+    printf("scene %s: %d particles, %d constraints, %d colours, %s, %d iterations, %d substeps\n",
+           o->scene, scene.model.num_particles, scene.model.num_distance,
+           pbd_solver_num_colors(solver), c->solver == PBD_SOLVER_GS ? "gs" : "jacobi",
+           c->iterations, c->substeps);
+    printf("device %s\n", pbd_solver_device_name(solver));
+    printf("ms per step: median %.4f (min %.4f, max %.4f) over %ld runs of %ld steps\n", median,
+           ms[0], ms[o->runs - 1], o->runs, o->bench_frames);
+    printf("launches per step: %ld\n", pbd_solver_launches_per_frame(solver));
+    pbd_solver_destroy(solver);
+    solver = NULL;
+
+    /* The breakdown comes from a separate, profiled run: profiling events cost time. */
+    if ((rc = create_solver(o, &scene, 1, &solver, &err)))
+        goto done;
+    const pbd_kernel_time *kt;
+    int nk;
+    if (pbd_solver_step(solver, 3, &err) != PBD_OK || pbd_solver_finish(solver, &err) != PBD_OK)
+        goto failed;
+    pbd_solver_reset_kernel_times(solver);
+    if (pbd_solver_step(solver, (int)o->bench_frames, &err) != PBD_OK ||
+        pbd_solver_finish(solver, &err) != PBD_OK ||
+        pbd_solver_kernel_times(solver, &kt, &nk, &err) != PBD_OK)
+        goto failed;
+    double total = 0.0;
+    for (int k = 0; k < nk; ++k)
+        total += kt[k].ms;
+    printf("%-26s %12s %12s %8s\n", "kernel", "launches", "ms/step", "share");
+    for (int k = 0; k < nk; ++k)
+        if (kt[k].launches)
+            printf("%-26s %12.1f %12.4f %7.1f%%\n", kt[k].name,
+                   (double)kt[k].launches / (double)o->bench_frames,
+                   kt[k].ms / (double)o->bench_frames, total > 0 ? 100.0 * kt[k].ms / total : 0.0);
+    printf("%-26s %12s %12.4f\n", "total (device time)", "", total / (double)o->bench_frames);
+    goto done;
+failed:
+    rc = fail(&err);
+done:
+    free(ms);
+    pbd_solver_destroy(solver);
+    pbd_scene_free(&scene);
+    pbd_error_clear(&err);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+                      strcmp(argv[1], "help") == 0)) {
+        fputs(usage_text, stdout);
+        return EXIT_OK;
+    }
+    if (argc >= 2 && strcmp(argv[1], "--version") == 0) {
+        puts("pbd 0.1.0");
+        return EXIT_OK;
+    }
+    options o;
+    int rc = parse_args(argc, argv, &o);
+    if (rc)
+        return rc;
+    if (strcmp(o.command, "devices") == 0)
+        return cmd_devices();
+    if (strcmp(o.command, "run") == 0)
+        return cmd_run(&o);
+    if (strcmp(o.command, "bench") == 0)
+        return cmd_bench(&o);
+    return usage_error("unknown command '%s'%s (expected run, bench or devices)", o.command, "");
+}
