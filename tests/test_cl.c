@@ -1,0 +1,356 @@
+/* OpenCL plumbing: device listing and choice, open/close, program build (host/cl). */
+#define _POSIX_C_SOURCE 200809L /* mkdtemp, setenv */
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "test_util.h"
+
+#include "cl/runtime.h"
+
+#define PROBE_KERNEL "__kernel void probe(__global int *o) { o[get_global_id(0)] = 42; }\n"
+/* Its own line whether or not the last file ends with a newline. */
+#define BROKEN_LINE "\nthis is not OpenCL C pbd_broken_token;\n"
+
+static void list_all(pbd_device_info **list, int *n)
+{
+    pbd_error err = {0};
+    assert_int_equal(pbd_devices_list(list, n, &err), PBD_OK);
+    assert_true(*n > 0);
+}
+
+static void list_devices(void **state)
+{
+    (void)state;
+    pbd_device_info *list = NULL;
+    int n = 0;
+    list_all(&list, &n);
+    for (int i = 0; i < n; ++i) {
+        const pbd_device_info *d = &list[i];
+        assert_true(d->name[0] != '\0');
+        assert_true(d->platform_name[0] != '\0');
+        assert_non_null(strstr(d->version, "OpenCL"));
+        assert_non_null(strstr(d->c_version, "OpenCL C"));
+        assert_true(strcmp(d->type, "gpu") == 0 || strcmp(d->type, "cpu") == 0 ||
+                    strcmp(d->type, "accelerator") == 0 || strcmp(d->type, "other") == 0);
+        assert_true(d->compute_units >= 1);
+        assert_true(d->global_mem > 0);
+        assert_true(d->max_alloc > 0 && d->max_alloc <= d->global_mem);
+        assert_true(d->max_work_group >= 1);
+        assert_true(d->fp64 == 0 || d->fp64 == 1);
+        assert_true(d->gl_sharing == 0 || d->gl_sharing == 1);
+    }
+    free(list);
+}
+
+static void expect_no_device(const pbd_device_info *list, int n, const char *spec,
+                             const char *mention)
+{
+    pbd_error err = {0};
+    int index = -1;
+    assert_int_equal(pbd_device_select(list, n, spec, &index, &err), PBD_ERR_NO_DEVICE);
+    assert_int_equal(err.status, PBD_ERR_NO_DEVICE);
+    assert_non_null(strstr(err.message, mention));
+    assert_null(strchr(err.message, '\n'));
+}
+
+static void select_real(void **state)
+{
+    (void)state;
+    pbd_device_info *list = NULL;
+    int n = 0, index = -1;
+    pbd_error err = {0};
+    list_all(&list, &n);
+
+    int cpu = -1;
+    for (int i = n - 1; i >= 0; --i)
+        cpu = strcmp(list[i].type, "cpu") == 0 ? i : cpu;
+    if (cpu >= 0) {
+        assert_int_equal(pbd_device_select(list, n, "cpu", &index, &err), PBD_OK);
+        assert_int_equal(index, cpu);
+    }
+
+    assert_int_equal(pbd_device_select(list, n, "0:0", &index, &err), PBD_OK);
+    assert_int_equal(list[index].platform_index, 0);
+    assert_int_equal(list[index].device_index, 0);
+
+    expect_no_device(list, n, "9:9", "9:9");
+    expect_no_device(list, n, "no-such-device-zz", "no-such-device-zz");
+
+    /* A lowercase 4-character piece of the first device's name picks a device with it. */
+    char piece[5] = {0};
+    const char *name = list[0].name;
+    size_t len = strlen(name), at = len > 8 ? len / 2 - 2 : 0;
+    for (int k = 0; k < 4 && name[at + k]; ++k)
+        piece[k] = (char)tolower((unsigned char)name[at + k]);
+    assert_int_equal(pbd_device_select(list, n, piece, &index, &err), PBD_OK);
+    assert_int_equal(index, 0);
+    for (int k = 0; k < 4 && piece[k]; ++k)
+        piece[k] = (char)toupper((unsigned char)piece[k]);
+    int upper = -1;
+    assert_int_equal(pbd_device_select(list, n, piece, &upper, &err), PBD_OK);
+    assert_int_equal(upper, 0);
+    free(list);
+}
+
+static void select_synthetic(void **state)
+{
+    (void)state;
+    pbd_device_info list[3] = {
+        {.platform_index = 0, .device_index = 0, .name = "Xeon Gold", .type = "cpu"},
+        {.platform_index = 1, .device_index = 0, .name = "Radeon Pro", .type = "gpu"},
+        {.platform_index = 1, .device_index = 1, .name = "Alveo", .type = "accelerator"},
+    };
+    snprintf(list[0].platform_name, sizeof list[0].platform_name, "Intel OpenCL");
+    snprintf(list[1].platform_name, sizeof list[1].platform_name, "AMD APP");
+    snprintf(list[2].platform_name, sizeof list[2].platform_name, "AMD APP");
+    pbd_error err = {0};
+    const struct {
+        const char *spec;
+        int index;
+    } cases[] = {
+        {NULL, 1},  {"", 1},      {"gpu", 1}, {"cpu", 0},    {"accelerator", 2},
+        {"1:0", 1}, {"1:1", 2},   {"0:0", 0}, {"radeon", 1}, {"XEON", 0},
+        {"amd", 1}, {"intel", 0}, {"alv", 2}, {"pro", 1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+        int index = -1;
+        assert_int_equal(pbd_device_select(list, 3, cases[i].spec, &index, &err), PBD_OK);
+        assert_int_equal(index, cases[i].index);
+    }
+    /* Without a GPU the default is the first device. */
+    int index = -1;
+    assert_int_equal(pbd_device_select(list, 1, NULL, &index, &err), PBD_OK);
+    assert_int_equal(index, 0);
+    expect_no_device(list, 3, "1:2", "device 1:2 not found (have 0:0, 1:0, 1:1)");
+    expect_no_device(list, 3, "2:0", "2:0");
+    expect_no_device(list, 3, "1:", "\"1:\"");
+    expect_no_device(list, 1, "gpu", "Xeon Gold");
+    expect_no_device(list, 3, "nvidia", "\"nvidia\"");
+    expect_no_device(list, 0, NULL, "no OpenCL device");
+}
+
+static void open_close(void **state)
+{
+    (void)state;
+    pbd_cl cl;
+    pbd_error err = {0};
+    assert_int_equal(pbd_cl_open(&cl, "0:0", 1, &err), PBD_OK);
+    assert_non_null(cl.context);
+    assert_non_null(cl.queue);
+    assert_null(cl.program);
+    assert_int_equal(cl.profiling, 1);
+    assert_true(cl.info.name[0] != '\0');
+    cl_command_queue_properties props = 0;
+    assert_int_equal(
+        clGetCommandQueueInfo(cl.queue, CL_QUEUE_PROPERTIES, sizeof props, &props, NULL),
+        CL_SUCCESS);
+    assert_true(props & CL_QUEUE_PROFILING_ENABLE);
+    assert_false(props & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE);
+    pbd_cl_close(&cl);
+    pbd_cl zero = {0};
+    assert_memory_equal(&cl, &zero, sizeof cl);
+    pbd_cl_close(&cl);
+    assert_memory_equal(&cl, &zero, sizeof cl);
+}
+
+static void open_errors(void **state)
+{
+    (void)state;
+    pbd_cl cl, zero = {0};
+    pbd_error err = {0};
+    assert_int_equal(pbd_cl_open(&cl, "9:9", 0, &err), PBD_ERR_NO_DEVICE);
+    assert_non_null(strstr(err.message, "9:9"));
+    assert_memory_equal(&cl, &zero, sizeof cl);
+    /* A NULL spec reads PBD_DEVICE. */
+    const char *old = getenv("PBD_DEVICE");
+    char *saved = old ? strdup(old) : NULL;
+    assert_int_equal(setenv("PBD_DEVICE", "no-such-device-env", 1), 0);
+    assert_int_equal(pbd_cl_open(&cl, NULL, 0, &err), PBD_ERR_NO_DEVICE);
+    assert_non_null(strstr(err.message, "no-such-device-env"));
+    assert_memory_equal(&cl, &zero, sizeof cl);
+    assert_int_equal(saved ? setenv("PBD_DEVICE", saved, 1) : unsetenv("PBD_DEVICE"), 0);
+    free(saved);
+}
+
+static void error_names(void **state)
+{
+    (void)state;
+    assert_string_equal(pbd_cl_error_name(CL_SUCCESS), "CL_SUCCESS");
+    assert_string_equal(pbd_cl_error_name(CL_OUT_OF_RESOURCES), "CL_OUT_OF_RESOURCES");
+    assert_string_equal(pbd_cl_error_name(CL_KERNEL_ARG_INFO_NOT_AVAILABLE),
+                        "CL_KERNEL_ARG_INFO_NOT_AVAILABLE");
+    assert_string_equal(pbd_cl_error_name(CL_INVALID_DEVICE_PARTITION_COUNT),
+                        "CL_INVALID_DEVICE_PARTITION_COUNT");
+    assert_string_equal(pbd_cl_error_name(-1001), "CL_PLATFORM_NOT_FOUND_KHR");
+    assert_string_equal(pbd_cl_error_name(-12345), "unknown OpenCL error");
+    /* Every code of 1.2 has a name. */
+    for (cl_int code = 0; code >= CL_INVALID_DEVICE_PARTITION_COUNT; --code) {
+        if (code > -30 && code < -19)
+            continue;
+        assert_string_not_equal(pbd_cl_error_name(code), "unknown OpenCL error");
+    }
+}
+
+static void write_file(const char *dir, const char *name, const char *text, size_t len,
+                       const char *tail)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(text, 1, len, f), len);
+    assert_true(fputs(tail, f) >= 0);
+    assert_int_equal(fclose(f), 0);
+}
+
+/* A temporary kernel directory with the embedded files' names. `copy`: the embedded texts,
+ * else empty files; the last file then gets `tail`. */
+static void make_kernel_dir(char *dir, size_t size, int copy, const char *tail)
+{
+    snprintf(dir, size, "/tmp/pbd_test_cl_XXXXXX");
+    assert_non_null(mkdtemp(dir));
+    for (int i = 0; i < pbd_kernel_source_count; ++i) {
+        const struct pbd_kernel_source *s = &pbd_kernel_sources[i];
+        write_file(dir, s->name, copy ? s->text : "", copy ? s->length : 0,
+                   i == pbd_kernel_source_count - 1 ? tail : "");
+    }
+}
+
+static void remove_kernel_dir(const char *dir)
+{
+    char path[512];
+    for (int i = 0; i < pbd_kernel_source_count; ++i) {
+        snprintf(path, sizeof path, "%s/%s", dir, pbd_kernel_sources[i].name);
+        assert_int_equal(remove(path), 0);
+    }
+    assert_int_equal(rmdir(dir), 0);
+}
+
+static void build_broken(void **state)
+{
+    (void)state;
+    char dir[64];
+    make_kernel_dir(dir, sizeof dir, 1, BROKEN_LINE);
+    /* The broken line's number in the program text: files are joined on line boundaries. */
+    int line = 2;
+    for (int i = 0; i < pbd_kernel_source_count; ++i) {
+        const struct pbd_kernel_source *s = &pbd_kernel_sources[i];
+        for (size_t k = 0; k < s->length; ++k)
+            line += s->text[k] == '\n';
+        if (i + 1 < pbd_kernel_source_count && s->length > 0 && s->text[s->length - 1] != '\n')
+            ++line;
+    }
+    char at[32];
+    snprintf(at, sizeof at, ":%d:", line);
+
+    pbd_cl cl;
+    pbd_error err = {0};
+    assert_int_equal(pbd_cl_open(&cl, NULL, 0, &err), PBD_OK);
+    assert_int_equal(pbd_cl_build(&cl, dir, NULL, &err), PBD_ERR_BUILD);
+    assert_non_null(strstr(err.message, "OpenCL program build failed on"));
+    assert_non_null(strstr(err.message, cl.info.name));
+    assert_non_null(strstr(err.message, "lines of log)"));
+    assert_non_null(err.log);
+    assert_true(err.log[0] != '\0');
+    assert_non_null(strstr(err.log, at));
+    assert_non_null(strstr(err.log, "error"));
+    assert_null(cl.program);
+    pbd_error_clear(&err);
+    pbd_cl_close(&cl);
+    remove_kernel_dir(dir);
+}
+
+/* Builds a probe program from a temp dir into an opened `cl`. */
+static void build_probe(pbd_cl *cl)
+{
+    char dir[64];
+    pbd_error err = {0};
+    make_kernel_dir(dir, sizeof dir, 0, PROBE_KERNEL);
+    assert_int_equal(pbd_cl_open(cl, NULL, 0, &err), PBD_OK);
+    pbd_status st = pbd_cl_build(cl, dir, "-DPBD_PROBE_OPTION=1", &err);
+    if (st != PBD_OK)
+        print_error("%s\n%s\n", err.message, err.log ? err.log : "");
+    assert_int_equal(st, PBD_OK);
+    assert_non_null(cl->program);
+    remove_kernel_dir(dir);
+}
+
+static void build_and_run(void **state)
+{
+    (void)state;
+    pbd_cl cl;
+    pbd_error err = {0};
+    cl_kernel k = NULL;
+    cl_int rc = CL_SUCCESS;
+    build_probe(&cl);
+
+    /* The options the device was given: the standard, fp64 iff the device has it, extras. */
+    char options[1024] = {0};
+    assert_int_equal(clGetProgramBuildInfo(cl.program, cl.device, CL_PROGRAM_BUILD_OPTIONS,
+                                           sizeof options - 1, options, NULL),
+                     CL_SUCCESS);
+    assert_non_null(strstr(options, "-cl-std=CL1.2"));
+    assert_int_equal(strstr(options, "-DPBD_HAS_FP64=1") != NULL, cl.info.fp64);
+    assert_non_null(strstr(options, "-DPBD_PROBE_OPTION=1"));
+
+    assert_int_equal(pbd_cl_kernel(&cl, "probe", &k, &err), PBD_OK);
+    cl_mem buf = clCreateBuffer(cl.context, CL_MEM_WRITE_ONLY, 4 * sizeof(cl_int), NULL, &rc);
+    assert_int_equal(rc, CL_SUCCESS);
+    assert_int_equal(clSetKernelArg(k, 0, sizeof buf, &buf), CL_SUCCESS);
+    size_t global = 4;
+    assert_int_equal(clEnqueueNDRangeKernel(cl.queue, k, 1, NULL, &global, NULL, 0, NULL, NULL),
+                     CL_SUCCESS);
+    cl_int out[4] = {0};
+    assert_int_equal(clEnqueueReadBuffer(cl.queue, buf, CL_TRUE, 0, sizeof out, out, 0, NULL, NULL),
+                     CL_SUCCESS);
+    for (int i = 0; i < 4; ++i)
+        assert_int_equal(out[i], 42);
+    clReleaseMemObject(buf);
+    clReleaseKernel(k);
+    pbd_cl_close(&cl);
+}
+
+static void build_missing_dir(void **state)
+{
+    (void)state;
+    pbd_cl cl;
+    pbd_error err = {0};
+    assert_int_equal(pbd_cl_open(&cl, NULL, 0, &err), PBD_OK);
+    assert_int_equal(pbd_cl_build(&cl, "/nonexistent/pbd-kernels", NULL, &err), PBD_ERR_IO);
+    assert_non_null(strstr(err.message, "/nonexistent/pbd-kernels/"));
+    assert_non_null(strstr(err.message, pbd_kernel_sources[0].name));
+    assert_non_null(strstr(err.message, "cannot read"));
+    assert_null(err.log);
+    assert_null(cl.program);
+    pbd_cl_close(&cl);
+}
+
+static void kernel_missing(void **state)
+{
+    (void)state;
+    pbd_cl cl;
+    pbd_error err = {0};
+    cl_kernel k = NULL;
+    build_probe(&cl);
+    assert_int_equal(pbd_cl_kernel(&cl, "no_such_kernel", &k, &err), PBD_ERR_CL);
+    assert_non_null(strstr(err.message, "no_such_kernel"));
+    assert_non_null(strstr(err.message, "clCreateKernel"));
+    assert_null(k);
+    pbd_cl_close(&cl);
+    assert_int_equal(pbd_cl_kernel(&cl, "probe", &k, &err), PBD_ERR_ARGUMENT);
+    assert_non_null(strstr(err.message, "probe"));
+}
+
+static const struct CMUnitTest tests[] = {
+    cmocka_unit_test(list_devices),      cmocka_unit_test(select_real),
+    cmocka_unit_test(select_synthetic),  cmocka_unit_test(open_close),
+    cmocka_unit_test(open_errors),       cmocka_unit_test(error_names),
+    cmocka_unit_test(build_broken),      cmocka_unit_test(build_and_run),
+    cmocka_unit_test(build_missing_dir), cmocka_unit_test(kernel_missing),
+};
+
+PBD_TEST_MAIN("cl", tests, 1)

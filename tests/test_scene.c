@@ -1,0 +1,602 @@
+/* Scenes: the shipped scenes load with the counts their formulas give, every malformed scene
+ * fails with a message naming its file and key, and the generators build what they say. */
+#define _POSIX_C_SOURCE 200809L
+
+#include <dirent.h>
+#include <math.h>
+
+#include "test_util.h"
+
+#include "scene/generators.h"
+
+/* cmocka's assert_true prints no values: this one prints what was measured. At least one
+ * argument after the format. */
+#define expect(cond, ...)                                                                          \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            print_error(__VA_ARGS__);                                                              \
+            print_error("\n  check: %s (%s:%d)\n", #cond, __FILE__, __LINE__);                     \
+            fail();                                                                                \
+        }                                                                                          \
+    } while (0)
+
+static int64_t cloth_constraints(int64_t nu, int64_t nv)
+{
+    return (nu - 1) * nv + nu * (nv - 1)    /* structural */
+           + 2 * (nu - 1) * (nv - 1)        /* shear */
+           + (nu - 2) * nv + nu * (nv - 2); /* bending */
+}
+
+static int64_t tet_constraints(int64_t x, int64_t y, int64_t z)
+{
+    return x * (y + 1) * (z + 1) + (x + 1) * y * (z + 1) + (x + 1) * (y + 1) * z /* edges */
+           + x * y * (z + 1) + x * (y + 1) * z + (x + 1) * y * z /* face diagonals */
+           + x * y * z;                                          /* body diagonals */
+}
+
+/* Lists the *.json files of a directory; returns how many (at most max). */
+static int list_json(const char *dir, char names[][128], int max)
+{
+    DIR *d = opendir(dir);
+    int n = 0;
+    expect(d != NULL, "cannot open %s", dir);
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        size_t len = strlen(e->d_name);
+        if (len > 5 && len < 128 && strcmp(e->d_name + len - 5, ".json") == 0 && n < max)
+            memcpy(names[n++], e->d_name, len + 1);
+    }
+    closedir(d);
+    return n;
+}
+
+/* dir/file into path[512]; a path that does not fit fails the test. */
+static void join_path(char *path, const char *dir, const char *file)
+{
+    int n = snprintf(path, 512, "%s/%s", dir, file);
+    expect(n > 0 && n < 512, "path %s/%s too long", dir, file);
+}
+
+static int find_name(const char *name, const char *const *table, size_t stride, int count)
+{
+    for (int i = 0; i < count; ++i)
+        if (strcmp(*(const char *const *)((const char *)table + (size_t)i * stride), name) == 0)
+            return i;
+    return -1;
+}
+
+/* ---- shipped scenes --------------------------------------------------------------------- */
+
+typedef struct good_scene {
+    const char *file;
+    int64_t particles, distance;
+    int bodies, pinned, planes;
+} good_scene;
+
+static const good_scene good[] = {
+    {"two_particles.json", 2, 1, 1, 0, 0},
+    {"cloth.json", 128 * 128, 0, 1, 2, 1},
+    {"cloth_large.json", 256 * 256, 0, 1, 2, 1},
+    {"spinning_box.json", 7 * 7 * 7, 0, 1, 0, 0},
+    {"rope.json", 65, 64, 1, 1, 1},
+};
+
+static int64_t expected_distance(const good_scene *g)
+{
+    if (strcmp(g->file, "cloth.json") == 0)
+        return cloth_constraints(128, 128);
+    if (strcmp(g->file, "cloth_large.json") == 0)
+        return cloth_constraints(256, 256);
+    if (strcmp(g->file, "spinning_box.json") == 0)
+        return tet_constraints(6, 6, 6);
+    return g->distance;
+}
+
+static void good_scenes(void **state)
+{
+    (void)state;
+    char names[64][128];
+    int n = list_json(PBD_SCENES_DIR, names, 64);
+    int count = (int)(sizeof good / sizeof good[0]);
+    expect(n >= count, "found %d scenes in %s, expected at least %d", n, PBD_SCENES_DIR, count);
+    for (int i = 0; i < n; ++i) {
+        char path[512];
+        pbd_scene s;
+        pbd_error err = {0};
+        join_path(path, PBD_SCENES_DIR, names[i]);
+        pbd_status st = pbd_scene_load(path, &s, &err);
+        expect(st == PBD_OK, "%s: status %d: %s", names[i], (int)st, err.message);
+        int g = find_name(names[i], &good[0].file, sizeof good[0], count);
+        expect(g >= 0, "%s: shipped scene missing from the table in test_scene.c", names[i]);
+        const good_scene *e = &good[g];
+        const pbd_model *m = &s.model;
+        expect(m->num_particles == e->particles, "%s: %d particles, expected %lld", e->file,
+               m->num_particles, (long long)e->particles);
+        expect(m->num_distance == expected_distance(e), "%s: %d constraints, expected %lld",
+               e->file, m->num_distance, (long long)expected_distance(e));
+        expect(m->num_bodies == e->bodies, "%s: %d bodies", e->file, m->num_bodies);
+        expect(m->bodies[0].pinned == e->pinned, "%s: %d pinned, expected %d", e->file,
+               m->bodies[0].pinned, e->pinned);
+        expect(m->num_planes == e->planes, "%s: %d planes", e->file, m->num_planes);
+        assert_int_equal(pbd_model_validate(m, &err), PBD_OK);
+        pbd_scene_free(&s);
+    }
+}
+
+/* The section 3.2 example, value by value. */
+static void two_particles(void **state)
+{
+    (void)state;
+    pbd_scene s;
+    pbd_error err = {0};
+    pbd_status st = pbd_scene_load(PBD_SCENES_DIR "/two_particles.json", &s, &err);
+    expect(st == PBD_OK, "status %d: %s", (int)st, err.message);
+    const pbd_model *m = &s.model;
+    expect(s.config.dt == 1.0f && s.config.substeps == 1 && s.config.iterations == 1 &&
+               s.config.frames == 1,
+           "dt %g substeps %d iterations %d frames %d", (double)s.config.dt, s.config.substeps,
+           s.config.iterations, s.config.frames);
+    expect(s.config.gravity[0] == 0.0f && s.config.gravity[1] == 0.0f &&
+               s.config.gravity[2] == 0.0f,
+           "gravity (%g, %g, %g)", (double)s.config.gravity[0], (double)s.config.gravity[1],
+           (double)s.config.gravity[2]);
+    expect(m->x[0].x == 1.0f && m->x[1].x == -1.0f && m->x[0].w == 1.0f && m->v[1].w == 1.0f,
+           "x0 %g x1 %g w0 %g m1 %g", (double)m->x[0].x, (double)m->x[1].x, (double)m->x[0].w,
+           (double)m->v[1].w);
+    expect(m->v[0].y == 1.0f && m->v[1].y == -1.0f, "v0.y %g v1.y %g", (double)m->v[0].y,
+           (double)m->v[1].y);
+    expect(m->distance[0].rest == 2.0f && m->distance[0].compliance == 0.0f,
+           "rest %g compliance %g", (double)m->distance[0].rest, (double)m->distance[0].compliance);
+    pbd_scene_free(&s);
+}
+
+/* ---- malformed scenes ------------------------------------------------------------------- */
+
+typedef struct bad_scene {
+    const char *file;
+    const char *message; /* a substring of the error message */
+} bad_scene;
+
+static const bad_scene bad[] = {
+    {"unknown_top_key.json", ": gravty: unknown key (expected one of: description, dt,"},
+    {"unknown_body_key.json", "bodies[0].colour: unknown key (expected one of: type, name,"},
+    {"wrong_type.json", ": dt: found a string, expected a number"},
+    {"dt_range.json", ": dt: found 0, expected a number in (0, 10]"},
+    {"iterations_range.json", ": iterations: found 0, expected an integer in [1, 10000]"},
+    {"resolution_range.json", "bodies[0].resolution[1]: found -3, expected an integer in [2, "
+                              "4096]"},
+    {"mass_range.json", "bodies[0].mass: found -1, expected a number > 0"},
+    {"missing_bodies.json", ": bodies: missing"},
+    {"empty_bodies.json", ": bodies: found an empty array"},
+    {"bad_body_type.json", "bodies[0].type: found \"box\", expected one of: cloth, rope, "
+                           "tet_box, particles"},
+    {"stiffness_and_compliance.json", "bodies[0].stiffness: found together with compliance"},
+    {"mass_and_density.json", "bodies[0].density: found together with mass"},
+    {"pinned_out_of_range.json", "bodies[0].pinned[1]: found 16, expected an index in [0, 15]"},
+    {"large_number.json", "bodies[0].center[1]: found 1e+39, expected a magnitude of at most"},
+    {"constraint_out_of_range.json", "bodies[0].constraints[0][1]: found 5, expected an index "
+                                     "in [0, 1]"},
+    {"syntax_error.json", ": line 4, column 21: JSON syntax error"},
+    {"non_integer.json", ": substeps: found 3.5, expected an integer in [1, 1000]"},
+    {"zero_normal.json", "planes[0].normal: found [0, 0, 0], expected a non-zero vector"},
+    {"duplicate_key.json", ": dt: duplicate key"},
+    {"top_not_object.json", ": top level: found an array, expected an object"},
+    {"missing_positions.json", "bodies[0].positions: missing (required for type \"particles\")"},
+    {"masses_length.json", "bodies[0].masses: found an array of 1, expected 2 entries"},
+    {"rope_zero_length.json", "bodies[0].end: found [1, 2, 3]"},
+    {"too_many_particles.json", "bodies[0].cells: found 135005697 particles"},
+    {"non_finite.json", ": dt: found inf, expected a number in (0, 10]"},
+    {"duplicate_pinned.json", "bodies[0].pinned[1]: found 0 again, expected each index once"},
+    {"reserved_damping.json", ": damping: unknown key"},
+    {"stiffness_range.json", "bodies[0].stiffness: found 1.5, expected a number in (0, 1]"},
+    {"constraint_same_particle.json", "bodies[0].constraints[0][1]: found 1, expected an "
+                                      "index in [0, 1] other than 1"},
+    {"density_for_particles.json", "bodies[0].density: unknown key"},
+    {"missing_type.json", "bodies[0].type: missing (required; one of: cloth,"},
+    {"velocities_and_velocity.json", "bodies[0].velocities: found together with velocity"},
+    {"bad_solver.json", ": solver: found \"newton\", expected one of: gs, jacobi"},
+    {"vec_length.json", ": gravity: found an array of 2, expected an array of 3 numbers"},
+    {"name_too_long.json", "bodies[0].name: found a string of 66 characters, expected 1 to 63"},
+};
+
+static void bad_scenes(void **state)
+{
+    (void)state;
+    char names[128][128], dir[512];
+    join_path(dir, PBD_TESTS_DIR, "bad_scenes");
+    int n = list_json(dir, names, 128);
+    int count = (int)(sizeof bad / sizeof bad[0]);
+    expect(n == count, "found %d files in %s, the table has %d", n, dir, count);
+    for (int i = 0; i < n; ++i) {
+        int b = find_name(names[i], &bad[0].file, sizeof bad[0], count);
+        expect(b >= 0, "%s: not in the table of test_scene.c", names[i]);
+    }
+    for (int i = 0; i < count; ++i) {
+        char path[512];
+        pbd_scene s;
+        pbd_error err = {0};
+        join_path(path, dir, bad[i].file);
+        pbd_status st = pbd_scene_load(path, &s, &err);
+        expect(st == PBD_ERR_SCENE, "%s: status %d (expected %d): %s", bad[i].file, (int)st,
+               (int)PBD_ERR_SCENE, err.message);
+        expect(strncmp(err.message, path, strlen(path)) == 0 &&
+                   strstr(err.message, bad[i].message) != NULL,
+               "%s:\n  message  %s\n  expected %s...%s", bad[i].file, err.message, path,
+               bad[i].message);
+        expect(strchr(err.message, '\n') == NULL, "%s: message of more than one line", bad[i].file);
+        expect(s.model.num_particles == 0 && s.model.x == NULL && s.model.distance == NULL &&
+                   s.model.planes == NULL,
+               "%s: scene not left empty (%d particles)", bad[i].file, s.model.num_particles);
+    }
+}
+
+static void unreadable(void **state)
+{
+    (void)state;
+    pbd_scene s;
+    pbd_error err = {0};
+    const char *path = PBD_TESTS_DIR "/bad_scenes/no_such_file.json";
+    pbd_status st = pbd_scene_load(path, &s, &err);
+    expect(st == PBD_ERR_IO, "status %d: %s", (int)st, err.message);
+    expect(strstr(err.message, path) && strstr(err.message, ": cannot read: "), "message %s",
+           err.message);
+    st = pbd_scene_load(PBD_TESTS_DIR "/bad_scenes", &s, &err);
+    expect(st == PBD_ERR_IO, "a directory: status %d: %s", (int)st, err.message);
+}
+
+/* Messages from text: the name stands in for the file; defaults fill what is missing. */
+static void parse_string(void **state)
+{
+    (void)state;
+    pbd_scene s;
+    pbd_error err = {0};
+    pbd_status st = pbd_scene_parse(
+        "{\"solver\": \"jacobi\", \"omega\": 1.5, \"bodies\": [{\"type\": \"rope\", "
+        "\"segments\": 2, \"stiffness\": 0.25}, {\"type\": \"particles\", \"positions\": "
+        "[[0, 0, 0], [0, 3, 4]], \"mass\": 4, \"constraints\": [[0, 1], [1, 0, 2.5]]}]}",
+        "inline", &s, &err);
+    expect(st == PBD_OK, "status %d: %s", (int)st, err.message);
+    pbd_config def = pbd_config_default();
+    expect(s.config.solver == PBD_SOLVER_JACOBI && s.config.omega == 1.5f &&
+               s.config.dt == def.dt && s.config.iterations == def.iterations &&
+               s.config.gravity[1] == def.gravity[1],
+           "solver %d omega %g dt %g iterations %d", (int)s.config.solver, (double)s.config.omega,
+           (double)s.config.dt, s.config.iterations);
+    const pbd_model *m = &s.model;
+    expect(m->num_bodies == 2 && strcmp(m->bodies[0].name, "rope") == 0 &&
+               strcmp(m->bodies[1].name, "particles") == 0,
+           "%d bodies, names %s, %s", m->num_bodies, m->bodies[0].name,
+           m->num_bodies > 1 ? m->bodies[1].name : "-");
+    expect(m->distance[0].compliance == -0.25f, "stiffness stored as %g, expected -0.25",
+           (double)m->distance[0].compliance);
+    expect(m->distance[2].rest == 5.0f && m->distance[3].rest == 2.5f && m->distance[3].a == 4 &&
+               m->distance[3].b == 3,
+           "rest %g and %g (a %d, b %d)", (double)m->distance[2].rest, (double)m->distance[3].rest,
+           m->distance[3].a, m->distance[3].b);
+    expect(m->v[3].w == 2.0f && m->x[4].w == 0.5f, "mass %g, inverse mass %g", (double)m->v[3].w,
+           (double)m->x[4].w);
+    pbd_scene_free(&s);
+
+    st = pbd_scene_parse("{\"bodies\": [{\"type\": \"rope\", \"segments\": 0}]}", "inline", &s,
+                         &err);
+    expect(st == PBD_ERR_SCENE && strcmp(err.message, "inline: bodies[0].segments: found 0, "
+                                                      "expected an integer in [1, 10000000]") == 0,
+           "status %d: %s", (int)st, err.message);
+    st = pbd_scene_parse("", "empty", &s, &err);
+    expect(st == PBD_ERR_SCENE && strstr(err.message, "empty: line 1, column 1: JSON syntax"),
+           "status %d: %s", (int)st, err.message);
+}
+
+/* ---- generators ------------------------------------------------------------------------- */
+
+static double dist(const pbd_model *m, int a, int b)
+{
+    double dx = (double)m->x[a].x - m->x[b].x, dy = (double)m->x[a].y - m->x[b].y,
+           dz = (double)m->x[a].z - m->x[b].z;
+    return sqrt(dx * dx + dy * dy + dz * dz);
+}
+
+static double total_mass(const pbd_model *m)
+{
+    double total = 0.0;
+    for (int i = 0; i < m->num_particles; ++i)
+        total += m->v[i].w;
+    return total;
+}
+
+/* Rest lengths are the initial distances. */
+static void expect_rest_lengths(const pbd_model *m)
+{
+    for (int c = 0; c < m->num_distance; ++c) {
+        const pbd_distance *d = &m->distance[c];
+        double l = dist(m, d->a, d->b);
+        expect(fabs(d->rest - l) <= 1e-6 * l, "constraint %d: rest %.9g, distance %.9g", c,
+               (double)d->rest, l);
+    }
+}
+
+/* The constraints are exactly the edges of the six Kuhn tetrahedra of every cell (built here
+ * from the permutations of the axes), each once. */
+static void expect_kuhn_edges(const pbd_model *m, const int cells[3])
+{
+    static const int perms[6][3] = {{0, 1, 2}, {0, 2, 1}, {1, 0, 2},
+                                    {1, 2, 0}, {2, 0, 1}, {2, 1, 0}};
+    int n[3] = {cells[0] + 1, cells[1] + 1, cells[2] + 1}, np = n[0] * n[1] * n[2];
+    char *want = calloc((size_t)np * np, 1), *got = calloc((size_t)np * np, 1);
+    assert_non_null(want);
+    assert_non_null(got);
+    int edges = 0;
+    for (int k = 0; k < cells[2]; ++k)
+        for (int j = 0; j < cells[1]; ++j)
+            for (int i = 0; i < cells[0]; ++i)
+                for (int p = 0; p < 6; ++p) {
+                    int v[4], c[3] = {i, j, k};
+                    for (int s = 0; s < 4; ++s) {
+                        if (s > 0)
+                            c[perms[p][s - 1]]++;
+                        v[s] = (c[2] * n[1] + c[1]) * n[0] + c[0];
+                    }
+                    for (int a = 0; a < 4; ++a)
+                        for (int b = a + 1; b < 4; ++b) {
+                            int lo = v[a] < v[b] ? v[a] : v[b], hi = v[a] ^ v[b] ^ lo;
+                            edges += !want[lo * np + hi];
+                            want[lo * np + hi] = 1;
+                        }
+                }
+    expect(m->num_distance == edges, "%d constraints, %d tetrahedron edges", m->num_distance,
+           edges);
+    for (int c = 0; c < m->num_distance; ++c) {
+        int a = m->distance[c].a, b = m->distance[c].b, lo = a < b ? a : b, hi = a ^ b ^ lo;
+        expect(want[lo * np + hi] && !got[lo * np + hi], "constraint %d (%d, %d): %s", c, a, b,
+               got[lo * np + hi] ? "repeated" : "not a tetrahedron edge");
+        got[lo * np + hi] = 1;
+    }
+    free(want);
+    free(got);
+}
+
+static void tet_box(void **state)
+{
+    (void)state;
+    pbd_tet_box_desc d = pbd_tet_box_desc_default();
+    pbd_model m = {0};
+    pbd_error err = {0};
+    assert_int_equal(pbd_scene_add_tet_box(&m, &d, &err), PBD_OK);
+    assert_int_equal(m.num_particles, 8);
+    assert_int_equal(m.num_distance, 19);
+    int len[3] = {0, 0, 0}; /* edges of length 1, sqrt 2, sqrt 3 */
+    for (int c = 0; c < m.num_distance; ++c) {
+        double r2 = (double)m.distance[c].rest * m.distance[c].rest;
+        int k = (int)lround(r2) - 1;
+        expect(k >= 0 && k < 3 && fabs(r2 - (k + 1)) < 1e-5, "constraint %d: rest %g", c,
+               (double)m.distance[c].rest);
+        len[k]++;
+    }
+    expect(len[0] == 12 && len[1] == 6 && len[2] == 1, "%d edges, %d face, %d body diagonals",
+           len[0], len[1], len[2]);
+    expect_kuhn_edges(&m, d.cells);
+    pbd_model_free(&m);
+
+    int cells[3] = {2, 3, 4};
+    memcpy(d.cells, cells, sizeof cells);
+    d.size[0] = 1.0f;
+    d.size[1] = 2.0f;
+    d.size[2] = 3.0f;
+    d.common.density = 10.0;
+    assert_int_equal(pbd_scene_add_tet_box(&m, &d, &err), PBD_OK);
+    assert_int_equal(m.num_particles, 3 * 4 * 5);
+    assert_int_equal(m.num_distance, tet_constraints(2, 3, 4));
+    expect_kuhn_edges(&m, cells);
+    expect_rest_lengths(&m);
+    /* index (k * (cy+1) + j) * (cx+1) + i, the box centred at the origin */
+    pbd_float4 last = m.x[m.num_particles - 1], one = m.x[1];
+    expect(last.x == 0.5f && last.y == 1.0f && last.z == 1.5f && one.x == 0.0f && one.y == -1.0f &&
+               one.z == -1.5f,
+           "corner (%g, %g, %g), particle 1 (%g, %g, %g)", (double)last.x, (double)last.y,
+           (double)last.z, (double)one.x, (double)one.y, (double)one.z);
+    double total = total_mass(&m);
+    expect(fabs(total - 60.0) < 1e-4, "density 10 kg/m^3 x 6 m^3: mass %g kg", total);
+    pbd_model_free(&m);
+}
+
+static void rope(void **state)
+{
+    (void)state;
+    pbd_rope_desc d = pbd_rope_desc_default();
+    pbd_model m = {0};
+    pbd_error err = {0};
+    d.segments = 10;
+    d.end[0] = 3.0f;
+    d.common.density = 2.0;
+    assert_int_equal(pbd_scene_add_rope(&m, &d, &err), PBD_OK);
+    assert_int_equal(m.num_particles, 11);
+    assert_int_equal(m.num_distance, 10);
+    expect_rest_lengths(&m);
+    expect(fabs(m.distance[9].rest - 0.3) < 1e-6 && m.x[10].x == 3.0f,
+           "rest %g, last particle x %g", (double)m.distance[9].rest, (double)m.x[10].x);
+    double total = total_mass(&m);
+    expect(fabs(total - 6.0) < 1e-5, "density 2 kg/m x 3 m: mass %g kg", total);
+    d.bending = 1;
+    d.common.density = 0.0;
+    assert_int_equal(pbd_scene_add_rope(&m, &d, &err), PBD_OK);
+    assert_int_equal(m.num_bodies, 2);
+    assert_int_equal(m.num_distance, 10 + 19);
+    assert_int_equal(m.distance[10].a, 11); /* body 2 starts at particle 11 */
+    expect(m.v[11].w == 1.0f / 11.0f, "default mass 1 kg over 11 particles: %g", (double)m.v[11].w);
+    assert_int_equal(pbd_model_validate(&m, &err), PBD_OK);
+    pbd_model_free(&m);
+}
+
+/* Linear momentum is M v and angular momentum about the centre of mass is I w. */
+static void angular_velocity(void **state)
+{
+    (void)state;
+    pbd_cloth_desc d = pbd_cloth_desc_default();
+    pbd_model m = {0};
+    pbd_error err = {0};
+    const double v[3] = {0.5, -1.0, 2.0}, w[3] = {1.0, 2.0, 3.0};
+    d.resolution[0] = 8;
+    d.resolution[1] = 6;
+    d.size[0] = 1.4f;
+    d.size[1] = 0.9f;
+    d.center[1] = 2.0f;
+    d.orientation = PBD_CLOTH_XY;
+    d.common.mass = 2.0;
+    for (int k = 0; k < 3; ++k) {
+        d.common.velocity[k] = (float)v[k];
+        d.common.angular_velocity[k] = (float)w[k];
+    }
+    assert_int_equal(pbd_scene_add_cloth(&m, &d, &err), PBD_OK);
+    double mass = 0.0, com[3] = {0, 0, 0}, p[3] = {0, 0, 0}, l[3] = {0, 0, 0}, inertia[3][3];
+    for (int i = 0; i < m.num_particles; ++i) {
+        mass += m.v[i].w;
+        for (int k = 0; k < 3; ++k)
+            com[k] += m.v[i].w * (double)(&m.x[i].x)[k];
+    }
+    for (int k = 0; k < 3; ++k)
+        com[k] /= mass;
+    memset(inertia, 0, sizeof inertia);
+    for (int i = 0; i < m.num_particles; ++i) {
+        double mi = m.v[i].w, r[3], u[3];
+        for (int k = 0; k < 3; ++k) {
+            r[k] = (&m.x[i].x)[k] - com[k];
+            u[k] = (&m.v[i].x)[k];
+            p[k] += mi * u[k];
+        }
+        l[0] += mi * (r[1] * u[2] - r[2] * u[1]);
+        l[1] += mi * (r[2] * u[0] - r[0] * u[2]);
+        l[2] += mi * (r[0] * u[1] - r[1] * u[0]);
+        double rr = r[0] * r[0] + r[1] * r[1] + r[2] * r[2];
+        for (int a = 0; a < 3; ++a)
+            for (int b = 0; b < 3; ++b)
+                inertia[a][b] += mi * ((a == b ? rr : 0.0) - r[a] * r[b]);
+    }
+    expect(fabs(mass - 2.0) < 1e-5, "mass %g", mass);
+    for (int k = 0; k < 3; ++k) {
+        double iw = inertia[k][0] * w[0] + inertia[k][1] * w[1] + inertia[k][2] * w[2];
+        expect(fabs(p[k] - mass * v[k]) < 1e-5, "p[%d] = %.9g, expected M v = %.9g", k, p[k],
+               mass * v[k]);
+        expect(fabs(l[k] - iw) < 1e-5 * (1.0 + fabs(iw)), "L[%d] = %.9g, expected (I w) = %.9g", k,
+               l[k], iw);
+    }
+    /* xy orientation: row 0 is the top, u along x */
+    expect(m.x[0].y > m.x[8].y && m.x[1].x > m.x[0].x && m.x[0].z == 0.0f, "row 0 y %g, row 1 y %g",
+           (double)m.x[0].y, (double)m.x[8].y);
+    pbd_model_free(&m);
+}
+
+static void cloth_density_and_counts(void **state)
+{
+    (void)state;
+    pbd_cloth_desc d = pbd_cloth_desc_default();
+    pbd_model m = {0};
+    pbd_error err = {0};
+    d.resolution[0] = 5;
+    d.resolution[1] = 7;
+    d.size[0] = 2.0f;
+    d.size[1] = 3.0f;
+    d.common.density = 0.5;
+    assert_int_equal(pbd_scene_add_cloth(&m, &d, &err), PBD_OK);
+    assert_int_equal(m.num_particles, 35);
+    assert_int_equal(m.num_distance, cloth_constraints(5, 7));
+    expect_rest_lengths(&m);
+    double total = total_mass(&m);
+    expect(fabs(total - 3.0) < 1e-5, "density 0.5 kg/m^2 x 6 m^2: mass %g kg", total);
+    d.shear = 0;
+    d.bending = 0;
+    d.common.density = 0.0;
+    d.common.compliance = 1e-3f;
+    assert_int_equal(pbd_scene_add_cloth(&m, &d, &err), PBD_OK);
+    assert_int_equal(m.num_distance - cloth_constraints(5, 7), 4 * 7 + 5 * 6);
+    expect(m.distance[m.num_distance - 1].compliance == 1e-3f, "compliance %g",
+           (double)m.distance[m.num_distance - 1].compliance);
+    pbd_model_free(&m);
+}
+
+static void pins(void **state)
+{
+    (void)state;
+    pbd_cloth_desc d = pbd_cloth_desc_default();
+    pbd_model m = {0};
+    pbd_error err = {0};
+    const int extra[2] = {0, 7};
+    d.resolution[0] = 6;
+    d.resolution[1] = 4;
+    d.common.velocity[1] = 3.0f;
+    d.pin = PBD_PIN_CORNERS;
+    assert_int_equal(pbd_scene_add_cloth(&m, &d, &err), PBD_OK);
+    assert_int_equal(m.bodies[0].pinned, 2);
+    expect(m.x[0].w == 0.0f && m.x[5].w == 0.0f && m.x[1].w > 0.0f && m.x[6].w > 0.0f,
+           "inverse masses %g %g %g %g", (double)m.x[0].w, (double)m.x[5].w, (double)m.x[1].w,
+           (double)m.x[6].w);
+    expect(m.v[0].y == 0.0f && m.v[0].w == 1.0f / 24.0f && m.v[1].y == 3.0f,
+           "pinned v.y %g mass %g, free v.y %g", (double)m.v[0].y, (double)m.v[0].w,
+           (double)m.v[1].y);
+    d.pin = PBD_PIN_EDGE;
+    assert_int_equal(pbd_scene_add_cloth(&m, &d, &err), PBD_OK);
+    assert_int_equal(m.bodies[1].pinned, 6);
+    d.pin = PBD_PIN_CORNERS; /* union with the list: 0 is in both */
+    d.common.pinned = extra;
+    d.common.num_pinned = 2;
+    assert_int_equal(pbd_scene_add_cloth(&m, &d, &err), PBD_OK);
+    assert_int_equal(m.bodies[2].pinned, 3);
+    expect(m.x[m.bodies[2].first + 7].w == 0.0f, "particle 7 inverse mass %g",
+           (double)m.x[m.bodies[2].first + 7].w);
+    /* a bad descriptor appends nothing */
+    const int wrong[1] = {24};
+    d.common.pinned = wrong;
+    d.common.num_pinned = 1;
+    int before = m.num_particles;
+    assert_int_equal(pbd_scene_add_cloth(&m, &d, &err), PBD_ERR_ARGUMENT);
+    expect(strstr(err.message, "pinned[0]: found 24") != NULL && m.num_particles == before &&
+               m.num_bodies == 3,
+           "%s (%d particles)", err.message, m.num_particles);
+    pbd_model_free(&m);
+}
+
+static void particles(void **state)
+{
+    (void)state;
+    pbd_particles_desc d = pbd_particles_desc_default();
+    pbd_model m = {0};
+    pbd_error err = {0};
+    const float pos[3][3] = {{0, 0, 0}, {3, 4, 0}, {0, 0, 2}};
+    const float masses[3] = {1.0f, 2.0f, 4.0f};
+    const int pairs[2][2] = {{0, 1}, {2, 0}};
+    const int pinned[1] = {2};
+    d.count = 3;
+    d.positions = pos;
+    d.masses = masses;
+    d.num_constraints = 2;
+    d.constraints = pairs;
+    d.common.pinned = pinned;
+    d.common.num_pinned = 1;
+    d.common.name = "three";
+    assert_int_equal(pbd_scene_add_particles(&m, &d, &err), PBD_OK);
+    expect(m.distance[0].rest == 5.0f && m.distance[1].rest == 2.0f, "rest %g %g",
+           (double)m.distance[0].rest, (double)m.distance[1].rest);
+    expect(m.x[1].w == 0.5f && m.v[2].w == 4.0f && m.x[2].w == 0.0f,
+           "inverse mass %g, pinned mass %g inverse %g", (double)m.x[1].w, (double)m.v[2].w,
+           (double)m.x[2].w);
+    expect(strcmp(m.bodies[0].name, "three") == 0 && m.bodies[0].pinned == 1, "name %s pinned %d",
+           m.bodies[0].name, m.bodies[0].pinned);
+    d.common.density = 1.0;
+    assert_int_equal(pbd_scene_add_particles(&m, &d, &err), PBD_ERR_ARGUMENT);
+    expect(strncmp(err.message, "density: ", 9) == 0, "%s", err.message);
+    pbd_model_free(&m);
+}
+
+static const struct CMUnitTest tests[] = {
+    cmocka_unit_test(good_scenes),
+    cmocka_unit_test(two_particles),
+    cmocka_unit_test(bad_scenes),
+    cmocka_unit_test(unreadable),
+    cmocka_unit_test(parse_string),
+    cmocka_unit_test(tet_box),
+    cmocka_unit_test(rope),
+    cmocka_unit_test(angular_velocity),
+    cmocka_unit_test(cloth_density_and_counts),
+    cmocka_unit_test(pins),
+    cmocka_unit_test(particles),
+};
+
+PBD_TEST_MAIN("scene", tests, 0)

@@ -1,0 +1,320 @@
+/* The solver on the shipped scenes: colouring validity, the OpenCL device against the CPU
+ * reference, run-to-run determinism, and the paper's two-particle example (section 3.2). */
+#include <dirent.h>
+#include <math.h>
+
+#include "scene/generators.h"
+#include "test_util.h"
+
+#define MAX_SCENES 64
+
+static char scene_paths[MAX_SCENES][512];
+static int num_scenes;
+
+/* Every .json file in scenes/, sorted, so a new scene is covered without editing the tests. */
+static void list_scenes(void)
+{
+    if (num_scenes)
+        return;
+    DIR *d = opendir(PBD_SCENES_DIR);
+    assert_non_null(d);
+    struct dirent *e;
+    while ((e = readdir(d)) && num_scenes < MAX_SCENES) {
+        size_t n = strlen(e->d_name);
+        if (n > 5 && strcmp(e->d_name + n - 5, ".json") == 0)
+            snprintf(scene_paths[num_scenes++], sizeof scene_paths[0], "%s/%s", PBD_SCENES_DIR,
+                     e->d_name);
+    }
+    closedir(d);
+    qsort(scene_paths, (size_t)num_scenes, sizeof scene_paths[0],
+          (int (*)(const void *, const void *))strcmp);
+    assert_true(num_scenes >= 4);
+}
+
+static void load(const char *path, pbd_scene *s)
+{
+    pbd_error err = {0};
+    if (pbd_scene_load(path, s, &err) != PBD_OK) {
+        print_error("%s\n", err.message);
+        fail();
+    }
+}
+
+/* Runs `frames` frames of `path` and returns the final state (malloc'd). */
+static void run(const char *path, pbd_backend_kind backend, pbd_solver_kind solver, int frames,
+                pbd_float4 **x, pbd_float4 **v, int *n)
+{
+    pbd_scene s = {0};
+    load(path, &s);
+    s.config.solver = solver;
+    pbd_solver_desc desc = {.backend = backend};
+    pbd_solver *sv = NULL;
+    pbd_error err = {0};
+    if (pbd_solver_create(&s.model, &s.config, &desc, &sv, &err) != PBD_OK ||
+        pbd_solver_step(sv, frames, &err) != PBD_OK) {
+        print_error("%s: %s\n", path, err.message);
+        fail();
+    }
+    *n = s.model.num_particles;
+    *x = malloc((size_t)*n * sizeof **x);
+    *v = malloc((size_t)*n * sizeof **v);
+    assert_int_equal(pbd_solver_read(sv, *x, *v, &err), PBD_OK);
+    if (backend == PBD_BACKEND_CL)
+        print_message("%s on %s\n", path, pbd_solver_device_name(sv));
+    pbd_solver_destroy(sv);
+    pbd_scene_free(&s);
+}
+
+/* Every shipped scene colours validly; the colours are few and balanced. */
+static void coloring_valid(void **state)
+{
+    (void)state;
+    list_scenes();
+    for (int k = 0; k < num_scenes; ++k) {
+        pbd_scene s = {0};
+        load(scene_paths[k], &s);
+        pbd_coloring c;
+        pbd_error err = {0};
+        assert_int_equal(pbd_color_distance(&s.model, &c, &err), PBD_OK);
+        if (pbd_coloring_validate(&s.model, &c, &err) != PBD_OK) {
+            print_error("%s: %s\n", scene_paths[k], err.message);
+            fail();
+        }
+        int largest = 0;
+        for (int j = 0; j < c.num_colors; ++j) {
+            int size = c.offsets[j + 1] - c.offsets[j];
+            largest = size > largest ? size : largest;
+        }
+        double mean = c.num_colors ? (double)s.model.num_distance / c.num_colors : 0.0;
+        print_message("%s: %d constraints, %d colours, largest %d, mean %.1f\n", scene_paths[k],
+                      s.model.num_distance, c.num_colors, largest, mean);
+        /* Greedy colouring needs at most 2 * (max degree - 1) + 1 colours; a balanced one has
+         * no colour far above the mean. */
+        if (s.model.num_distance > 100 && largest > 1.2 * mean + 1) {
+            print_error("%s: largest colour %d vs mean %.1f\n", scene_paths[k], largest, mean);
+            fail();
+        }
+        pbd_coloring_free(&c);
+        pbd_scene_free(&s);
+    }
+}
+
+/* The validator rejects a colour whose constraints share a particle. */
+static void coloring_validator_rejects(void **state)
+{
+    (void)state;
+    pbd_model m = {0};
+    assert_int_equal(pbd_model_add_particles(&m, 3, "chain"), 0);
+    assert_int_equal(pbd_model_add_distance(&m, 0, 1, 1.0f, 0.0f), 0);
+    assert_int_equal(pbd_model_add_distance(&m, 1, 2, 1.0f, 0.0f), 0);
+    int offsets[2] = {0, 2}, order[2] = {0, 1};
+    pbd_coloring bad = {1, offsets, order};
+    pbd_error err = {0};
+    assert_int_equal(pbd_coloring_validate(&m, &bad, &err), PBD_ERR_MODEL);
+    assert_non_null(strstr(err.message, "share particle 1"));
+    int offsets2[3] = {0, 1, 2}, twice[2] = {0, 0};
+    pbd_coloring dup = {2, offsets2, twice};
+    assert_int_equal(pbd_coloring_validate(&m, &dup, &err), PBD_ERR_MODEL);
+    pbd_coloring good;
+    assert_int_equal(pbd_color_distance(&m, &good, &err), PBD_OK);
+    assert_int_equal(good.num_colors, 2);
+    assert_int_equal(pbd_coloring_validate(&m, &good, &err), PBD_OK);
+    pbd_coloring_free(&good);
+    pbd_model_free(&m);
+}
+
+/* The device against the CPU reference after 100 frames, every scene, one solver. Positions
+ * must agree to 1e-4 of the scene's size, velocities to that over the substep. */
+static void compare_backends(pbd_solver_kind solver)
+{
+    list_scenes();
+    for (int k = 0; k < num_scenes; ++k) {
+        pbd_float4 *xc, *vc, *xg, *vg;
+        int n;
+        const int frames = 100;
+        run(scene_paths[k], PBD_BACKEND_CPU, solver, frames, &xc, &vc, &n);
+        run(scene_paths[k], PBD_BACKEND_CL, solver, frames, &xg, &vg, &n);
+        pbd_scene s = {0};
+        load(scene_paths[k], &s);
+        double extent = pbd_model_extent(&s.model);
+        double h = s.config.dt / s.config.substeps;
+        double tol_x = 1e-4 * extent, tol_v = tol_x / h;
+        double dx = 0.0, dv = 0.0;
+        for (int i = 0; i < n; ++i) {
+            const float *a = &xc[i].x, *b = &xg[i].x, *va = &vc[i].x, *vb = &vg[i].x;
+            for (int q = 0; q < 3; ++q) {
+                dx = fmax(dx, fabs((double)a[q] - (double)b[q]));
+                dv = fmax(dv, fabs((double)va[q] - (double)vb[q]));
+            }
+            assert_true(isfinite(a[0]) && isfinite(b[0]));
+        }
+        print_message("%s (%s): max |x_cpu - x_cl| = %.3g (tolerance %.3g), max |v_cpu - v_cl| "
+                      "= %.3g (tolerance %.3g)\n",
+                      scene_paths[k], solver == PBD_SOLVER_GS ? "gs" : "jacobi", dx, tol_x, dv,
+                      tol_v);
+        if (!(dx <= tol_x && dv <= tol_v))
+            fail_msg("%s: device and CPU differ", scene_paths[k]);
+        /* The scene must have moved, or the comparison says nothing. */
+        double moved = 0.0;
+        for (int i = 0; i < n; ++i)
+            moved = fmax(moved, fabs((double)xc[i].x - s.model.x[i].x) +
+                                    fabs((double)xc[i].y - s.model.x[i].y) +
+                                    fabs((double)xc[i].z - s.model.x[i].z));
+        assert_true(moved > 100.0 * tol_x);
+        pbd_scene_free(&s);
+        free(xc);
+        free(vc);
+        free(xg);
+        free(vg);
+    }
+}
+
+static void cpu_vs_cl_gs(void **state)
+{
+    (void)state;
+    compare_backends(PBD_SOLVER_GS);
+}
+
+static void cpu_vs_cl_jacobi(void **state)
+{
+    (void)state;
+    compare_backends(PBD_SOLVER_JACOBI);
+}
+
+/* Two device runs give bit-identical states: no atomics, fixed orders. */
+static void determinism(pbd_solver_kind solver)
+{
+    char path[600];
+    snprintf(path, sizeof path, "%s/cloth.json", PBD_SCENES_DIR);
+    pbd_float4 *x1, *v1, *x2, *v2;
+    int n;
+    run(path, PBD_BACKEND_CL, solver, 100, &x1, &v1, &n);
+    run(path, PBD_BACKEND_CL, solver, 100, &x2, &v2, &n);
+    assert_memory_equal(x1, x2, (size_t)n * sizeof *x1);
+    assert_memory_equal(v1, v2, (size_t)n * sizeof *v1);
+    free(x1);
+    free(v1);
+    free(x2);
+    free(v2);
+}
+
+static void deterministic_gs(void **state)
+{
+    (void)state;
+    determinism(PBD_SOLVER_GS);
+}
+
+static void deterministic_jacobi(void **state)
+{
+    (void)state;
+    determinism(PBD_SOLVER_JACOBI);
+}
+
+/* Section 3.2: unit masses at (+-1, 0), velocities (0, +-1), one step of dt = 1 with a hard
+ * constraint: kinetic energy falls from 1 to 2 - sqrt(2), |L| from 2 to sqrt(2). */
+static void paper_two_particles(pbd_backend_kind backend)
+{
+    char path[600];
+    snprintf(path, sizeof path, "%s/two_particles.json", PBD_SCENES_DIR);
+    pbd_scene s = {0};
+    load(path, &s);
+    pbd_solver_desc desc = {.backend = backend};
+    pbd_solver *sv = NULL;
+    pbd_error err = {0};
+    pbd_body_stats st[1];
+    assert_int_equal(s.model.num_bodies, 1);
+    assert_int_equal(pbd_solver_create(&s.model, &s.config, &desc, &sv, &err), PBD_OK);
+    assert_int_equal(pbd_solver_stats(sv, st, &err), PBD_OK);
+    double l0 = sqrt(st[0].l[0] * st[0].l[0] + st[0].l[1] * st[0].l[1] + st[0].l[2] * st[0].l[2]);
+    if (fabs(st[0].kinetic_energy - 1.0) > 1e-6 || fabs(l0 - 2.0) > 1e-6)
+        fail_msg("initial state: KE %.9g (expected 1), |L| %.9g (expected 2)", st[0].kinetic_energy,
+                 l0);
+    assert_int_equal(pbd_solver_step(sv, 1, &err), PBD_OK);
+    assert_int_equal(pbd_solver_stats(sv, st, &err), PBD_OK);
+    double l = sqrt(st[0].l[0] * st[0].l[0] + st[0].l[1] * st[0].l[1] + st[0].l[2] * st[0].l[2]);
+    print_message("%s: KE %.9g (expected %.9g), |L| %.9g (expected %.9g)\n",
+                  pbd_solver_device_name(sv), st[0].kinetic_energy, 2.0 - sqrt(2.0), l, sqrt(2.0));
+    if (fabs(st[0].kinetic_energy - (2.0 - sqrt(2.0))) > 1e-5 || fabs(l - sqrt(2.0)) > 1e-5)
+        fail_msg("KE %.9g, |L| %.9g", st[0].kinetic_energy, l);
+    pbd_solver_destroy(sv);
+    pbd_scene_free(&s);
+}
+
+static void paper_two_particles_cpu(void **state)
+{
+    (void)state;
+    paper_two_particles(PBD_BACKEND_CPU);
+}
+
+static void paper_two_particles_cl(void **state)
+{
+    (void)state;
+    paper_two_particles(PBD_BACKEND_CL);
+}
+
+/* Statistics computed on the device (two-stage reduction) equal the CPU's, on a scene of
+ * several bodies, one of them spanning several reduction segments, after 30 frames. */
+static void stats_cpu_vs_cl(void **state)
+{
+    (void)state;
+    pbd_model m = {0};
+    pbd_error err = {0};
+    pbd_tet_box_desc box = pbd_tet_box_desc_default();
+    box.cells[0] = box.cells[1] = box.cells[2] = 3;
+    box.common.angular_velocity[1] = 2.0f;
+    box.common.velocity[0] = 0.5f;
+    box.center[1] = 100.0f; /* far from the origin: the sums are taken about a reference */
+    assert_int_equal(pbd_scene_add_tet_box(&m, &box, &err), PBD_OK);
+    pbd_cloth_desc cloth = pbd_cloth_desc_default();
+    cloth.resolution[0] = 70;
+    cloth.resolution[1] = 50; /* 3500 particles: 4 segments of at most PBD_SEGMENT */
+    cloth.pin = PBD_PIN_CORNERS;
+    cloth.center[1] = 2.0f;
+    assert_int_equal(pbd_scene_add_cloth(&m, &cloth, &err), PBD_OK);
+    box.center[0] = 3.0f;
+    box.common.compliance = 1e-3f;
+    assert_int_equal(pbd_scene_add_tet_box(&m, &box, &err), PBD_OK);
+    assert_int_equal(pbd_model_add_plane(&m, 0.0f, 1.0f, 0.0f, 0.0f), 0);
+    pbd_config cfg = pbd_config_default();
+    pbd_body_stats st[2][3];
+    for (int b = 0; b < 2; ++b) {
+        pbd_solver_desc desc = {.backend = b ? PBD_BACKEND_CL : PBD_BACKEND_CPU};
+        pbd_solver *sv = NULL;
+        assert_int_equal(pbd_solver_create(&m, &cfg, &desc, &sv, &err), PBD_OK);
+        assert_int_equal(pbd_solver_step(sv, 30, &err), PBD_OK);
+        assert_int_equal(pbd_solver_stats(sv, st[b], &err), PBD_OK);
+        pbd_solver_destroy(sv);
+    }
+    for (int k = 0; k < 3; ++k) {
+        const double *a = &st[0][k].mass, *g = &st[1][k].mass;
+        const int nq = (int)(sizeof(pbd_body_stats) / sizeof(double));
+        for (int q = 0; q < nq; ++q) {
+            /* Relative to the quantity's scale: the body's mass, com distance, momentum. */
+            double scale = fmax(1.0, fabs(a[q]));
+            if (fabs(a[q] - g[q]) > 1e-6 * scale)
+                fail_msg("body %d, field %d: cpu %.9g, device %.9g", k, q, a[q], g[q]);
+        }
+        print_message("body %d: mass %.6g, com (%.6g, %.6g, %.6g), KE %.6g, max |C| %.3g\n", k,
+                      st[1][k].mass, st[1][k].com[0], st[1][k].com[1], st[1][k].com[2],
+                      st[1][k].kinetic_energy, st[1][k].max_constraint_error);
+    }
+    /* The values are the bodies' own: mass, and the box's com drifting at 0.5 m/s. */
+    assert_true(fabs(st[1][0].mass - 1.0) < 1e-6 && fabs(st[1][1].mass - 1.0) < 1e-6);
+    assert_true(fabs(st[1][0].com[0] - 0.5 * 30.0 / 60.0) < 1e-3);
+    assert_true(st[1][1].max_constraint_error > 0.0);
+    pbd_model_free(&m);
+}
+
+static const struct CMUnitTest tests[] = {
+    cmocka_unit_test(coloring_valid),
+    cmocka_unit_test(coloring_validator_rejects),
+    cmocka_unit_test(cpu_vs_cl_gs),
+    cmocka_unit_test(cpu_vs_cl_jacobi),
+    cmocka_unit_test(deterministic_gs),
+    cmocka_unit_test(deterministic_jacobi),
+    cmocka_unit_test(paper_two_particles_cpu),
+    cmocka_unit_test(paper_two_particles_cl),
+    cmocka_unit_test(stats_cpu_vs_cl),
+};
+
+PBD_TEST_MAIN("solver", tests, 1)

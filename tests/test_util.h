@@ -1,0 +1,60 @@
+/* Shared by the test executables: main() with a case filter, and the device check. */
+#ifndef PBD_TEST_UTIL_H
+#define PBD_TEST_UTIL_H
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "pbd.h"
+
+#define PBD_SKIP 77
+
+/* Returns 1 when an OpenCL device is present. When none is, prints why and returns 0; the
+ * caller exits with PBD_SKIP, or with 1 when PBD_REQUIRE_DEVICE=1 (CI) says a skip is a
+ * failure. */
+static inline int pbd_test_have_device(void)
+{
+    pbd_device_info *list = NULL;
+    int n = 0;
+    pbd_error err = {0};
+    pbd_status st = pbd_devices_list(&list, &n, &err);
+    free(list);
+    if (st == PBD_OK && n > 0)
+        return 1;
+    fprintf(stderr, "no OpenCL device: %s\n", err.message);
+    pbd_error_clear(&err);
+    return 0;
+}
+
+static inline int pbd_test_skip_code(void)
+{
+    const char *req = getenv("PBD_REQUIRE_DEVICE");
+    return req && strcmp(req, "1") == 0 ? 1 : PBD_SKIP;
+}
+
+/* main() body: `exe [CASE]` runs the cases matching CASE. Device tests pass needs_device = 1
+ * and are skipped (77) without a device. */
+static inline int pbd_test_run(const char *group, const struct CMUnitTest *tests, size_t n,
+                               int argc, char **argv, int needs_device)
+{
+    if (needs_device && !pbd_test_have_device())
+        return pbd_test_skip_code();
+    if (argc > 1)
+        cmocka_set_test_filter(argv[1]);
+    return _cmocka_run_group_tests(group, tests, n, NULL, NULL);
+}
+
+#define PBD_TEST_MAIN(group, tests, needs_device)                                                  \
+    int main(int argc, char **argv)                                                                \
+    {                                                                                              \
+        return pbd_test_run(group, tests, sizeof(tests) / sizeof((tests)[0]), argc, argv,          \
+                            needs_device);                                                         \
+    }
+
+#endif
