@@ -42,9 +42,7 @@ body_reduce_segments(__global const pbd_segment *segments, __global const pbd_fl
         float e =
             pbd_particle_error(particle_x, distance, csr_slots, csr_offsets[i], csr_offsets[i + 1]);
         pbd_particle_sums(particle_x[i], particle_v[i], r, e, s);
-        for (int q = 0; q < PBD_SUM_ERR; ++q)
-            acc[q] = acc[q] + s[q];
-        acc[PBD_SUM_ERR] = acc[PBD_SUM_ERR] > s[PBD_SUM_ERR] ? acc[PBD_SUM_ERR] : s[PBD_SUM_ERR];
+        pbd_sums_add(acc, s);
     }
     for (int q = 0; q < PBD_SUM_COUNT; ++q)
         rows[l * PBD_SUM_COUNT + q] = acc[q];
@@ -64,10 +62,10 @@ body_reduce_bodies(__global const int *body_segments, __global const pbd_acc *se
     for (int q = 0; q < PBD_SUM_COUNT; ++q)
         acc[q] = 0;
     for (int g = body_segments[b] + l; g < body_segments[b + 1]; g += PBD_REDUCE_WG) {
-        __global const pbd_acc *s = segment_sums + g * PBD_SUM_COUNT;
-        for (int q = 0; q < PBD_SUM_ERR; ++q)
-            acc[q] = acc[q] + s[q];
-        acc[PBD_SUM_ERR] = acc[PBD_SUM_ERR] > s[PBD_SUM_ERR] ? acc[PBD_SUM_ERR] : s[PBD_SUM_ERR];
+        pbd_acc s[PBD_SUM_COUNT];
+        for (int q = 0; q < PBD_SUM_COUNT; ++q)
+            s[q] = segment_sums[g * PBD_SUM_COUNT + q];
+        pbd_sums_add(acc, s);
     }
     for (int q = 0; q < PBD_SUM_COUNT; ++q)
         rows[l * PBD_SUM_COUNT + q] = acc[q];

@@ -230,6 +230,14 @@ PBD_INLINE void pbd_particle_sums(pbd_float4 x, pbd_float4 v, pbd_float4 r, floa
     s[PBD_SUM_ERR] = (pbd_acc)err;
 }
 
+/* acc += s for every sum; the error entry keeps the maximum. */
+PBD_INLINE void pbd_sums_add(pbd_acc *acc, const pbd_acc *s)
+{
+    for (int q = 0; q < PBD_SUM_ERR; ++q)
+        acc[q] = acc[q] + s[q];
+    acc[PBD_SUM_ERR] = acc[PBD_SUM_ERR] > s[PBD_SUM_ERR] ? acc[PBD_SUM_ERR] : s[PBD_SUM_ERR];
+}
+
 /* Largest |C| among the constraints in a particle's CSR row (slot = 2 * constraint + end). */
 PBD_INLINE float pbd_particle_error(PBD_GLOBAL const pbd_float4 *x,
                                     PBD_GLOBAL const pbd_distance *cons,

@@ -145,10 +145,7 @@ static pbd_status cpu_body_sums(void *impl, double *out, pbd_error *err)
             float e = pbd_particle_error(c->x, pl->distance, pl->csr_slots, pl->csr_offsets[i],
                                          pl->csr_offsets[i + 1]);
             pbd_particle_sums(c->x[i], c->v[i], pl->body_ref[seg.body], e, s);
-            for (int q = 0; q < PBD_SUM_ERR; ++q)
-                acc[q] += s[q];
-            acc[PBD_SUM_ERR] =
-                acc[PBD_SUM_ERR] > s[PBD_SUM_ERR] ? acc[PBD_SUM_ERR] : s[PBD_SUM_ERR];
+            pbd_sums_add(acc, s);
         }
     }
     charge(c, T_REDUCE, t0);
