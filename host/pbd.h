@@ -58,7 +58,8 @@ typedef struct pbd_body {
     int first;    /* first particle index */
     int count;    /* number of particles, >= 1 */
     int pinned;   /* number of particles with inverse mass 0 (held by the world) */
-    int momentum; /* 1: the body's momentum is preserved (issue 3); 0: not */
+    int momentum; /* 1 (default): preserve the body's momentum when the run does; 0: opt out.
+                     A body with pinned particles is held by the world and never corrected. */
     char name[64];
 } pbd_body;
 
@@ -115,6 +116,19 @@ typedef enum pbd_backend_kind {
     PBD_BACKEND_CPU = 1, /* single-threaded C reference */
 } pbd_backend_kind;
 
+typedef enum pbd_damping_kind {
+    PBD_DAMPING_NONE = 0,
+    PBD_DAMPING_POINT = 1, /* v *= 1 - k every substep (Bullet's model; damps rigid motion too) */
+    PBD_DAMPING_RIGID = 2, /* Müller et al. 2007 sec. 3.5: damp only the deviation from the
+                              body's rigid motion, by the fraction k every substep */
+} pbd_damping_kind;
+
+typedef enum pbd_velocity_update {
+    PBD_VELOCITY_FIRST_ORDER = 0, /* v = (p - x) / h (Algorithm 1 line 10) */
+    PBD_VELOCITY_BDF2 = 1,        /* second order (Bender et al. survey); first order on the
+                                     first substep */
+} pbd_velocity_update;
+
 /* How to step. Values are in SI units. */
 typedef struct pbd_config {
     float dt;       /* frame time step, s, > 0 */
@@ -124,10 +138,15 @@ typedef struct pbd_config {
     float omega;      /* Jacobi relaxation, (0, 2) */
     float gravity[3]; /* m/s^2 */
     int frames;       /* default number of frames for `pbd run` */
+    int momentum;     /* 1: preserve each free body's linear and angular momentum (Dahl &
+                         Bargteil 2019); bodies with pinned particles are never corrected */
+    pbd_damping_kind damping;
+    float damping_k; /* damping fraction per substep, [0, 1] */
+    pbd_velocity_update velocity_update;
 } pbd_config;
 
 /* Defaults: dt 1/60, 1 substep, 10 iterations, Gauss-Seidel, omega 1, gravity (0,-9.81,0),
- * 300 frames. */
+ * 300 frames, momentum preservation on, no damping, first-order velocity update. */
 pbd_config pbd_config_default(void);
 
 typedef struct pbd_scene {
@@ -176,6 +195,8 @@ typedef struct pbd_solver_desc {
     const char *device;     /* device SPEC for the CL backend (see pbd_device_select) */
     const char *kernel_dir; /* read kernels/ sources from here instead of the embedded copy */
     int profile;            /* 1: record per-kernel times (CL_QUEUE_PROFILING_ENABLE) */
+    int float_sums;         /* 1: compensated float per-body sums even where the device has
+                               fp64 (the path of devices without it; for tests) */
 } pbd_solver_desc;
 
 typedef struct pbd_body_stats {
@@ -186,6 +207,16 @@ typedef struct pbd_body_stats {
     double kinetic_energy;       /* J */
     double max_constraint_error; /* max |C| of the body's distance constraints, m */
 } pbd_body_stats;
+
+/* A body's tracked rigid momenta and the last correction applied to it. */
+typedef struct pbd_body_momentum {
+    int enabled;     /* 1 when the body's momentum is preserved */
+    double p_r[3];   /* tracked linear momentum P_r, kg m/s */
+    double l_r[3];   /* tracked angular momentum L_r about the com, kg m^2/s */
+    double v_cor[3]; /* last v_cor, m/s */
+    double w_cor[3]; /* last w_cor, rad/s */
+    double com[3];   /* centre of mass at the last correction, m */
+} pbd_body_momentum;
 
 typedef struct pbd_kernel_time {
     const char *name;
@@ -207,6 +238,11 @@ pbd_status pbd_solver_read(pbd_solver *s, pbd_float4 *x, pbd_float4 *v, pbd_erro
 /* Per-body statistics of the current state, computed where the state lives (on the device
  * for the CL backend). `out` has num_bodies entries. */
 pbd_status pbd_solver_stats(pbd_solver *s, pbd_body_stats *out, pbd_error *err);
+/* Tracked momenta and the last correction per body (num_bodies entries). Before the first
+ * step, P_r and L_r are the initial state's and the corrections are 0. */
+pbd_status pbd_solver_momentum(pbd_solver *s, pbd_body_momentum *out, pbd_error *err);
+/* Launches per frame spent on momentum preservation (3 per substep, or 0). */
+long pbd_solver_momentum_launches_per_frame(const pbd_solver *s);
 /* "cpu (reference)" or the OpenCL device name. */
 const char *pbd_solver_device_name(const pbd_solver *s);
 int pbd_solver_num_colors(const pbd_solver *s);

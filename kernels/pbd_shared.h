@@ -67,31 +67,70 @@ typedef struct pbd_segment {
 #define PBD_REDUCE_WG 64
 #define PBD_SEGMENT   (PBD_REDUCE_WG * 16)
 
-/* Per-body sums, in this order, relative to the body's reference point r (its first
- * particle's initial position): x' = x - r. */
+/* Per-body sums, in this order, relative to the body's reference point r (its centre of
+ * mass at the previous reduction, so the sums stay small and precise for bodies far from the
+ * origin): x' = x - r. */
 enum {
     PBD_SUM_M = 0,    /* sum m                                   kg      */
     PBD_SUM_MX = 1,   /* sum m x'            (3)                 kg m    */
     PBD_SUM_P = 4,    /* sum m v             (3)                 kg m/s  */
     PBD_SUM_XCP = 7,  /* sum m x' x v        (3)                 kg m2/s */
     PBD_SUM_KE = 10,  /* sum m v.v / 2                           J       */
-    PBD_SUM_ERR = 11, /* max |C| of the constraints at the particles  m   */
-    PBD_SUM_COUNT = 12
+    PBD_SUM_XX = 11,  /* sum m x' x'^T: xx xy xz yy yz zz (6)    kg m2   */
+    PBD_SUM_J = 17,   /* sum of external impulses J (3)          N s     */
+    PBD_SUM_XCJ = 20, /* sum x' x J          (3)                 N m s   */
+    PBD_SUM_ERR = 23, /* max |C| of the constraints at the particles (m); a maximum, not a sum */
+    PBD_SUM_COUNT = 24
 };
 
-/* Predict (Müller 2007, Algorithm 1 lines 5-7): v += h g for free particles, p = x + h v.
- * Pinned particles (inverse mass 0) keep v and stay put. */
-PBD_INLINE void pbd_predict(pbd_float4 x, pbd_float4 *v, pbd_float4 *p, float gx, float gy,
-                            float gz, float h)
+/* What body_solve writes per body (pbd_acc each). P and L are the particles' own (before the
+ * correction), L about the centre of mass; P_r and L_r the tracked rigid momenta. */
+enum {
+    PBD_OUT_MASS = 0,  /* kg */
+    PBD_OUT_COM = 1,   /* centre of mass (3), m */
+    PBD_OUT_P = 4,     /* sum m v (3) */
+    PBD_OUT_L = 7,     /* sum m (x - com) x v (3) */
+    PBD_OUT_KE = 10,   /* kinetic energy, J */
+    PBD_OUT_ERR = 11,  /* max |C|, m */
+    PBD_OUT_VCOR = 12, /* v_cor (3), m/s: Algorithm 2 line 17 */
+    PBD_OUT_WCOR = 15, /* w_cor (3), rad/s: line 18, with a pseudo-inverse */
+    PBD_OUT_VRIG = 18, /* rigid velocity after the correction (3), m/s */
+    PBD_OUT_WRIG = 21, /* rigid angular velocity after the correction (3), rad/s */
+    PBD_OUT_PR = 24,   /* tracked P_r (3) */
+    PBD_OUT_LR = 27,   /* tracked L_r (3) */
+    PBD_OUT_COUNT = 30
+};
+
+/* body_solve modes: statistics only; set P_r, L_r from the state; one substep of tracking and
+ * correction. */
+enum { PBD_SOLVE_STATS = 0, PBD_SOLVE_INIT = 1, PBD_SOLVE_STEP = 2 };
+
+/* Body flags. */
+#define PBD_BODY_MOMENTUM 1 /* preserve this body's momentum */
+
+/* Eigenvalues of the inertia tensor below this fraction of the largest are treated as zero:
+ * the pseudo-inverse then leaves rotation about that axis alone (two particles, a straight
+ * rope) instead of dividing by a rounding error. */
+#define PBD_PINV_RTOL 1e-6
+
+/* Predict. First order (Müller 2007, Algorithm 1 lines 5-7): p = x + h (v + h g). BDF2
+ * (Bender et al. survey, seed 001): p = 4/3 x - 1/3 x' + 2/3 h (4/3 v - 1/3 v' + 2/3 h g),
+ * with x', v' the previous substep's position and velocity. Pinned particles (inverse mass
+ * 0) stay put. */
+PBD_INLINE pbd_float4 pbd_predict(pbd_float4 x, pbd_float4 v, pbd_float4 xp, pbd_float4 vp,
+                                  int bdf2, float gx, float gy, float gz, float h)
 {
-    pbd_float4 vv = *v;
-    if (x.w > 0.0f) {
-        vv.x = vv.x + h * gx;
-        vv.y = vv.y + h * gy;
-        vv.z = vv.z + h * gz;
-    }
-    *v = vv;
-    *p = PBD_F4(x.x + h * vv.x, x.y + h * vv.y, x.z + h * vv.z, x.w);
+    if (x.w <= 0.0f)
+        return x;
+    if (!bdf2)
+        return PBD_F4(x.x + h * (v.x + h * gx), x.y + h * (v.y + h * gy), x.z + h * (v.z + h * gz),
+                      x.w);
+    const float a = 4.0f / 3.0f, b = 1.0f / 3.0f, c = 2.0f / 3.0f;
+    float vx = a * v.x - b * vp.x + c * h * gx;
+    float vy = a * v.y - b * vp.y + c * h * gy;
+    float vz = a * v.z - b * vp.z + c * h * gz;
+    return PBD_F4(a * x.x - b * xp.x + c * h * vx, a * x.y - b * xp.y + c * h * vy,
+                  a * x.z - b * xp.z + c * h * vz, x.w);
 }
 
 /* Projects one distance constraint on predictions pa, pb (w = inverse mass).
@@ -158,10 +197,26 @@ PBD_INLINE pbd_float4 pbd_collide_planes(pbd_float4 p, PBD_GLOBAL const pbd_floa
     return p;
 }
 
-/* Velocity update (Algorithm 1 line 10): v = (p - x) / h, keeping v.w (the particle's mass). */
-PBD_INLINE pbd_float4 pbd_update_velocity(pbd_float4 x, pbd_float4 p, float v_w, float inv_h)
+/* Velocity update. First order (Algorithm 1 line 10): v = (p - x) / h; BDF2:
+ * v = (3 p - 4 x + x') / (2 h). Then point damping v *= 1 - damping (Bullet's
+ * mass-proportional model; 0 for none). v.w keeps the particle's mass. */
+PBD_INLINE pbd_float4 pbd_update_velocity(pbd_float4 x, pbd_float4 p, pbd_float4 xp, int bdf2,
+                                          float v_w, float inv_h, float damping)
 {
-    return PBD_F4((p.x - x.x) * inv_h, (p.y - x.y) * inv_h, (p.z - x.z) * inv_h, v_w);
+    float f = 1.0f - damping;
+    if (!bdf2)
+        return PBD_F4((p.x - x.x) * inv_h * f, (p.y - x.y) * inv_h * f, (p.z - x.z) * inv_h * f,
+                      v_w);
+    float g = 0.5f * inv_h * f;
+    return PBD_F4((3.0f * p.x - 4.0f * x.x + xp.x) * g, (3.0f * p.y - 4.0f * x.y + xp.y) * g,
+                  (3.0f * p.z - 4.0f * x.z + xp.z) * g, v_w);
+}
+
+/* Records a collision's displacement (p1 - p0) in dx, the impulse J = m dx / h that the
+ * momentum tracker adds to the body's P_r and L_r. */
+PBD_INLINE pbd_float4 pbd_add_displacement(pbd_float4 dx, pbd_float4 p0, pbd_float4 p1)
+{
+    return PBD_F4(dx.x + (p1.x - p0.x), dx.y + (p1.y - p0.y), dx.z + (p1.z - p0.z), 0.0f);
 }
 
 /* Adds the xyz of d to p, keeping p.w (the inverse mass). */
@@ -172,11 +227,10 @@ PBD_INLINE pbd_float4 pbd_add3(pbd_float4 p, pbd_float4 d)
 
 /* Jacobi gather for one particle: the sum of its constraints' deltas, in the fixed slot order
  * of its CSR row, scaled by omega / n (Bender et al. survey, "Jacobi"; n = the particle's
- * constraint count), then the plane collisions. No atomics: the order is fixed, so the result
- * is the same on every run and every device. */
+ * constraint count). No atomics: the order is fixed, so the result is the same on every run
+ * and every device. The caller then collides. */
 PBD_INLINE pbd_float4 pbd_gather(pbd_float4 p, PBD_GLOBAL const pbd_float4 *delta,
-                                 PBD_GLOBAL const int *slots, int begin, int end, float omega,
-                                 PBD_GLOBAL const pbd_float4 *planes, int num_planes)
+                                 PBD_GLOBAL const int *slots, int begin, int end, float omega)
 {
     if (end > begin) {
         float sx = 0.0f, sy = 0.0f, sz = 0.0f;
@@ -189,25 +243,32 @@ PBD_INLINE pbd_float4 pbd_gather(pbd_float4 p, PBD_GLOBAL const pbd_float4 *delt
         float f = omega / (float)(end - begin);
         p = PBD_F4(p.x + f * sx, p.y + f * sy, p.z + f * sz, p.w);
     }
-    return pbd_collide_planes(p, planes, num_planes);
+    return p;
 }
 
 /* Accumulator of the per-body reductions: double where the device has fp64 (always on the
  * host), float otherwise. */
 #ifdef __OPENCL_C_VERSION__
-#ifdef PBD_HAS_FP64
+#if defined(PBD_HAS_FP64) && !defined(PBD_FLOAT_ACC)
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 typedef double pbd_acc;
 #else
+/* No fp64: float sums, compensated (Kahan) in each work-item's serial loop; the trees
+ * after it add O(log n) rounding only. */
 typedef float pbd_acc;
+#define PBD_ACC_COMPENSATED 1
 #endif
 #else
 typedef double pbd_acc;
 #endif
 
 /* One particle's contribution to its body's sums (PBD_SUM_*), relative to the body's
- * reference point r; err is the largest |C| among the particle's constraints. */
-PBD_INLINE void pbd_particle_sums(pbd_float4 x, pbd_float4 v, pbd_float4 r, float err, pbd_acc *s)
+ * reference point r. dx is the particle's collision displacement this substep; with gravity
+ * g over the substep h it gives the external impulse J = m dx / h + m g h (free particles;
+ * Dahl & Bargteil 2019, eqs. 1-2). err is the largest |C| among the particle's constraints. */
+PBD_INLINE void pbd_particle_sums(pbd_float4 x, pbd_float4 v, pbd_float4 dx, pbd_float4 r,
+                                  float err, float gx, float gy, float gz, float h, float inv_h,
+                                  pbd_acc *s)
 {
     pbd_acc m = (pbd_acc)v.w;
     pbd_acc rx = (pbd_acc)x.x - (pbd_acc)r.x;
@@ -216,6 +277,10 @@ PBD_INLINE void pbd_particle_sums(pbd_float4 x, pbd_float4 v, pbd_float4 r, floa
     pbd_acc px = m * (pbd_acc)v.x;
     pbd_acc py = m * (pbd_acc)v.y;
     pbd_acc pz = m * (pbd_acc)v.z;
+    float fg = x.w > 0.0f ? h : 0.0f;
+    pbd_acc jx = m * (pbd_acc)(dx.x * inv_h + gx * fg);
+    pbd_acc jy = m * (pbd_acc)(dx.y * inv_h + gy * fg);
+    pbd_acc jz = m * (pbd_acc)(dx.z * inv_h + gz * fg);
     s[PBD_SUM_M] = m;
     s[PBD_SUM_MX + 0] = m * rx;
     s[PBD_SUM_MX + 1] = m * ry;
@@ -227,6 +292,18 @@ PBD_INLINE void pbd_particle_sums(pbd_float4 x, pbd_float4 v, pbd_float4 r, floa
     s[PBD_SUM_XCP + 1] = rz * px - rx * pz;
     s[PBD_SUM_XCP + 2] = rx * py - ry * px;
     s[PBD_SUM_KE] = (pbd_acc)0.5 * (px * (pbd_acc)v.x + py * (pbd_acc)v.y + pz * (pbd_acc)v.z);
+    s[PBD_SUM_XX + 0] = m * rx * rx;
+    s[PBD_SUM_XX + 1] = m * rx * ry;
+    s[PBD_SUM_XX + 2] = m * rx * rz;
+    s[PBD_SUM_XX + 3] = m * ry * ry;
+    s[PBD_SUM_XX + 4] = m * ry * rz;
+    s[PBD_SUM_XX + 5] = m * rz * rz;
+    s[PBD_SUM_J + 0] = jx;
+    s[PBD_SUM_J + 1] = jy;
+    s[PBD_SUM_J + 2] = jz;
+    s[PBD_SUM_XCJ + 0] = ry * jz - rz * jy;
+    s[PBD_SUM_XCJ + 1] = rz * jx - rx * jz;
+    s[PBD_SUM_XCJ + 2] = rx * jy - ry * jx;
     s[PBD_SUM_ERR] = (pbd_acc)err;
 }
 
@@ -236,6 +313,166 @@ PBD_INLINE void pbd_sums_add(pbd_acc *acc, const pbd_acc *s)
     for (int q = 0; q < PBD_SUM_ERR; ++q)
         acc[q] = acc[q] + s[q];
     acc[PBD_SUM_ERR] = acc[PBD_SUM_ERR] > s[PBD_SUM_ERR] ? acc[PBD_SUM_ERR] : s[PBD_SUM_ERR];
+}
+
+/* Kahan-compensated acc += s (float accumulators): comp carries the low-order bits lost in
+ * each addition; fold it in with pbd_sums_fold at the end. */
+PBD_INLINE void pbd_sums_add_compensated(pbd_acc *acc, pbd_acc *comp, const pbd_acc *s)
+{
+    for (int q = 0; q < PBD_SUM_ERR; ++q) {
+        pbd_acc y = s[q] - comp[q];
+        pbd_acc t = acc[q] + y;
+        comp[q] = (t - acc[q]) - y;
+        acc[q] = t;
+    }
+    acc[PBD_SUM_ERR] = acc[PBD_SUM_ERR] > s[PBD_SUM_ERR] ? acc[PBD_SUM_ERR] : s[PBD_SUM_ERR];
+}
+
+PBD_INLINE void pbd_sums_fold(pbd_acc *acc, const pbd_acc *comp)
+{
+    for (int q = 0; q < PBD_SUM_ERR; ++q)
+        acc[q] = acc[q] - comp[q];
+}
+
+/* x = A^+ b for a symmetric positive semi-definite 3x3 A (xx xy xz yy yz zz): cyclic Jacobi
+ * eigen-decomposition, then 1/lambda on the eigenvalues above PBD_PINV_RTOL of the largest
+ * and 0 below. A singular inertia tensor (two particles, a straight rope) gives the
+ * least-norm angular velocity instead of NaN or a huge one. */
+PBD_INLINE void pbd_sym3_pinv_apply(const pbd_acc *a6, const pbd_acc *b, pbd_acc *x)
+{
+    pbd_acc a[3][3] = {{a6[0], a6[1], a6[2]}, {a6[1], a6[3], a6[4]}, {a6[2], a6[4], a6[5]}};
+    pbd_acc v[3][3] = {{1, 0, 0}, {0, 1, 0}, {0, 0, 1}};
+    for (int sweep = 0; sweep < 8; ++sweep) {
+        for (int pq = 0; pq < 3; ++pq) {
+            int p = pq == 2 ? 1 : 0;
+            int q = pq == 0 ? 1 : 2;
+            pbd_acc apq = a[p][q];
+            if (apq == (pbd_acc)0)
+                continue;
+            /* Rotation that zeroes a[p][q] (Numerical Recipes, section 11.1). */
+            pbd_acc theta = (a[q][q] - a[p][p]) / ((pbd_acc)2 * apq);
+            pbd_acc t = (pbd_acc)1 / ((theta < 0 ? -theta : theta) + sqrt(theta * theta + 1));
+            if (theta < 0)
+                t = -t;
+            pbd_acc c = (pbd_acc)1 / sqrt(t * t + 1);
+            pbd_acc sn = t * c;
+            for (int k = 0; k < 3; ++k) {
+                pbd_acc akp = a[k][p], akq = a[k][q];
+                a[k][p] = c * akp - sn * akq;
+                a[k][q] = sn * akp + c * akq;
+            }
+            for (int k = 0; k < 3; ++k) {
+                pbd_acc apk = a[p][k], aqk = a[q][k];
+                a[p][k] = c * apk - sn * aqk;
+                a[q][k] = sn * apk + c * aqk;
+            }
+            for (int k = 0; k < 3; ++k) {
+                pbd_acc vkp = v[k][p], vkq = v[k][q];
+                v[k][p] = c * vkp - sn * vkq;
+                v[k][q] = sn * vkp + c * vkq;
+            }
+        }
+    }
+    pbd_acc lmax = 0;
+    for (int k = 0; k < 3; ++k)
+        lmax = a[k][k] > lmax ? a[k][k] : lmax;
+    x[0] = x[1] = x[2] = 0;
+    for (int k = 0; k < 3; ++k) {
+        if (!(a[k][k] > (pbd_acc)PBD_PINV_RTOL * lmax) || lmax <= (pbd_acc)0)
+            continue;
+        pbd_acc d = (v[0][k] * b[0] + v[1][k] * b[1] + v[2][k] * b[2]) / a[k][k];
+        x[0] = x[0] + d * v[0][k];
+        x[1] = x[1] + d * v[1][k];
+        x[2] = x[2] + d * v[2][k];
+    }
+}
+
+/* The per-body solve of Algorithm 2 (Dahl & Bargteil 2019) from the body's sums s about the
+ * reference r: centre of mass, inertia tensor about it, P_pbd, L_pbd; in PBD_SOLVE_INIT mode
+ * the tracked momenta `track` (P_r, L_r) are set from them; in PBD_SOLVE_STEP mode the
+ * substep's external impulses are added to them (eqs. 1-2) and, for a body with
+ * PBD_BODY_MOMENTUM, v_cor = (P_r - P_pbd) / m and w_cor = I^+ (L_r - L_pbd) (eqs. 3-4).
+ * Writes the PBD_OUT_* record. */
+PBD_INLINE void pbd_body_solve(const pbd_acc *s, pbd_float4 r, pbd_acc *track, int flags, int mode,
+                               pbd_acc *out)
+{
+    pbd_acc m = s[PBD_SUM_M];
+    pbd_acc c[3] = {s[PBD_SUM_MX] / m, s[PBD_SUM_MX + 1] / m, s[PBD_SUM_MX + 2] / m};
+    const pbd_acc *p = s + PBD_SUM_P;
+    const pbd_acc *j = s + PBD_SUM_J;
+    pbd_acc l[3], lj[3], inertia[6];
+    /* About the centre of mass: L = sum m x' x v - c x P, likewise for the impulses' moment. */
+    l[0] = s[PBD_SUM_XCP + 0] - (c[1] * p[2] - c[2] * p[1]);
+    l[1] = s[PBD_SUM_XCP + 1] - (c[2] * p[0] - c[0] * p[2]);
+    l[2] = s[PBD_SUM_XCP + 2] - (c[0] * p[1] - c[1] * p[0]);
+    lj[0] = s[PBD_SUM_XCJ + 0] - (c[1] * j[2] - c[2] * j[1]);
+    lj[1] = s[PBD_SUM_XCJ + 1] - (c[2] * j[0] - c[0] * j[2]);
+    lj[2] = s[PBD_SUM_XCJ + 2] - (c[0] * j[1] - c[1] * j[0]);
+    /* Second moment about the com, S = sum m x' x'^T - m c c^T; I = tr(S) Id - S
+     * (= sum m r* r*^T, Algorithm 2 line 13). */
+    pbd_acc sxx = s[PBD_SUM_XX + 0] - m * c[0] * c[0];
+    pbd_acc sxy = s[PBD_SUM_XX + 1] - m * c[0] * c[1];
+    pbd_acc sxz = s[PBD_SUM_XX + 2] - m * c[0] * c[2];
+    pbd_acc syy = s[PBD_SUM_XX + 3] - m * c[1] * c[1];
+    pbd_acc syz = s[PBD_SUM_XX + 4] - m * c[1] * c[2];
+    pbd_acc szz = s[PBD_SUM_XX + 5] - m * c[2] * c[2];
+    inertia[0] = syy + szz;
+    inertia[1] = -sxy;
+    inertia[2] = -sxz;
+    inertia[3] = sxx + szz;
+    inertia[4] = -syz;
+    inertia[5] = sxx + syy;
+    if (mode == PBD_SOLVE_INIT) {
+        for (int k = 0; k < 3; ++k) {
+            track[k] = p[k];
+            track[3 + k] = l[k];
+        }
+    } else if (mode == PBD_SOLVE_STEP) {
+        for (int k = 0; k < 3; ++k) {
+            track[k] = track[k] + j[k];
+            track[3 + k] = track[3 + k] + lj[k];
+        }
+    }
+    int on = mode != PBD_SOLVE_STATS && (flags & PBD_BODY_MOMENTUM);
+    pbd_acc dl[3], tl[3];
+    for (int k = 0; k < 3; ++k) {
+        out[PBD_OUT_COM + k] = (pbd_acc)(k == 0 ? r.x : k == 1 ? r.y : r.z) + c[k];
+        out[PBD_OUT_P + k] = p[k];
+        out[PBD_OUT_L + k] = l[k];
+        out[PBD_OUT_PR + k] = track[k];
+        out[PBD_OUT_LR + k] = track[3 + k];
+        out[PBD_OUT_VCOR + k] = on ? (track[k] - p[k]) / m : (pbd_acc)0;
+        out[PBD_OUT_VRIG + k] = (on ? track[k] : p[k]) / m;
+        dl[k] = on ? track[3 + k] - l[k] : (pbd_acc)0;
+        tl[k] = on ? track[3 + k] : l[k];
+    }
+    out[PBD_OUT_MASS] = m;
+    out[PBD_OUT_KE] = s[PBD_SUM_KE];
+    out[PBD_OUT_ERR] = s[PBD_SUM_ERR];
+    pbd_sym3_pinv_apply(inertia, dl, out + PBD_OUT_WCOR);
+    pbd_sym3_pinv_apply(inertia, tl, out + PBD_OUT_WRIG);
+}
+
+/* The broadcast of Algorithm 2 (lines 19-21): v += v_cor + w_cor x (x - com); then, with
+ * rigid_k > 0, Müller et al. 2007's damping (section 3.5), which removes the fraction
+ * rigid_k of each velocity's deviation from the body's rigid motion and so leaves P and L
+ * alone. Pinned particles keep v = 0. */
+PBD_INLINE pbd_float4 pbd_apply_rigid(pbd_float4 x, pbd_float4 v, pbd_float4 com, pbd_float4 vcor,
+                                      pbd_float4 wcor, pbd_float4 vrig, pbd_float4 wrig,
+                                      float rigid_k)
+{
+    if (x.w <= 0.0f)
+        return v;
+    float rx = x.x - com.x, ry = x.y - com.y, rz = x.z - com.z;
+    v.x = v.x + (vcor.x + (wcor.y * rz - wcor.z * ry));
+    v.y = v.y + (vcor.y + (wcor.z * rx - wcor.x * rz));
+    v.z = v.z + (vcor.z + (wcor.x * ry - wcor.y * rx));
+    if (rigid_k > 0.0f) {
+        v.x = v.x + rigid_k * (vrig.x + (wrig.y * rz - wrig.z * ry) - v.x);
+        v.y = v.y + rigid_k * (vrig.y + (wrig.z * rx - wrig.x * rz) - v.y);
+        v.z = v.z + rigid_k * (vrig.z + (wrig.x * ry - wrig.y * rx) - v.z);
+    }
+    return v;
 }
 
 /* Largest |C| among the constraints in a particle's CSR row (slot = 2 * constraint + end). */

@@ -1,15 +1,18 @@
-/* Stage 1 of a substep: integrate external acceleration and predict positions.
- * Built after pbd_shared.h (the host concatenates the sources). */
+/* Stage 1 of a substep: predict positions from velocities and gravity (first order or BDF2),
+ * and clear the collision displacements the momentum tracker reads. Built after
+ * pbd_shared.h (the host concatenates the sources). */
 __kernel void predict(__global const pbd_float4 *particle_x, __global pbd_float4 *particle_p,
-                      __global pbd_float4 *particle_v, float gx, float gy, float gz, float h,
-                      int num_particles)
+                      __global const pbd_float4 *particle_v, __global const pbd_float4 *particle_xp,
+                      __global const pbd_float4 *particle_vp, __global pbd_float4 *particle_dx,
+                      float gx, float gy, float gz, float h, int bdf2, int track, int num_particles)
 {
     int i = get_global_id(0);
     if (i >= num_particles)
         return;
+    pbd_float4 x = particle_x[i];
     pbd_float4 v = particle_v[i];
-    pbd_float4 p;
-    pbd_predict(particle_x[i], &v, &p, gx, gy, gz, h);
-    particle_v[i] = v;
-    particle_p[i] = p;
+    particle_p[i] = pbd_predict(x, v, bdf2 ? particle_xp[i] : x, bdf2 ? particle_vp[i] : v, bdf2,
+                                gx, gy, gz, h);
+    if (track)
+        particle_dx[i] = PBD_F4(0.0f, 0.0f, 0.0f, 0.0f);
 }

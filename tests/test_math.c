@@ -121,22 +121,37 @@ static void collide_planes_math(void **state)
 static void predict_and_update(void **state)
 {
     (void)state;
-    pbd_float4 v = F4(1, 0, 0, 2), p;
-    pbd_predict(F4(0, 0, 0, 0.5f), &v, &p, 0.0f, -10.0f, 0.0f, 0.1f);
-    assert_near(v.y, -1.0, 1e-7, "v += h g");
-    assert_near(p.x, 0.1, 1e-7, "p = x + h v (x)");
-    assert_near(p.y, -0.1, 1e-7, "p = x + h v (y)");
+    pbd_float4 v = F4(1, 0, 0, 2), z = F4(0, 0, 0, 0);
+    pbd_float4 p = pbd_predict(F4(0, 0, 0, 0.5f), v, z, z, 0, 0.0f, -10.0f, 0.0f, 0.1f);
+    assert_near(p.x, 0.1, 1e-7, "p = x + h (v + h g) (x)");
+    assert_near(p.y, -0.1, 1e-7, "p = x + h (v + h g) (y)");
     assert_near(p.w, 0.5, 0.0, "p keeps the inverse mass");
-    assert_near(v.w, 2.0, 0.0, "v keeps the mass");
-    v = F4(0, 0, 0, 2);
-    pbd_predict(F4(0, 0, 0, 0.0f), &v, &p, 0.0f, -10.0f, 0.0f, 0.1f);
-    assert_near(v.y + p.y, 0.0, 0.0, "gravity does not move a pinned particle");
-    pbd_float4 u = pbd_update_velocity(F4(1, 1, 1, 1), F4(1.5f, 1, 0.5f, 1), 3.0f, 10.0f);
+    p = pbd_predict(F4(1, 2, 3, 0.0f), F4(0, 0, 0, 2), z, z, 0, 0.0f, -10.0f, 0.0f, 0.1f);
+    assert_near(p.y, 2.0, 0.0, "gravity does not move a pinned particle");
+    pbd_float4 u =
+        pbd_update_velocity(F4(1, 1, 1, 1), F4(1.5f, 1, 0.5f, 1), z, 0, 3.0f, 10.0f, 0.0f);
     assert_near(u.x, 5.0, 1e-6, "v = (p - x) / h");
     assert_near(u.z, -5.0, 1e-6, "v = (p - x) / h");
     assert_near(u.w, 3.0, 0.0, "v.w stays the mass");
+    u = pbd_update_velocity(F4(1, 1, 1, 1), F4(1.5f, 1, 0.5f, 1), z, 0, 3.0f, 10.0f, 0.1f);
+    assert_near(u.x, 4.5, 1e-6, "point damping: v *= 1 - k");
 }
 
+/* BDF2 is exact for constant acceleration: from x(t) = t^2 / 2 sampled at t = 0 and h, the
+ * prediction with g = 1 lands on x(2h) and the update recovers v(2h) = 2h. */
+static void bdf2_constant_acceleration(void **state)
+{
+    (void)state;
+    const float h = 0.1f;
+    pbd_float4 x0 = F4(0, 0, 0, 1), v0 = F4(0, 0, 0, 1);
+    pbd_float4 x1 = F4(0.5f * h * h, 0, 0, 1), v1 = F4(h, 0, 0, 1);
+    pbd_float4 p = pbd_predict(x1, v1, x0, v0, 1, 1.0f, 0.0f, 0.0f, h);
+    /* BDF2 on x'' = 1 gives x = 4/3 x1 - 1/3 x0 + 2/3 h (4/3 v1 - 1/3 v0 + 2/3 h) = 2 h^2,
+     * the exact 2 h^2 = (2h)^2 / 2. */
+    assert_near(p.x, 2.0 * h * h, 1e-7, "BDF2 prediction");
+    pbd_float4 v = pbd_update_velocity(x1, p, x0, 1, 1.0f, 1.0f / h, 0.0f);
+    assert_near(v.x, 2.0 * h, 1e-6, "BDF2 velocity");
+}
 /* Jacobi gather: sum of the slots in row order, times omega / n, then planes. */
 static void gather_average(void **state)
 {
@@ -144,26 +159,144 @@ static void gather_average(void **state)
     pbd_float4 delta[4] = {F4(1, 0, 0, 0), F4(9, 9, 9, 0), F4(0, 2, 0, 0), F4(0, 0, 4, 0)};
     int slots[3] = {0, 2, 3};
     pbd_float4 plane = F4(0, 1, 0, -100);
-    pbd_float4 p = pbd_gather(F4(0, 0, 0, 1), delta, slots, 0, 3, 1.5f, &plane, 1);
+    pbd_float4 p = pbd_gather(F4(0, 0, 0, 1), delta, slots, 0, 3, 1.5f);
     assert_near(p.x, 0.5, 1e-7, "x");
     assert_near(p.y, 1.0, 1e-7, "y");
     assert_near(p.z, 2.0, 1e-7, "z");
-    p = pbd_gather(F4(0, -200, 0, 1), delta, slots, 0, 0, 1.0f, &plane, 1);
-    assert_near(p.y, -100.0, 0.0, "no constraints: planes only");
+    p = pbd_gather(F4(0, -200, 0, 1), delta, slots, 0, 0, 1.0f);
+    assert_near(p.y, -200.0, 0.0, "no constraints: unchanged");
+    pbd_float4 dx = pbd_add_displacement(F4(1, 0, 0, 0), p, pbd_collide_planes(p, &plane, 1));
+    assert_near(dx.y, 100.0, 0.0, "the collision's displacement is recorded");
+    assert_near(dx.x, 1.0, 0.0, "and added to what was there");
 }
 
-/* One particle's sums: m, m r, m v, m r x v, m v.v / 2. */
+/* One particle's sums: m, m r, m v, m r x v, m v.v / 2, m r r^T, J, r x J. */
 static void particle_sums(void **state)
 {
     (void)state;
     double s[PBD_SUM_COUNT];
-    pbd_particle_sums(F4(2, 0, 0, 0.5f), F4(0, 3, 0, 2), F4(1, 0, 0, 0), 0.25f, s);
+    /* m = 2 at r = (1, 0, 0) from the reference, v = (0, 3, 0); collision dx = (0, 0, 0.5)
+     * over h = 0.5 and gravity (0, -10, 0): J = m dx / h + m g h = (0, -10, 2). */
+    pbd_particle_sums(F4(2, 0, 0, 0.5f), F4(0, 3, 0, 2), F4(0, 0, 0.5f, 0), F4(1, 0, 0, 0), 0.25f,
+                      0.0f, -10.0f, 0.0f, 0.5f, 2.0f, s);
     assert_near(s[PBD_SUM_M], 2.0, 0.0, "m");
     assert_near(s[PBD_SUM_MX], 2.0, 0.0, "m r.x");
     assert_near(s[PBD_SUM_P + 1], 6.0, 0.0, "p.y");
     assert_near(s[PBD_SUM_XCP + 2], 6.0, 0.0, "(r x p).z");
     assert_near(s[PBD_SUM_KE], 9.0, 0.0, "kinetic energy");
+    assert_near(s[PBD_SUM_XX], 2.0, 0.0, "m r.x r.x");
+    assert_near(s[PBD_SUM_J + 1], -10.0, 0.0, "J.y (gravity)");
+    assert_near(s[PBD_SUM_J + 2], 2.0, 0.0, "J.z (collision)");
+    assert_near(s[PBD_SUM_XCJ + 1], -2.0, 0.0, "(r x J).y");
+    assert_near(s[PBD_SUM_XCJ + 2], -10.0, 0.0, "(r x J).z");
     assert_near(s[PBD_SUM_ERR], 0.25, 0.0, "error");
+    /* A pinned particle (inverse mass 0) takes no gravity impulse. */
+    pbd_particle_sums(F4(2, 0, 0, 0.0f), F4(0, 0, 0, 2), F4(0, 0, 0, 0), F4(1, 0, 0, 0), 0.0f, 0.0f,
+                      -10.0f, 0.0f, 0.5f, 2.0f, s);
+    assert_near(s[PBD_SUM_J + 1], 0.0, 0.0, "no gravity impulse on a pinned particle");
+}
+
+/* The pseudo-inverse: the inverse for a full-rank tensor, and for a singular one (a line of
+ * points along x) the least-norm solution with no component along the null axis. */
+static void pseudo_inverse(void **state)
+{
+    (void)state;
+    double a[6] = {4, 1, 0, 3, 0, 2}; /* [[4,1,0],[1,3,0],[0,0,2]] */
+    double b[3] = {1, 2, 3}, x[3];
+    pbd_sym3_pinv_apply(a, b, x);
+    double r0 = 4 * x[0] + 1 * x[1] - 1, r1 = 1 * x[0] + 3 * x[1] - 2, r2 = 2 * x[2] - 3;
+    assert_near(fabs(r0) + fabs(r1) + fabs(r2), 0.0, 1e-12, "A x = b");
+    double line[6] = {0, 0, 0, 5, 0, 5}; /* inertia of points on the x axis */
+    double bl[3] = {7, 10, -5};
+    pbd_sym3_pinv_apply(line, bl, x);
+    assert_near(x[0], 0.0, 0.0, "no rotation about the line");
+    assert_near(x[1], 2.0, 1e-12, "w.y");
+    assert_near(x[2], -1.0, 1e-12, "w.z");
+    double zero[6] = {0, 0, 0, 0, 0, 0};
+    pbd_sym3_pinv_apply(zero, bl, x);
+    assert_true(x[0] == 0.0 && x[1] == 0.0 && x[2] == 0.0);
+    /* A rotated full-rank tensor (eigenvalues 1, 2, 3 in another basis). */
+    double rot[6] = {2, 0.5, 0.5, 2, -0.5, 2}; /* symmetric, positive definite */
+    pbd_sym3_pinv_apply(rot, b, x);
+    double y0 = 2 * x[0] + 0.5 * x[1] + 0.5 * x[2], y1 = 0.5 * x[0] + 2 * x[1] - 0.5 * x[2];
+    double y2 = 0.5 * x[0] - 0.5 * x[1] + 2 * x[2];
+    assert_near(fabs(y0 - 1) + fabs(y1 - 2) + fabs(y2 - 3), 0.0, 1e-12, "rotated A x = b");
+}
+
+/* Section 3.2 after the PBD step: particles at +-(1, 1)/sqrt(2) with velocities
+ * +-(1/sqrt(2) - 1, 1/sqrt(2)); tracked P_r = 0, L_r = (0, 0, 2). The correction restores
+ * |L| = 2 exactly and leaves P = 0. */
+static void body_solve_two_particles(void **state)
+{
+    (void)state;
+    double q = 1.0 / sqrt(2.0);
+    float xs[2][3] = {{(float)q, (float)q, 0}, {(float)-q, (float)-q, 0}};
+    float vs[2][3] = {{(float)(q - 1), (float)q, 0}, {(float)(1 - q), (float)-q, 0}};
+    double acc[PBD_SUM_COUNT] = {0}, s[PBD_SUM_COUNT], out[PBD_OUT_COUNT];
+    pbd_float4 ref = F4(0.1f, -0.2f, 0, 0); /* any reference point */
+    for (int i = 0; i < 2; ++i) {
+        pbd_particle_sums(F4(xs[i][0], xs[i][1], xs[i][2], 1), F4(vs[i][0], vs[i][1], vs[i][2], 1),
+                          F4(0, 0, 0, 0), ref, 0.0f, 0.0f, 0.0f, 0.0f, 1.0f, 1.0f, s);
+        pbd_sums_add(acc, s);
+    }
+    double track[6] = {0, 0, 0, 0, 0, 2};
+    pbd_body_solve(acc, ref, track, PBD_BODY_MOMENTUM, PBD_SOLVE_STEP, out);
+    assert_near(out[PBD_OUT_COM] + out[PBD_OUT_COM + 1], 0.0, 1e-7, "com at the origin");
+    assert_near(out[PBD_OUT_L + 2], sqrt(2.0), 1e-6, "L_pbd = sqrt(2)");
+    /* I about z is 2 (two unit masses at distance 1): w_cor = (2 - sqrt 2) / 2. */
+    assert_near(out[PBD_OUT_WCOR + 2], (2.0 - sqrt(2.0)) / 2.0, 1e-6, "w_cor.z");
+    assert_near(fabs(out[PBD_OUT_WCOR]) + fabs(out[PBD_OUT_WCOR + 1]), 0.0, 1e-6, "w_cor xy");
+    assert_near(fabs(out[PBD_OUT_VCOR]) + fabs(out[PBD_OUT_VCOR + 1]), 0.0, 1e-7, "v_cor = 0");
+    /* Applying it gives L = 2 and P = 0. */
+    double l = 0.0, p[2] = {0, 0};
+    pbd_float4 com = F4((float)out[PBD_OUT_COM], (float)out[PBD_OUT_COM + 1], 0, 0);
+    pbd_float4 w = F4(0, 0, (float)out[PBD_OUT_WCOR + 2], 0), z = F4(0, 0, 0, 0);
+    for (int i = 0; i < 2; ++i) {
+        pbd_float4 x = F4(xs[i][0], xs[i][1], 0, 1);
+        pbd_float4 v = pbd_apply_rigid(x, F4(vs[i][0], vs[i][1], 0, 1), com, z, w, z, z, 0.0f);
+        l += (double)x.x * v.y - (double)x.y * v.x;
+        p[0] += v.x;
+        p[1] += v.y;
+    }
+    assert_near(l, 2.0, 1e-6, "|L| restored");
+    assert_near(fabs(p[0]) + fabs(p[1]), 0.0, 1e-6, "P = 0");
+    /* Without the flag (or in statistics mode) there is no correction. */
+    pbd_body_solve(acc, ref, track, 0, PBD_SOLVE_STEP, out);
+    assert_near(out[PBD_OUT_WCOR + 2], 0.0, 0.0, "no correction for an opted-out body");
+}
+
+/* Rigid-preserving damping (Müller 2007 sec. 3.5) removes deformation velocity only: the
+ * damped velocities keep the body's P and L. */
+static void rigid_damping_keeps_momentum(void **state)
+{
+    (void)state;
+    pbd_float4 x[3] = {F4(1, 0, 0, 1), F4(-1, 0.5f, 0, 1), F4(0, -0.5f, 1, 1)};
+    pbd_float4 v[3] = {F4(0, 1, 0, 1), F4(0.3f, -1, 0.2f, 1), F4(-0.1f, 0, 0.5f, 1)};
+    double acc[PBD_SUM_COUNT] = {0}, s[PBD_SUM_COUNT], out[PBD_OUT_COUNT];
+    pbd_float4 z = F4(0, 0, 0, 0);
+    for (int i = 0; i < 3; ++i) {
+        pbd_particle_sums(x[i], v[i], z, z, 0.0f, 0, 0, 0, 1.0f, 1.0f, s);
+        pbd_sums_add(acc, s);
+    }
+    double track[6];
+    pbd_body_solve(acc, z, track, 0, PBD_SOLVE_INIT, out);
+    pbd_float4 com =
+        F4((float)out[PBD_OUT_COM], (float)out[PBD_OUT_COM + 1], (float)out[PBD_OUT_COM + 2], 0);
+    pbd_float4 vr =
+        F4((float)out[PBD_OUT_VRIG], (float)out[PBD_OUT_VRIG + 1], (float)out[PBD_OUT_VRIG + 2], 0);
+    pbd_float4 wr =
+        F4((float)out[PBD_OUT_WRIG], (float)out[PBD_OUT_WRIG + 1], (float)out[PBD_OUT_WRIG + 2], 0);
+    double acc2[PBD_SUM_COUNT] = {0}, ke0 = out[PBD_OUT_KE];
+    for (int i = 0; i < 3; ++i) {
+        pbd_float4 vd = pbd_apply_rigid(x[i], v[i], com, z, z, vr, wr, 0.5f);
+        pbd_particle_sums(x[i], vd, z, z, 0.0f, 0, 0, 0, 1.0f, 1.0f, s);
+        pbd_sums_add(acc2, s);
+    }
+    for (int k = 0; k < 3; ++k) {
+        assert_near(acc2[PBD_SUM_P + k], acc[PBD_SUM_P + k], 1e-6, "P kept");
+        assert_near(acc2[PBD_SUM_XCP + k], acc[PBD_SUM_XCP + k], 1e-6, "L kept");
+    }
+    assert_true(acc2[PBD_SUM_KE] < ke0 - 1e-3); /* and energy in the deformation is removed */
 }
 
 static const struct CMUnitTest tests[] = {
@@ -177,6 +310,10 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(predict_and_update),
     cmocka_unit_test(gather_average),
     cmocka_unit_test(particle_sums),
+    cmocka_unit_test(bdf2_constant_acceleration),
+    cmocka_unit_test(pseudo_inverse),
+    cmocka_unit_test(body_solve_two_particles),
+    cmocka_unit_test(rigid_damping_keeps_momentum),
 };
 
 PBD_TEST_MAIN("math", tests, 0)

@@ -210,14 +210,21 @@ static void deterministic_jacobi(void **state)
     determinism(PBD_SOLVER_JACOBI);
 }
 
+static double norm3(const double *v)
+{
+    return sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2]);
+}
+
 /* Section 3.2: unit masses at (+-1, 0), velocities (0, +-1), one step of dt = 1 with a hard
- * constraint: kinetic energy falls from 1 to 2 - sqrt(2), |L| from 2 to sqrt(2). */
-static void paper_two_particles(pbd_backend_kind backend)
+ * constraint. Plain PBD: kinetic energy falls from 1 to 2 - sqrt(2), |L| from 2 to sqrt(2).
+ * With momentum preservation: |L| = 2 and P = 0 again. */
+static void paper_two_particles(pbd_backend_kind backend, int momentum)
 {
     char path[600];
     snprintf(path, sizeof path, "%s/two_particles.json", PBD_SCENES_DIR);
     pbd_scene s = {0};
     load(path, &s);
+    s.config.momentum = momentum;
     pbd_solver_desc desc = {.backend = backend};
     pbd_solver *sv = NULL;
     pbd_error err = {0};
@@ -225,17 +232,22 @@ static void paper_two_particles(pbd_backend_kind backend)
     assert_int_equal(s.model.num_bodies, 1);
     assert_int_equal(pbd_solver_create(&s.model, &s.config, &desc, &sv, &err), PBD_OK);
     assert_int_equal(pbd_solver_stats(sv, st, &err), PBD_OK);
-    double l0 = sqrt(st[0].l[0] * st[0].l[0] + st[0].l[1] * st[0].l[1] + st[0].l[2] * st[0].l[2]);
-    if (fabs(st[0].kinetic_energy - 1.0) > 1e-6 || fabs(l0 - 2.0) > 1e-6)
+    if (fabs(st[0].kinetic_energy - 1.0) > 1e-6 || fabs(norm3(st[0].l) - 2.0) > 1e-6)
         fail_msg("initial state: KE %.9g (expected 1), |L| %.9g (expected 2)", st[0].kinetic_energy,
-                 l0);
+                 norm3(st[0].l));
     assert_int_equal(pbd_solver_step(sv, 1, &err), PBD_OK);
     assert_int_equal(pbd_solver_stats(sv, st, &err), PBD_OK);
-    double l = sqrt(st[0].l[0] * st[0].l[0] + st[0].l[1] * st[0].l[1] + st[0].l[2] * st[0].l[2]);
-    print_message("%s: KE %.9g (expected %.9g), |L| %.9g (expected %.9g)\n",
-                  pbd_solver_device_name(sv), st[0].kinetic_energy, 2.0 - sqrt(2.0), l, sqrt(2.0));
-    if (fabs(st[0].kinetic_energy - (2.0 - sqrt(2.0))) > 1e-5 || fabs(l - sqrt(2.0)) > 1e-5)
-        fail_msg("KE %.9g, |L| %.9g", st[0].kinetic_energy, l);
+    double l = norm3(st[0].l), p = norm3(st[0].p);
+    print_message("%s, momentum %s: KE %.9g, |L| %.9g, |P| %.3g\n", pbd_solver_device_name(sv),
+                  momentum ? "on" : "off", st[0].kinetic_energy, l, p);
+    if (momentum) {
+        if (fabs(l - 2.0) > 1e-6 || p > 1e-6)
+            fail_msg("|L| %.9g (expected 2), |P| %.3g (expected 0)", l, p);
+    } else if (fabs(st[0].kinetic_energy - (2.0 - sqrt(2.0))) > 1e-5 ||
+               fabs(l - sqrt(2.0)) > 1e-5) {
+        fail_msg("KE %.9g (expected %.9g), |L| %.9g (expected %.9g)", st[0].kinetic_energy,
+                 2.0 - sqrt(2.0), l, sqrt(2.0));
+    }
     pbd_solver_destroy(sv);
     pbd_scene_free(&s);
 }
@@ -243,13 +255,25 @@ static void paper_two_particles(pbd_backend_kind backend)
 static void paper_two_particles_cpu(void **state)
 {
     (void)state;
-    paper_two_particles(PBD_BACKEND_CPU);
+    paper_two_particles(PBD_BACKEND_CPU, 0);
 }
 
 static void paper_two_particles_cl(void **state)
 {
     (void)state;
-    paper_two_particles(PBD_BACKEND_CL);
+    paper_two_particles(PBD_BACKEND_CL, 0);
+}
+
+static void paper_two_particles_momentum_cpu(void **state)
+{
+    (void)state;
+    paper_two_particles(PBD_BACKEND_CPU, 1);
+}
+
+static void paper_two_particles_momentum_cl(void **state)
+{
+    (void)state;
+    paper_two_particles(PBD_BACKEND_CL, 1);
 }
 
 /* Statistics computed on the device (two-stage reduction) equal the CPU's, on a scene of
@@ -315,6 +339,8 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(paper_two_particles_cpu),
     cmocka_unit_test(paper_two_particles_cl),
     cmocka_unit_test(stats_cpu_vs_cl),
+    cmocka_unit_test(paper_two_particles_momentum_cpu),
+    cmocka_unit_test(paper_two_particles_momentum_cl),
 };
 
 PBD_TEST_MAIN("solver", tests, 1)

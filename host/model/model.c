@@ -180,5 +180,9 @@ pbd_config pbd_config_default(void)
     c.omega = 1.0f;
     c.gravity[1] = -9.81f;
     c.frames = 300;
+    c.momentum = 1;
+    c.damping = PBD_DAMPING_NONE;
+    c.damping_k = 0.0f;
+    c.velocity_update = PBD_VELOCITY_FIRST_ORDER;
     return c;
 }

@@ -13,14 +13,16 @@ enum {
     K_PROJECT_JACOBI,
     K_GATHER,
     K_UPDATE,
-    K_REDUCE_SEGMENTS,
-    K_REDUCE_BODIES,
+    K_REDUCE,
+    K_SOLVE,
+    K_APPLY,
     K_COUNT
 };
 
 static const char *const kernel_names[K_COUNT] = {
-    "predict",       "project_distance_gs", "collide_planes",       "project_distance_jacobi",
-    "gather_jacobi", "update_velocity",     "body_reduce_segments", "body_reduce_bodies",
+    "predict",        "project_distance_gs", "collide_planes", "project_distance_jacobi",
+    "gather_jacobi",  "update_velocity",     "body_reduce",    "body_solve",
+    "momentum_apply",
 };
 
 /* Profiling events are harvested in batches of this many, so memory stays bounded. */
@@ -30,10 +32,11 @@ typedef struct cl_impl {
     pbd_cl cl;
     const pbd_plan *plan;
     cl_kernel kernels[K_COUNT];
-    cl_mem x, p, v, distance, lambda, delta, csr_offsets, csr_slots, planes;
-    cl_mem segments, body_segments, body_ref, segment_sums, body_sums;
+    cl_mem x, p, v, xp, vp, dx, distance, lambda, delta, csr_offsets, csr_slots, planes;
+    cl_mem particle_body, segments, body_segments, body_ref, body_track, body_flags;
+    cl_mem segment_sums, out_step, out_other;
     size_t wg;       /* work-group size of the per-particle and per-constraint kernels */
-    size_t acc_size; /* sizeof(pbd_acc) on the device: 8 with fp64, else 4 */
+    size_t acc_size; /* sizeof(pbd_acc) on the device: 8 with fp64 sums, else 4 */
     cl_event events[EVENT_BATCH];
     int event_kernel[EVENT_BATCH];
     int num_events;
@@ -86,10 +89,15 @@ cleanup:
 #define ARG(kernel, index, value)                                                                  \
     PBD_CL_CHECK(clSetKernelArg(c->kernels[kernel], index, sizeof(value), &(value)))
 
-static pbd_status cl_predict(void *impl, pbd_error *err)
+static pbd_status cl_predict(void *impl, int bdf2, pbd_error *err)
 {
     cl_impl *c = impl;
-    return launch(c, K_PREDICT, (size_t)c->plan->num_particles, c->wg, err);
+    pbd_status status = PBD_OK;
+    cl_int b = bdf2;
+    ARG(K_PREDICT, 10, b);
+    status = launch(c, K_PREDICT, (size_t)c->plan->num_particles, c->wg, err);
+cleanup:
+    return status;
 }
 
 static pbd_status cl_project_color(void *impl, int color, int reset, pbd_error *err)
@@ -130,30 +138,60 @@ static pbd_status cl_gather_jacobi(void *impl, pbd_error *err)
     return launch(c, K_GATHER, (size_t)c->plan->num_particles, c->wg, err);
 }
 
-static pbd_status cl_update(void *impl, pbd_error *err)
+static pbd_status cl_update(void *impl, int bdf2, int keep_prev, pbd_error *err)
 {
     cl_impl *c = impl;
-    return launch(c, K_UPDATE, (size_t)c->plan->num_particles, c->wg, err);
+    pbd_status status = PBD_OK;
+    cl_int b = bdf2, k = keep_prev;
+    ARG(K_UPDATE, 7, b);
+    ARG(K_UPDATE, 8, k);
+    status = launch(c, K_UPDATE, (size_t)c->plan->num_particles, c->wg, err);
+cleanup:
+    return status;
 }
 
-static pbd_status cl_body_sums(void *impl, double *out, pbd_error *err)
+/* Queues body_reduce and body_solve in `mode`, writing the records to `out`. */
+static pbd_status reduce_and_solve(cl_impl *c, int mode, cl_mem out, pbd_error *err)
 {
-    cl_impl *c = impl;
     const pbd_plan *pl = c->plan;
     pbd_status status = PBD_OK;
-    size_t n = (size_t)pl->num_bodies * PBD_SUM_COUNT;
-    void *buf = malloc(n * c->acc_size);
-    if (!buf)
-        return pbd_error_set(err, PBD_ERR_MEMORY, "out of memory reading statistics");
-    status =
-        launch(c, K_REDUCE_SEGMENTS, (size_t)pl->num_segments * PBD_REDUCE_WG, PBD_REDUCE_WG, err);
+    cl_int with_dx = mode == PBD_SOLVE_STEP, with_error = mode == PBD_SOLVE_STATS, m = mode;
+    ARG(K_REDUCE, 13, with_dx);
+    ARG(K_REDUCE, 14, with_error);
+    ARG(K_SOLVE, 5, m);
+    ARG(K_SOLVE, 6, out);
+    status = launch(c, K_REDUCE, (size_t)pl->num_segments * PBD_REDUCE_WG, PBD_REDUCE_WG, err);
     if (status == PBD_OK)
-        status =
-            launch(c, K_REDUCE_BODIES, (size_t)pl->num_bodies * PBD_REDUCE_WG, PBD_REDUCE_WG, err);
-    if (status != PBD_OK)
-        goto cleanup;
-    PBD_CL_CHECK(clEnqueueReadBuffer(c->cl.queue, c->body_sums, CL_TRUE, 0, n * c->acc_size, buf, 0,
-                                     NULL, NULL));
+        status = launch(c, K_SOLVE, (size_t)pl->num_bodies * PBD_REDUCE_WG, PBD_REDUCE_WG, err);
+cleanup:
+    return status;
+}
+
+static pbd_status cl_momentum(void *impl, pbd_error *err)
+{
+    cl_impl *c = impl;
+    pbd_status status = reduce_and_solve(c, PBD_SOLVE_STEP, c->out_step, err);
+    if (status == PBD_OK)
+        status = launch(c, K_APPLY, (size_t)c->plan->num_particles, c->wg, err);
+    return status;
+}
+
+static pbd_status cl_body_solve(void *impl, int mode, double *out, pbd_error *err)
+{
+    cl_impl *c = impl;
+    pbd_status status = PBD_OK;
+    cl_mem src = mode >= 0 ? c->out_other : c->out_step;
+    void *buf = NULL;
+    if (mode >= 0 && (status = reduce_and_solve(c, mode, c->out_other, err)) != PBD_OK)
+        return status;
+    if (!out)
+        return PBD_OK;
+    size_t n = (size_t)c->plan->num_bodies * PBD_OUT_COUNT;
+    buf = malloc(n * c->acc_size);
+    if (!buf)
+        return pbd_error_set(err, PBD_ERR_MEMORY, "out of memory reading per-body results");
+    PBD_CL_CHECK(
+        clEnqueueReadBuffer(c->cl.queue, src, CL_TRUE, 0, n * c->acc_size, buf, 0, NULL, NULL));
     for (size_t k = 0; k < n; ++k)
         out[k] = c->acc_size == sizeof(double) ? ((const double *)buf)[k]
                                                : (double)((const float *)buf)[k];
@@ -223,17 +261,24 @@ static void cl_destroy(void *impl)
     cl_mem *mems[] = {&c->x,
                       &c->p,
                       &c->v,
+                      &c->xp,
+                      &c->vp,
+                      &c->dx,
                       &c->distance,
                       &c->lambda,
                       &c->delta,
                       &c->csr_offsets,
                       &c->csr_slots,
                       &c->planes,
+                      &c->particle_body,
                       &c->segments,
                       &c->body_segments,
                       &c->body_ref,
+                      &c->body_track,
+                      &c->body_flags,
                       &c->segment_sums,
-                      &c->body_sums};
+                      &c->out_step,
+                      &c->out_other};
     for (size_t k = 0; k < sizeof mems / sizeof mems[0]; ++k)
         if (*mems[k])
             clReleaseMemObject(*mems[k]);
@@ -276,21 +321,23 @@ pbd_status pbd_cl_solver_create(const pbd_model *m, const pbd_plan *plan,
     for (int k = 0; k < K_COUNT; ++k)
         c->times[k].name = kernel_names[k];
     status = pbd_cl_open(&c->cl, desc->device, desc->profile, err);
+    const pbd_device_info *info = &c->cl.info;
+    int float_sums = desc->float_sums || !info->fp64;
     if (status == PBD_OK)
-        status = pbd_cl_build(&c->cl, desc->kernel_dir, NULL, err);
+        status = pbd_cl_build(&c->cl, desc->kernel_dir,
+                              float_sums && info->fp64 ? "-DPBD_FLOAT_ACC=1" : NULL, err);
     for (int k = 0; status == PBD_OK && k < K_COUNT; ++k)
         status = pbd_cl_kernel(&c->cl, kernel_names[k], &c->kernels[k], err);
     if (status != PBD_OK)
         goto cleanup;
 
-    const pbd_device_info *info = &c->cl.info;
-    c->acc_size = info->fp64 ? sizeof(double) : sizeof(float);
+    c->acc_size = float_sums ? sizeof(float) : sizeof(double);
     /* Work-group size: 64 suits GPUs (two warps / one wavefront); on CPU devices a work-group
      * is a loop a thread runs, and bigger groups amortise its start-up. */
     c->wg = strcmp(info->type, "cpu") == 0 ? 256 : 64;
     if (c->wg > info->max_work_group)
         c->wg = info->max_work_group;
-    for (int k = K_REDUCE_SEGMENTS; k <= K_REDUCE_BODIES; ++k) {
+    for (int k = K_REDUCE; k <= K_SOLVE; ++k) {
         size_t kwg = 0;
         PBD_CL_CHECK(clGetKernelWorkGroupInfo(c->kernels[k], c->cl.device,
                                               CL_KERNEL_WORK_GROUP_SIZE, sizeof kwg, &kwg, NULL));
@@ -303,7 +350,13 @@ pbd_status pbd_cl_solver_create(const pbd_model *m, const pbd_plan *plan,
     }
 
     size_t np = (size_t)plan->num_particles, nc = (size_t)plan->num_distance;
-    size_t f4 = sizeof(pbd_float4);
+    size_t nb = (size_t)plan->num_bodies, f4 = sizeof(pbd_float4);
+    int bdf2 = plan->cfg.velocity_update == PBD_VELOCITY_BDF2;
+    double *track0 = calloc(6 * nb, sizeof(double));
+    if (!track0) {
+        status = pbd_error_set(err, PBD_ERR_MEMORY, "out of memory creating the OpenCL solver");
+        goto cleanup;
+    }
     pbd_status st = PBD_OK;
 #define BUF(field, bytes, host)                                                                    \
     if (st == PBD_OK)                                                                              \
@@ -311,33 +364,54 @@ pbd_status pbd_cl_solver_create(const pbd_model *m, const pbd_plan *plan,
     BUF(x, np * f4, m->x);
     BUF(p, np * f4, m->x);
     BUF(v, np * f4, m->v);
+    BUF(xp, bdf2 ? np * f4 : 0, NULL);
+    BUF(vp, bdf2 ? np * f4 : 0, NULL);
+    BUF(dx, plan->momentum_active ? np * f4 : 0, NULL);
     BUF(distance, nc * sizeof(pbd_distance), plan->distance);
     BUF(lambda, nc * sizeof(float), NULL);
     BUF(delta, plan->cfg.solver == PBD_SOLVER_JACOBI ? 2 * nc * f4 : 0, NULL);
     BUF(csr_offsets, (np + 1) * sizeof(int), plan->csr_offsets);
     BUF(csr_slots, 2 * nc * sizeof(int), nc ? plan->csr_slots : NULL);
     BUF(planes, ((size_t)plan->num_planes + 1) * f4, plan->planes);
+    BUF(particle_body, np * sizeof(int), m->body);
     BUF(segments, (size_t)plan->num_segments * sizeof(pbd_segment), plan->segments);
-    BUF(body_segments, ((size_t)plan->num_bodies + 1) * sizeof(int), plan->body_segments);
-    BUF(body_ref, (size_t)plan->num_bodies * f4, plan->body_ref);
+    BUF(body_segments, (nb + 1) * sizeof(int), plan->body_segments);
+    BUF(body_ref, nb * f4, plan->body_ref);
+    BUF(body_track, 6 * nb * c->acc_size, track0);
+    BUF(body_flags, nb * sizeof(int), plan->body_flags);
     BUF(segment_sums, (size_t)plan->num_segments * PBD_SUM_COUNT * c->acc_size, NULL);
-    BUF(body_sums, (size_t)plan->num_bodies * PBD_SUM_COUNT * c->acc_size, NULL);
+    BUF(out_step, nb * PBD_OUT_COUNT * c->acc_size, NULL);
+    BUF(out_other, nb * PBD_OUT_COUNT * c->acc_size, NULL);
 #undef BUF
+    free(track0);
     if ((status = st) != PBD_OK)
         goto cleanup;
+    /* No correction has run yet: zeros (a float 0 and a double 0 are both all-zero bits). */
+    {
+        size_t bytes = nb * PBD_OUT_COUNT * c->acc_size;
+        cl_uchar zero = 0;
+        PBD_CL_CHECK(
+            clEnqueueFillBuffer(c->cl.queue, c->out_step, &zero, 1, 0, bytes, 0, NULL, NULL));
+    }
 
     cl_int n = plan->num_particles, ncons = plan->num_distance, npl = plan->num_planes;
-    cl_int zero = 0;
+    cl_int zero = 0, track = plan->momentum_active;
     const float *g = plan->cfg.gravity;
     float h = plan->h, inv_h = plan->inv_h, inv_h2 = plan->inv_h2, omega = plan->cfg.omega;
+    float point = plan->point_damping, rigid = plan->rigid_damping;
     ARG(K_PREDICT, 0, c->x);
     ARG(K_PREDICT, 1, c->p);
     ARG(K_PREDICT, 2, c->v);
-    ARG(K_PREDICT, 3, g[0]);
-    ARG(K_PREDICT, 4, g[1]);
-    ARG(K_PREDICT, 5, g[2]);
-    ARG(K_PREDICT, 6, h);
-    ARG(K_PREDICT, 7, n);
+    ARG(K_PREDICT, 3, c->xp);
+    ARG(K_PREDICT, 4, c->vp);
+    ARG(K_PREDICT, 5, c->dx);
+    ARG(K_PREDICT, 6, g[0]);
+    ARG(K_PREDICT, 7, g[1]);
+    ARG(K_PREDICT, 8, g[2]);
+    ARG(K_PREDICT, 9, h);
+    ARG(K_PREDICT, 10, zero);
+    ARG(K_PREDICT, 11, track);
+    ARG(K_PREDICT, 12, n);
     ARG(K_PROJECT_GS, 0, c->p);
     ARG(K_PROJECT_GS, 1, c->distance);
     ARG(K_PROJECT_GS, 2, c->lambda);
@@ -346,9 +420,11 @@ pbd_status pbd_cl_solver_create(const pbd_model *m, const pbd_plan *plan,
     ARG(K_PROJECT_GS, 5, inv_h2);
     ARG(K_PROJECT_GS, 6, zero);
     ARG(K_COLLIDE, 0, c->p);
-    ARG(K_COLLIDE, 1, c->planes);
-    ARG(K_COLLIDE, 2, npl);
-    ARG(K_COLLIDE, 3, n);
+    ARG(K_COLLIDE, 1, c->dx);
+    ARG(K_COLLIDE, 2, c->planes);
+    ARG(K_COLLIDE, 3, npl);
+    ARG(K_COLLIDE, 4, track);
+    ARG(K_COLLIDE, 5, n);
     ARG(K_PROJECT_JACOBI, 0, c->p);
     ARG(K_PROJECT_JACOBI, 1, c->distance);
     ARG(K_PROJECT_JACOBI, 2, c->lambda);
@@ -361,25 +437,50 @@ pbd_status pbd_cl_solver_create(const pbd_model *m, const pbd_plan *plan,
     ARG(K_GATHER, 2, c->csr_offsets);
     ARG(K_GATHER, 3, c->csr_slots);
     ARG(K_GATHER, 4, omega);
-    ARG(K_GATHER, 5, c->planes);
-    ARG(K_GATHER, 6, npl);
-    ARG(K_GATHER, 7, n);
+    ARG(K_GATHER, 5, c->dx);
+    ARG(K_GATHER, 6, c->planes);
+    ARG(K_GATHER, 7, npl);
+    ARG(K_GATHER, 8, track);
+    ARG(K_GATHER, 9, n);
     ARG(K_UPDATE, 0, c->x);
     ARG(K_UPDATE, 1, c->p);
     ARG(K_UPDATE, 2, c->v);
-    ARG(K_UPDATE, 3, inv_h);
-    ARG(K_UPDATE, 4, n);
-    ARG(K_REDUCE_SEGMENTS, 0, c->segments);
-    ARG(K_REDUCE_SEGMENTS, 1, c->x);
-    ARG(K_REDUCE_SEGMENTS, 2, c->v);
-    ARG(K_REDUCE_SEGMENTS, 3, c->body_ref);
-    ARG(K_REDUCE_SEGMENTS, 4, c->csr_offsets);
-    ARG(K_REDUCE_SEGMENTS, 5, c->csr_slots);
-    ARG(K_REDUCE_SEGMENTS, 6, c->distance);
-    ARG(K_REDUCE_SEGMENTS, 7, c->segment_sums);
-    ARG(K_REDUCE_BODIES, 0, c->body_segments);
-    ARG(K_REDUCE_BODIES, 1, c->segment_sums);
-    ARG(K_REDUCE_BODIES, 2, c->body_sums);
+    ARG(K_UPDATE, 3, c->xp);
+    ARG(K_UPDATE, 4, c->vp);
+    ARG(K_UPDATE, 5, inv_h);
+    ARG(K_UPDATE, 6, point);
+    ARG(K_UPDATE, 7, zero);
+    ARG(K_UPDATE, 8, zero);
+    ARG(K_UPDATE, 9, n);
+    ARG(K_REDUCE, 0, c->segments);
+    ARG(K_REDUCE, 1, c->x);
+    ARG(K_REDUCE, 2, c->v);
+    ARG(K_REDUCE, 3, c->dx);
+    ARG(K_REDUCE, 4, c->body_ref);
+    ARG(K_REDUCE, 5, c->csr_offsets);
+    ARG(K_REDUCE, 6, c->csr_slots);
+    ARG(K_REDUCE, 7, c->distance);
+    ARG(K_REDUCE, 8, g[0]);
+    ARG(K_REDUCE, 9, g[1]);
+    ARG(K_REDUCE, 10, g[2]);
+    ARG(K_REDUCE, 11, h);
+    ARG(K_REDUCE, 12, inv_h);
+    ARG(K_REDUCE, 13, zero);
+    ARG(K_REDUCE, 14, zero);
+    ARG(K_REDUCE, 15, c->segment_sums);
+    ARG(K_SOLVE, 0, c->body_segments);
+    ARG(K_SOLVE, 1, c->segment_sums);
+    ARG(K_SOLVE, 2, c->body_ref);
+    ARG(K_SOLVE, 3, c->body_track);
+    ARG(K_SOLVE, 4, c->body_flags);
+    ARG(K_SOLVE, 5, zero);
+    ARG(K_SOLVE, 6, c->out_other);
+    ARG(K_APPLY, 0, c->x);
+    ARG(K_APPLY, 1, c->v);
+    ARG(K_APPLY, 2, c->particle_body);
+    ARG(K_APPLY, 3, c->out_step);
+    ARG(K_APPLY, 4, rigid);
+    ARG(K_APPLY, 5, n);
     *impl = c;
     return PBD_OK;
 cleanup:
@@ -388,7 +489,7 @@ cleanup:
 }
 
 const pbd_backend_ops pbd_cl_ops = {
-    cl_predict,     cl_project_color, cl_collide, cl_project_jacobi, cl_gather_jacobi,
-    cl_update,      cl_body_sums,     cl_finish,  cl_read,           cl_kernel_times,
-    cl_reset_times, cl_device_name,   cl_destroy,
+    cl_predict,      cl_project_color, cl_collide,     cl_project_jacobi, cl_gather_jacobi,
+    cl_update,       cl_momentum,      cl_body_solve,  cl_finish,         cl_read,
+    cl_kernel_times, cl_reset_times,   cl_device_name, cl_destroy,
 };

@@ -8,11 +8,24 @@
 
 #include "solver/solver_impl.h"
 
-enum { T_PREDICT, T_PROJECT_GS, T_COLLIDE, T_PROJECT_JACOBI, T_GATHER, T_UPDATE, T_REDUCE, T_N };
+enum {
+    T_PREDICT,
+    T_PROJECT_GS,
+    T_COLLIDE,
+    T_PROJECT_JACOBI,
+    T_GATHER,
+    T_UPDATE,
+    T_REDUCE,
+    T_SOLVE,
+    T_APPLY,
+    T_N
+};
 
+/* Named as the device kernels, so `pbd bench` breakdowns line up. */
 static const char *const stage_names[T_N] = {
-    "predict",       "project_distance_gs", "collide_planes", "project_distance_jacobi",
-    "gather_jacobi", "update_velocity",     "body_reduce",
+    "predict",        "project_distance_gs", "collide_planes", "project_distance_jacobi",
+    "gather_jacobi",  "update_velocity",     "body_reduce",    "body_solve",
+    "momentum_apply",
 };
 
 typedef struct cpu_impl {
@@ -20,8 +33,17 @@ typedef struct cpu_impl {
     pbd_float4 *x;
     pbd_float4 *p;
     pbd_float4 *v;
+    pbd_float4 *xp; /* previous x, v (BDF2) */
+    pbd_float4 *vp;
+    pbd_float4 *dx;    /* collision displacement this substep */
     pbd_float4 *delta; /* 2 per constraint (Jacobi) */
     float *lambda;
+    int *particle_body;
+    pbd_float4 *body_ref; /* moves to the com at each correction */
+    double *body_track;   /* P_r, L_r per body */
+    double *segment_sums; /* num_segments x PBD_SUM_COUNT */
+    double *out_step;     /* PBD_OUT_* of the last PBD_SOLVE_STEP */
+    double *out_other;    /* PBD_OUT_* of the last statistics / init */
     pbd_kernel_time times[T_N];
 } cpu_impl;
 
@@ -38,15 +60,19 @@ static void charge(cpu_impl *c, int stage, double t0)
     c->times[stage].launches++;
 }
 
-static pbd_status cpu_predict(void *impl, pbd_error *err)
+static pbd_status cpu_predict(void *impl, int bdf2, pbd_error *err)
 {
     (void)err;
     cpu_impl *c = impl;
     const pbd_plan *pl = c->plan;
     double t0 = now_ms();
     const float *g = pl->cfg.gravity;
-    for (int i = 0; i < pl->num_particles; ++i)
-        pbd_predict(c->x[i], &c->v[i], &c->p[i], g[0], g[1], g[2], pl->h);
+    for (int i = 0; i < pl->num_particles; ++i) {
+        c->p[i] = pbd_predict(c->x[i], c->v[i], bdf2 ? c->xp[i] : c->x[i],
+                              bdf2 ? c->vp[i] : c->v[i], bdf2, g[0], g[1], g[2], pl->h);
+        if (pl->momentum_active)
+            c->dx[i] = (pbd_float4){0.0f, 0.0f, 0.0f, 0.0f};
+    }
     charge(c, T_PREDICT, t0);
     return PBD_OK;
 }
@@ -73,14 +99,23 @@ static pbd_status cpu_project_color(void *impl, int color, int reset, pbd_error 
     return PBD_OK;
 }
 
+/* Collides p[i] with the planes, recording the displacement when momentum is tracked. */
+static void collide_one(cpu_impl *c, int i, pbd_float4 p0)
+{
+    const pbd_plan *pl = c->plan;
+    pbd_float4 p1 = pbd_collide_planes(p0, pl->planes, pl->num_planes);
+    c->p[i] = p1;
+    if (pl->momentum_active)
+        c->dx[i] = pbd_add_displacement(c->dx[i], p0, p1);
+}
+
 static pbd_status cpu_collide(void *impl, pbd_error *err)
 {
     (void)err;
     cpu_impl *c = impl;
-    const pbd_plan *pl = c->plan;
     double t0 = now_ms();
-    for (int i = 0; i < pl->num_particles; ++i)
-        c->p[i] = pbd_collide_planes(c->p[i], pl->planes, pl->num_planes);
+    for (int i = 0; i < c->plan->num_particles; ++i)
+        collide_one(c, i, c->p[i]);
     charge(c, T_COLLIDE, t0);
     return PBD_OK;
 }
@@ -110,45 +145,126 @@ static pbd_status cpu_gather_jacobi(void *impl, pbd_error *err)
     const pbd_plan *pl = c->plan;
     double t0 = now_ms();
     for (int i = 0; i < pl->num_particles; ++i)
-        c->p[i] = pbd_gather(c->p[i], c->delta, pl->csr_slots, pl->csr_offsets[i],
-                             pl->csr_offsets[i + 1], pl->cfg.omega, pl->planes, pl->num_planes);
+        collide_one(c, i,
+                    pbd_gather(c->p[i], c->delta, pl->csr_slots, pl->csr_offsets[i],
+                               pl->csr_offsets[i + 1], pl->cfg.omega));
     charge(c, T_GATHER, t0);
     return PBD_OK;
 }
 
-static pbd_status cpu_update(void *impl, pbd_error *err)
+static pbd_status cpu_update(void *impl, int bdf2, int keep_prev, pbd_error *err)
 {
     (void)err;
     cpu_impl *c = impl;
     const pbd_plan *pl = c->plan;
     double t0 = now_ms();
     for (int i = 0; i < pl->num_particles; ++i) {
-        c->v[i] = pbd_update_velocity(c->x[i], c->p[i], c->v[i].w, pl->inv_h);
+        pbd_float4 x = c->x[i], v = c->v[i];
+        pbd_float4 xp = bdf2 ? c->xp[i] : x;
+        if (keep_prev) {
+            c->xp[i] = x;
+            c->vp[i] = v;
+        }
+        c->v[i] = pbd_update_velocity(x, c->p[i], xp, bdf2, v.w, pl->inv_h, pl->point_damping);
         c->x[i] = c->p[i];
     }
     charge(c, T_UPDATE, t0);
     return PBD_OK;
 }
 
-static pbd_status cpu_body_sums(void *impl, double *out, pbd_error *err)
+/* The device's reduction order, exactly: PBD_REDUCE_WG lanes, lane l summing items l, l + WG,
+ * ... in turn, then a tree that adds lane l + w into lane l for w = WG/2, ..., 1. With the
+ * same (IEEE double) arithmetic the CPU and an fp64 device give the same bits. */
+static void reduce_lanes(double (*lanes)[PBD_SUM_COUNT], double *out)
+{
+    for (int w = PBD_REDUCE_WG / 2; w > 0; w >>= 1)
+        for (int l = 0; l < w; ++l)
+            pbd_sums_add(lanes[l], lanes[l + w]);
+    memcpy(out, lanes[0], sizeof lanes[0]);
+}
+
+static void body_reduce(cpu_impl *c, int with_dx, int with_error)
+{
+    const pbd_plan *pl = c->plan;
+    const float *g = pl->cfg.gravity;
+    static const pbd_float4 zero = {0.0f, 0.0f, 0.0f, 0.0f};
+    double lanes[PBD_REDUCE_WG][PBD_SUM_COUNT], s[PBD_SUM_COUNT];
+    for (int gi = 0; gi < pl->num_segments; ++gi) {
+        pbd_segment seg = pl->segments[gi];
+        memset(lanes, 0, sizeof lanes);
+        for (int k = 0; k < seg.count; ++k) {
+            int i = seg.first + k;
+            float e = with_error ? pbd_particle_error(c->x, pl->distance, pl->csr_slots,
+                                                      pl->csr_offsets[i], pl->csr_offsets[i + 1])
+                                 : 0.0f;
+            pbd_particle_sums(c->x[i], c->v[i], with_dx ? c->dx[i] : zero, c->body_ref[seg.body], e,
+                              g[0], g[1], g[2], pl->h, pl->inv_h, s);
+            pbd_sums_add(lanes[k % PBD_REDUCE_WG], s);
+        }
+        reduce_lanes(lanes, c->segment_sums + (size_t)gi * PBD_SUM_COUNT);
+    }
+}
+
+static void body_solve(cpu_impl *c, int mode, double *out)
+{
+    const pbd_plan *pl = c->plan;
+    double lanes[PBD_REDUCE_WG][PBD_SUM_COUNT], s[PBD_SUM_COUNT];
+    for (int b = 0; b < pl->num_bodies; ++b) {
+        memset(lanes, 0, sizeof lanes);
+        int first = pl->body_segments[b];
+        for (int gi = first; gi < pl->body_segments[b + 1]; ++gi)
+            pbd_sums_add(lanes[(gi - first) % PBD_REDUCE_WG],
+                         c->segment_sums + (size_t)gi * PBD_SUM_COUNT);
+        reduce_lanes(lanes, s);
+        double *o = out + (size_t)b * PBD_OUT_COUNT;
+        pbd_body_solve(s, c->body_ref[b], c->body_track + 6 * b, pl->body_flags[b], mode, o);
+        if (mode != PBD_SOLVE_STATS)
+            c->body_ref[b] = (pbd_float4){(float)o[PBD_OUT_COM], (float)o[PBD_OUT_COM + 1],
+                                          (float)o[PBD_OUT_COM + 2], 0.0f};
+    }
+}
+
+static pbd_float4 out_vec(const double *o, int k)
+{
+    return (pbd_float4){(float)o[k], (float)o[k + 1], (float)o[k + 2], 0.0f};
+}
+
+static pbd_status cpu_momentum(void *impl, pbd_error *err)
 {
     (void)err;
     cpu_impl *c = impl;
     const pbd_plan *pl = c->plan;
     double t0 = now_ms();
-    memset(out, 0, (size_t)pl->num_bodies * PBD_SUM_COUNT * sizeof *out);
-    for (int g = 0; g < pl->num_segments; ++g) {
-        pbd_segment seg = pl->segments[g];
-        double *acc = out + (size_t)seg.body * PBD_SUM_COUNT;
-        double s[PBD_SUM_COUNT];
-        for (int i = seg.first; i < seg.first + seg.count; ++i) {
-            float e = pbd_particle_error(c->x, pl->distance, pl->csr_slots, pl->csr_offsets[i],
-                                         pl->csr_offsets[i + 1]);
-            pbd_particle_sums(c->x[i], c->v[i], pl->body_ref[seg.body], e, s);
-            pbd_sums_add(acc, s);
-        }
-    }
+    body_reduce(c, 1, 0);
     charge(c, T_REDUCE, t0);
+    t0 = now_ms();
+    body_solve(c, PBD_SOLVE_STEP, c->out_step);
+    charge(c, T_SOLVE, t0);
+    t0 = now_ms();
+    for (int i = 0; i < pl->num_particles; ++i) {
+        const double *o = c->out_step + (size_t)c->particle_body[i] * PBD_OUT_COUNT;
+        c->v[i] =
+            pbd_apply_rigid(c->x[i], c->v[i], out_vec(o, PBD_OUT_COM), out_vec(o, PBD_OUT_VCOR),
+                            out_vec(o, PBD_OUT_WCOR), out_vec(o, PBD_OUT_VRIG),
+                            out_vec(o, PBD_OUT_WRIG), pl->rigid_damping);
+    }
+    charge(c, T_APPLY, t0);
+    return PBD_OK;
+}
+
+static pbd_status cpu_body_solve(void *impl, int mode, double *out, pbd_error *err)
+{
+    (void)err;
+    cpu_impl *c = impl;
+    size_t bytes = (size_t)c->plan->num_bodies * PBD_OUT_COUNT * sizeof(double);
+    if (mode >= 0) {
+        double t0 = now_ms();
+        body_reduce(c, 0, mode == PBD_SOLVE_STATS);
+        body_solve(c, mode, c->out_other);
+        charge(c, T_REDUCE, t0);
+    }
+    if (out)
+        memcpy(out, mode >= 0 ? c->out_other : c->out_step, bytes);
     return PBD_OK;
 }
 
@@ -202,24 +318,54 @@ static void cpu_destroy(void *impl)
     free(c->x);
     free(c->p);
     free(c->v);
+    free(c->xp);
+    free(c->vp);
+    free(c->dx);
     free(c->delta);
     free(c->lambda);
+    free(c->particle_body);
+    free(c->body_ref);
+    free(c->body_track);
+    free(c->segment_sums);
+    free(c->out_step);
+    free(c->out_other);
     free(c);
+}
+
+static void *alloc4(size_t n)
+{
+    void *q = aligned_alloc(16, (n ? n : 1) * sizeof(pbd_float4));
+    if (q)
+        memset(q, 0, (n ? n : 1) * sizeof(pbd_float4));
+    return q;
 }
 
 pbd_status pbd_cpu_create(const pbd_model *m, const pbd_plan *plan, void **impl, pbd_error *err)
 {
     cpu_impl *c = calloc(1, sizeof *c);
     size_t np = (size_t)plan->num_particles, nc = (size_t)plan->num_distance + 1;
+    size_t nb = (size_t)plan->num_bodies;
+    int bdf2 = plan->cfg.velocity_update == PBD_VELOCITY_BDF2;
     if (c) {
         c->plan = plan;
-        c->x = aligned_alloc(16, np * sizeof(pbd_float4));
-        c->p = aligned_alloc(16, np * sizeof(pbd_float4));
-        c->v = aligned_alloc(16, np * sizeof(pbd_float4));
-        c->delta = aligned_alloc(16, 2 * nc * sizeof(pbd_float4));
+        c->x = alloc4(np);
+        c->p = alloc4(np);
+        c->v = alloc4(np);
+        c->xp = alloc4(bdf2 ? np : 1);
+        c->vp = alloc4(bdf2 ? np : 1);
+        c->dx = alloc4(plan->momentum_active ? np : 1);
+        c->delta = alloc4(plan->cfg.solver == PBD_SOLVER_JACOBI ? 2 * nc : 1);
         c->lambda = calloc(nc, sizeof(float));
+        c->particle_body = malloc(np * sizeof(int));
+        c->body_ref = alloc4(nb);
+        c->body_track = calloc(6 * nb, sizeof(double));
+        c->segment_sums = calloc((size_t)plan->num_segments * PBD_SUM_COUNT, sizeof(double));
+        c->out_step = calloc(nb * PBD_OUT_COUNT, sizeof(double));
+        c->out_other = calloc(nb * PBD_OUT_COUNT, sizeof(double));
     }
-    if (!c || !c->x || !c->p || !c->v || !c->delta || !c->lambda) {
+    if (!c || !c->x || !c->p || !c->v || !c->xp || !c->vp || !c->dx || !c->delta || !c->lambda ||
+        !c->particle_body || !c->body_ref || !c->body_track || !c->segment_sums || !c->out_step ||
+        !c->out_other) {
         if (c)
             cpu_destroy(c);
         return pbd_error_set(err, PBD_ERR_MEMORY, "out of memory for %zu particles", np);
@@ -227,7 +373,8 @@ pbd_status pbd_cpu_create(const pbd_model *m, const pbd_plan *plan, void **impl,
     memcpy(c->x, m->x, np * sizeof(pbd_float4));
     memcpy(c->p, m->x, np * sizeof(pbd_float4));
     memcpy(c->v, m->v, np * sizeof(pbd_float4));
-    memset(c->delta, 0, 2 * nc * sizeof(pbd_float4));
+    memcpy(c->particle_body, m->body, np * sizeof(int));
+    memcpy(c->body_ref, plan->body_ref, nb * sizeof(pbd_float4));
     for (int k = 0; k < T_N; ++k)
         c->times[k].name = stage_names[k];
     *impl = c;
@@ -235,7 +382,7 @@ pbd_status pbd_cpu_create(const pbd_model *m, const pbd_plan *plan, void **impl,
 }
 
 const pbd_backend_ops pbd_cpu_ops = {
-    cpu_predict,     cpu_project_color, cpu_collide, cpu_project_jacobi, cpu_gather_jacobi,
-    cpu_update,      cpu_body_sums,     cpu_finish,  cpu_read,           cpu_kernel_times,
-    cpu_reset_times, cpu_device_name,   cpu_destroy,
+    cpu_predict,      cpu_project_color, cpu_collide,     cpu_project_jacobi, cpu_gather_jacobi,
+    cpu_update,       cpu_momentum,      cpu_body_solve,  cpu_finish,         cpu_read,
+    cpu_kernel_times, cpu_reset_times,   cpu_device_name, cpu_destroy,
 };

@@ -12,6 +12,7 @@ struct pbd_solver {
     pbd_plan plan;
     const pbd_backend_ops *ops;
     void *impl;
+    long substeps_done;
 };
 
 void pbd_plan_free(pbd_plan *plan)
@@ -23,6 +24,7 @@ void pbd_plan_free(pbd_plan *plan)
     free(plan->segments);
     free(plan->body_segments);
     free(plan->body_ref);
+    free(plan->body_flags);
     free(plan->planes);
     memset(plan, 0, sizeof *plan);
 }
@@ -47,6 +49,18 @@ static pbd_status check_config(const pbd_config *c, pbd_error *err)
     for (int k = 0; k < 3; ++k)
         if (!isfinite(c->gravity[k]))
             return pbd_error_set(err, PBD_ERR_ARGUMENT, "gravity: not finite");
+    if (c->damping != PBD_DAMPING_NONE && c->damping != PBD_DAMPING_POINT &&
+        c->damping != PBD_DAMPING_RIGID)
+        return pbd_error_set(err, PBD_ERR_ARGUMENT,
+                             "damping: found %d, expected none, point or rigid", (int)c->damping);
+    if (!(c->damping_k >= 0.0f && c->damping_k <= 1.0f))
+        return pbd_error_set(err, PBD_ERR_ARGUMENT,
+                             "damping_k: found %g, expected a fraction in [0, 1]",
+                             (double)c->damping_k);
+    if (c->velocity_update != PBD_VELOCITY_FIRST_ORDER && c->velocity_update != PBD_VELOCITY_BDF2)
+        return pbd_error_set(err, PBD_ERR_ARGUMENT,
+                             "velocity_update: found %d, expected first_order or bdf2",
+                             (int)c->velocity_update);
     return PBD_OK;
 }
 
@@ -66,6 +80,8 @@ pbd_status pbd_plan_build(const pbd_model *m, const pbd_config *cfg, pbd_plan *p
     plan->h = cfg->dt / (float)cfg->substeps;
     plan->inv_h = 1.0f / plan->h;
     plan->inv_h2 = plan->inv_h * plan->inv_h;
+    plan->point_damping = cfg->damping == PBD_DAMPING_POINT ? cfg->damping_k : 0.0f;
+    plan->rigid_damping = cfg->damping == PBD_DAMPING_RIGID ? cfg->damping_k : 0.0f;
 
     pbd_coloring col;
     st = pbd_color_distance(m, &col, err);
@@ -83,7 +99,9 @@ pbd_status pbd_plan_build(const pbd_model *m, const pbd_config *cfg, pbd_plan *p
     plan->planes = malloc(((size_t)m->num_planes + 1) * sizeof *plan->planes);
     plan->body_ref = malloc(((size_t)m->num_bodies + 1) * sizeof *plan->body_ref);
     plan->body_segments = malloc(((size_t)m->num_bodies + 1) * sizeof *plan->body_segments);
-    if (!plan->distance || !plan->planes || !plan->body_ref || !plan->body_segments) {
+    plan->body_flags = calloc((size_t)m->num_bodies + 1, sizeof *plan->body_flags);
+    if (!plan->distance || !plan->planes || !plan->body_ref || !plan->body_segments ||
+        !plan->body_flags) {
         st = pbd_error_set(err, PBD_ERR_MEMORY, "out of memory preparing the solver");
         goto fail_col;
     }
@@ -126,7 +144,15 @@ pbd_status pbd_plan_build(const pbd_model *m, const pbd_config *cfg, pbd_plan *p
         }
         pbd_float4 r = m->x[bd->first];
         plan->body_ref[b] = (pbd_float4){r.x, r.y, r.z, 0.0f};
+        /* A pinned particle is held by the world, which exchanges momentum with the body
+         * through it: the body's momentum is not conserved, so it is not corrected. */
+        if (cfg->momentum && bd->momentum && bd->pinned == 0) {
+            plan->body_flags[b] = PBD_BODY_MOMENTUM;
+            plan->momentum_active = 1;
+        }
     }
+    if (cfg->damping == PBD_DAMPING_RIGID && cfg->damping_k > 0.0f)
+        plan->momentum_active = 1;
     plan->body_segments[m->num_bodies] = nseg;
     pbd_coloring_free(&col);
     return PBD_OK;
@@ -159,9 +185,12 @@ pbd_status pbd_solver_create(const pbd_model *m, const pbd_config *cfg, const pb
                                (int)d.backend);
         }
     }
+    /* P_r and L_r start as the initial state's (and the reference points move to the
+     * centres of mass). */
+    if (st == PBD_OK)
+        st = s->ops->body_solve(s->impl, PBD_SOLVE_INIT, NULL, err);
     if (st != PBD_OK) {
-        pbd_plan_free(&s->plan);
-        free(s);
+        pbd_solver_destroy(s);
         return st;
     }
     *out = s;
@@ -181,7 +210,7 @@ void pbd_solver_destroy(pbd_solver *s)
 pbd_status pbd_solver_step(pbd_solver *s, int frames, pbd_error *err)
 {
     for (int f = 0; f < frames; ++f) {
-        pbd_status st = pbd_step_frame(s->ops, s->impl, &s->plan, err);
+        pbd_status st = pbd_step_frame(s->ops, s->impl, &s->plan, &s->substeps_done, err);
         if (st != PBD_OK)
             return st;
     }
@@ -198,36 +227,66 @@ pbd_status pbd_solver_read(pbd_solver *s, pbd_float4 *x, pbd_float4 *v, pbd_erro
     return s->ops->read(s->impl, x, v, err);
 }
 
+/* Runs body_solve in `mode` and returns the PBD_OUT_* records (malloc'd). */
+static double *solve_records(pbd_solver *s, int mode, pbd_error *err)
+{
+    double *o = malloc((size_t)s->plan.num_bodies * PBD_OUT_COUNT * sizeof *o);
+    if (!o) {
+        pbd_error_set(err, PBD_ERR_MEMORY, "out of memory reading per-body results");
+        return NULL;
+    }
+    if (s->ops->body_solve(s->impl, mode, o, err) != PBD_OK) {
+        free(o);
+        return NULL;
+    }
+    return o;
+}
+
 pbd_status pbd_solver_stats(pbd_solver *s, pbd_body_stats *out, pbd_error *err)
 {
-    int nb = s->plan.num_bodies;
-    double *sums = malloc((size_t)nb * PBD_SUM_COUNT * sizeof *sums);
-    if (!sums)
-        return pbd_error_set(err, PBD_ERR_MEMORY, "out of memory reading statistics");
-    pbd_status st = s->ops->body_sums(s->impl, sums, err);
-    for (int b = 0; st == PBD_OK && b < nb; ++b) {
-        const double *q = sums + (size_t)b * PBD_SUM_COUNT;
-        const pbd_float4 r = s->plan.body_ref[b];
-        pbd_body_stats *o = &out[b];
-        double m = q[PBD_SUM_M];
-        /* c = com - r; L about the com = sum m (x - r) x v - c x P. */
-        double c[3] = {q[PBD_SUM_MX] / m, q[PBD_SUM_MX + 1] / m, q[PBD_SUM_MX + 2] / m};
-        const double *p = q + PBD_SUM_P;
-        const double *xcp = q + PBD_SUM_XCP;
-        o->mass = m;
-        o->com[0] = r.x + c[0];
-        o->com[1] = r.y + c[1];
-        o->com[2] = r.z + c[2];
-        for (int k = 0; k < 3; ++k)
-            o->p[k] = p[k];
-        o->l[0] = xcp[0] - (c[1] * p[2] - c[2] * p[1]);
-        o->l[1] = xcp[1] - (c[2] * p[0] - c[0] * p[2]);
-        o->l[2] = xcp[2] - (c[0] * p[1] - c[1] * p[0]);
-        o->kinetic_energy = q[PBD_SUM_KE];
-        o->max_constraint_error = q[PBD_SUM_ERR];
+    double *o = solve_records(s, PBD_SOLVE_STATS, err);
+    if (!o)
+        return err ? err->status : PBD_ERR_MEMORY;
+    for (int b = 0; b < s->plan.num_bodies; ++b) {
+        const double *q = o + (size_t)b * PBD_OUT_COUNT;
+        pbd_body_stats *st = &out[b];
+        st->mass = q[PBD_OUT_MASS];
+        for (int k = 0; k < 3; ++k) {
+            st->com[k] = q[PBD_OUT_COM + k];
+            st->p[k] = q[PBD_OUT_P + k];
+            st->l[k] = q[PBD_OUT_L + k];
+        }
+        st->kinetic_energy = q[PBD_OUT_KE];
+        st->max_constraint_error = q[PBD_OUT_ERR];
     }
-    free(sums);
-    return st;
+    free(o);
+    return PBD_OK;
+}
+
+pbd_status pbd_solver_momentum(pbd_solver *s, pbd_body_momentum *out, pbd_error *err)
+{
+    double *o = solve_records(s, -1, err);
+    if (!o)
+        return err ? err->status : PBD_ERR_MEMORY;
+    for (int b = 0; b < s->plan.num_bodies; ++b) {
+        const double *q = o + (size_t)b * PBD_OUT_COUNT;
+        pbd_body_momentum *bm = &out[b];
+        bm->enabled = (s->plan.body_flags[b] & PBD_BODY_MOMENTUM) != 0;
+        for (int k = 0; k < 3; ++k) {
+            bm->p_r[k] = q[PBD_OUT_PR + k];
+            bm->l_r[k] = q[PBD_OUT_LR + k];
+            bm->v_cor[k] = q[PBD_OUT_VCOR + k];
+            bm->w_cor[k] = q[PBD_OUT_WCOR + k];
+            bm->com[k] = q[PBD_OUT_COM + k];
+        }
+    }
+    free(o);
+    return PBD_OK;
+}
+
+long pbd_solver_momentum_launches_per_frame(const pbd_solver *s)
+{
+    return s->plan.momentum_active ? 3L * s->plan.cfg.substeps : 0L;
 }
 
 const char *pbd_solver_device_name(const pbd_solver *s)

@@ -21,11 +21,17 @@ typedef struct pbd_plan {
     int num_segments;
     pbd_segment *segments; /* reduction pieces, ordered by body */
     int *body_segments;    /* num_bodies + 1: body b owns segments [bs[b], bs[b+1]) */
-    pbd_float4 *body_ref;  /* per body reference point of the sums (first particle, start) */
+    pbd_float4 *body_ref;  /* per body initial reference point of the sums (its first
+                              particle); each correction then moves it to the com */
+    int *body_flags;       /* PBD_BODY_MOMENTUM for the bodies whose momentum is preserved */
+    int momentum_active;   /* 1: the momentum stages run each substep (a body is preserved,
+                              or rigid damping is on) */
     pbd_float4 *planes;    /* num_planes (at least one slot allocated) */
     float h;               /* substep, s */
     float inv_h;
     float inv_h2;
+    float point_damping; /* fraction for the velocity update (point damping), else 0 */
+    float rigid_damping; /* fraction for momentum_apply (rigid damping), else 0 */
 } pbd_plan;
 
 pbd_status pbd_plan_build(const pbd_model *m, const pbd_config *cfg, pbd_plan *plan,
@@ -34,14 +40,20 @@ void pbd_plan_free(pbd_plan *plan);
 
 /* The stages of a substep, implemented by each backend. `impl` is the backend's state. */
 typedef struct pbd_backend_ops {
-    pbd_status (*predict)(void *impl, pbd_error *err);
+    /* bdf2: use the previous substep (none on the first substep of a BDF2 run). */
+    pbd_status (*predict)(void *impl, int bdf2, pbd_error *err);
     pbd_status (*project_color)(void *impl, int color, int reset_lambda, pbd_error *err);
     pbd_status (*collide)(void *impl, pbd_error *err);
     pbd_status (*project_jacobi)(void *impl, int reset_lambda, pbd_error *err);
     pbd_status (*gather_jacobi)(void *impl, pbd_error *err);
-    pbd_status (*update)(void *impl, pbd_error *err);
-    /* Per-body sums (PBD_SUM_*) of the current state, num_bodies x PBD_SUM_COUNT. */
-    pbd_status (*body_sums)(void *impl, double *out, pbd_error *err);
+    /* keep_prev: store x and v for the next BDF2 prediction. */
+    pbd_status (*update)(void *impl, int bdf2, int keep_prev, pbd_error *err);
+    /* Momentum preservation for one substep: reduce, solve (PBD_SOLVE_STEP), apply. */
+    pbd_status (*momentum)(void *impl, pbd_error *err);
+    /* Reduce and solve in `mode` (PBD_SOLVE_STATS or PBD_SOLVE_INIT) and copy the PBD_OUT_*
+     * records (num_bodies x PBD_OUT_COUNT) to out, or NULL. With mode -1, copy the records of
+     * the last PBD_SOLVE_STEP instead (zeros before the first). */
+    pbd_status (*body_solve)(void *impl, int mode, double *out, pbd_error *err);
     pbd_status (*finish)(void *impl, pbd_error *err);
     pbd_status (*read)(void *impl, pbd_float4 *x, pbd_float4 *v, pbd_error *err);
     pbd_status (*kernel_times)(void *impl, const pbd_kernel_time **out, int *count, pbd_error *err);
@@ -57,9 +69,10 @@ pbd_status pbd_cpu_create(const pbd_model *m, const pbd_plan *plan, void **impl,
 pbd_status pbd_cl_solver_create(const pbd_model *m, const pbd_plan *plan,
                                 const pbd_solver_desc *desc, void **impl, pbd_error *err);
 
-/* One frame: cfg.substeps substeps of predict, cfg.iterations x (project, collide), update. */
+/* One frame: cfg.substeps substeps of predict, cfg.iterations x (project, collide), update,
+ * momentum. *substeps_done counts the substeps run so far (for BDF2's first step). */
 pbd_status pbd_step_frame(const pbd_backend_ops *ops, void *impl, const pbd_plan *plan,
-                          pbd_error *err);
+                          long *substeps_done, pbd_error *err);
 /* Stage calls (kernel launches on a device) per frame. */
 long pbd_step_launches(const pbd_plan *plan);
 

@@ -1,5 +1,6 @@
-/* The step, as one fixed sequence of named stages (Müller et al. 2007, Algorithm 1):
- *   predict -> iterations x (project constraints, collide) -> update velocity.
+/* The step, as one fixed sequence of named stages (Müller et al. 2007, Algorithm 1, then
+ * Dahl & Bargteil 2019, Algorithm 2):
+ *   predict -> iterations x (project constraints, collide) -> update velocity -> momentum.
  * Gauss-Seidel projects colour by colour and collides once per iteration; Jacobi projects
  * every constraint into its delta slots, and the gather applies them and collides. */
 #include "solver/solver_impl.h"
@@ -12,11 +13,13 @@
     } while (0)
 
 pbd_status pbd_step_frame(const pbd_backend_ops *ops, void *impl, const pbd_plan *plan,
-                          pbd_error *err)
+                          long *substeps_done, pbd_error *err)
 {
     const pbd_config *cfg = &plan->cfg;
+    int keep_prev = cfg->velocity_update == PBD_VELOCITY_BDF2;
     for (int s = 0; s < cfg->substeps; ++s) {
-        STAGE(ops->predict(impl, err));
+        int bdf2 = keep_prev && *substeps_done > 0;
+        STAGE(ops->predict(impl, bdf2, err));
         for (int it = 0; it < cfg->iterations; ++it) {
             /* XPBD: multipliers start at zero each substep (Macklin 2016, Algorithm 1). */
             int reset = it == 0;
@@ -31,7 +34,10 @@ pbd_status pbd_step_frame(const pbd_backend_ops *ops, void *impl, const pbd_plan
                 STAGE(ops->gather_jacobi(impl, err));
             }
         }
-        STAGE(ops->update(impl, err));
+        STAGE(ops->update(impl, bdf2, keep_prev, err));
+        if (plan->momentum_active)
+            STAGE(ops->momentum(impl, err));
+        ++*substeps_done;
     }
     return PBD_OK;
 }
@@ -44,5 +50,6 @@ long pbd_step_launches(const pbd_plan *plan)
         per_iteration = plan->num_colors + (plan->num_planes > 0);
     else
         per_iteration = (plan->num_distance > 0) + 1;
-    return (long)cfg->substeps * (2 + (long)cfg->iterations * per_iteration);
+    return (long)cfg->substeps *
+           (2 + (long)cfg->iterations * per_iteration + (plan->momentum_active ? 3 : 0));
 }
