@@ -24,6 +24,11 @@ static const char usage_text[] =
     "  --substeps S        substeps per frame\n"
     "  --iterations K      projection iterations per substep\n"
     "  --solver gs|jacobi  coloured Gauss-Seidel or deterministic Jacobi\n"
+    "  --momentum on|off   global momentum preservation (default on; bodies with pinned\n"
+    "                      particles are never corrected)\n"
+    "  --damping none|point|rigid  damping model (point: v *= 1-k; rigid: Mueller 2007)\n"
+    "  --damping-k K       damping fraction per substep, in [0, 1]\n"
+    "  --velocity-update first_order|bdf2\n"
     "  --backend cl|cpu    OpenCL device (default) or the CPU reference\n"
     "  --device SPEC       P:D, cpu, gpu or a name substring (env PBD_DEVICE)\n"
     "  --kernel-dir DIR    read the kernel sources from DIR instead of the built-in copy\n"
@@ -42,7 +47,11 @@ typedef struct options {
     double dt;
     long substeps;
     long iterations;
-    int solver; /* -1: the scene's */
+    int solver;          /* -1: the scene's (likewise below) */
+    int momentum;        /* -1, 0 or 1 */
+    int damping;         /* -1 or a pbd_damping_kind */
+    double damping_k;    /* < 0: the scene's */
+    int velocity_update; /* -1 or a pbd_velocity_update */
     pbd_solver_desc desc;
     const char *stats;
     long stats_every;
@@ -94,10 +103,23 @@ static int parse_double(const char *opt, const char *s, double lo, double hi, do
     return 0;
 }
 
+/* Index of s in the NULL-terminated list, or -1. */
+static int pick(const char *s, const char *const *names)
+{
+    for (int k = 0; names[k]; ++k)
+        if (strcmp(s, names[k]) == 0)
+            return k;
+    return -1;
+}
+
 static int parse_args(int argc, char **argv, options *o)
 {
     memset(o, 0, sizeof *o);
     o->solver = -1;
+    o->momentum = -1;
+    o->damping = -1;
+    o->damping_k = -1.0;
+    o->velocity_update = -1;
     o->stats_every = 1;
     o->runs = 5;
     o->bench_frames = 50;
@@ -132,6 +154,32 @@ static int parse_args(int argc, char **argv, options *o)
                 o->solver = PBD_SOLVER_JACOBI;
             else
                 return usage_error("--solver: found '%s', expected gs or jacobi%s", val, "");
+        } else if (strcmp(a, "--momentum") == 0) {
+            NEEDS_VALUE;
+            if ((o->momentum = pick(val, (const char *const[]){"off", "on", NULL})) < 0)
+                return usage_error("--momentum: found '%s', expected on or off%s", val, "");
+        } else if (strcmp(a, "--damping") == 0) {
+            NEEDS_VALUE;
+            o->damping = pick(val, (const char *const[]){"none", "point", "rigid", NULL});
+            if (o->damping < 0)
+                return usage_error("--damping: found '%s', expected none, point or rigid%s", val,
+                                   "");
+        } else if (strcmp(a, "--damping-k") == 0) {
+            NEEDS_VALUE;
+            char *end;
+            errno = 0;
+            o->damping_k = strtod(val, &end);
+            if (errno || end == val || *end || !(o->damping_k >= 0.0 && o->damping_k <= 1.0)) {
+                fprintf(stderr, "pbd: --damping-k: found '%s', expected a number in [0, 1]\n", val);
+                return EXIT_USAGE;
+            }
+        } else if (strcmp(a, "--velocity-update") == 0) {
+            NEEDS_VALUE;
+            o->velocity_update = pick(val, (const char *const[]){"first_order", "bdf2", NULL});
+            if (o->velocity_update < 0)
+                return usage_error("--velocity-update: found '%s', expected first_order or "
+                                   "bdf2%s",
+                                   val, "");
         } else if (strcmp(a, "--backend") == 0) {
             NEEDS_VALUE;
             if (strcmp(val, "cl") == 0)
@@ -240,6 +288,14 @@ static int load_scene(const options *o, pbd_scene *scene, pbd_error *err)
         c->iterations = (int)o->iterations;
     if (o->solver >= 0)
         c->solver = (pbd_solver_kind)o->solver;
+    if (o->momentum >= 0)
+        c->momentum = o->momentum;
+    if (o->damping >= 0)
+        c->damping = (pbd_damping_kind)o->damping;
+    if (o->damping_k >= 0.0)
+        c->damping_k = (float)o->damping_k;
+    if (o->velocity_update >= 0)
+        c->velocity_update = (pbd_velocity_update)o->velocity_update;
     return EXIT_OK;
 }
 
@@ -371,6 +427,18 @@ static int cmd_run(const options *o)
         printf("solver       %s, %d iterations, %d substeps, dt %g s\n",
                c->solver == PBD_SOLVER_GS ? "gauss-seidel" : "jacobi", c->iterations, c->substeps,
                (double)c->dt);
+        static const char *const damping_names[] = {"none", "point", "rigid"};
+        int preserved = 0;
+        for (int b = 0; b < m->num_bodies; ++b)
+            preserved += c->momentum && m->bodies[b].momentum && m->bodies[b].pinned == 0;
+        printf("momentum     %s (%d of %d bodies preserved; a pinned body is held by the world)"
+               "\n",
+               c->momentum ? "on" : "off", preserved, m->num_bodies);
+        printf("damping      %s", damping_names[c->damping]);
+        if (c->damping != PBD_DAMPING_NONE)
+            printf(", k = %g per substep", (double)c->damping_k);
+        printf("; velocity update %s\n",
+               c->velocity_update == PBD_VELOCITY_BDF2 ? "bdf2" : "first order");
         printf("steps        %ld frames (%ld substeps), %ld launches per frame\n", done_frames,
                done_frames * c->substeps, pbd_solver_launches_per_frame(solver));
         printf("time         %.3f ms per step, %.2f s in all\n",
@@ -386,6 +454,13 @@ done:
     pbd_scene_free(&scene);
     pbd_error_clear(&err);
     return rc;
+}
+
+/* The three stages of the momentum correction (Algorithm 2), by kernel name. */
+static int is_momentum_kernel(const char *name)
+{
+    return strcmp(name, "body_reduce") == 0 || strcmp(name, "body_solve") == 0 ||
+           strcmp(name, "momentum_apply") == 0;
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -453,6 +528,13 @@ static int cmd_bench(const options *o)
                    (double)kt[k].launches / (double)o->bench_frames,
                    kt[k].ms / (double)o->bench_frames, total > 0 ? 100.0 * kt[k].ms / total : 0.0);
     printf("%-26s %12s %12.4f\n", "total (device time)", "", total / (double)o->bench_frames);
+    double mom = 0.0;
+    for (int k = 0; k < nk; ++k)
+        if (is_momentum_kernel(kt[k].name))
+            mom += kt[k].ms;
+    printf("momentum correction: %.4f ms per step, %.2f%% of the step (%ld launches per step)\n",
+           mom / (double)o->bench_frames, total > 0 ? 100.0 * mom / total : 0.0,
+           pbd_solver_momentum_launches_per_frame(solver));
     goto done;
 failed:
     rc = fail(&err);

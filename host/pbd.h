@@ -154,11 +154,16 @@ typedef struct pbd_scene {
     pbd_config config;
 } pbd_scene;
 
-/* Loads a JSON scene. Errors name the file and the key (e.g. "bodies[0].resolution"). */
+/* Loads a JSON scene, or a built-in one when `path` starts with '@' (pbd_scene_builtin).
+ * Errors name the file and the key (e.g. "bodies[0].resolution"). */
 pbd_status pbd_scene_load(const char *path, pbd_scene *out, pbd_error *err);
 /* The same from a string; `name` is used in messages in place of a file name. */
 pbd_status pbd_scene_parse(const char *json, const char *name, pbd_scene *out, pbd_error *err);
 void pbd_scene_free(pbd_scene *s);
+/* Built-in scenes: "@cloth-N" (an N x N cloth held at two corners over a floor, structural
+ * and shear springs) and "@boxes-BxP" (B free spinning soft boxes of P particles each, no
+ * gravity). */
+pbd_status pbd_scene_builtin(const char *name, pbd_scene *out, pbd_error *err);
 
 /* ---- devices ----------------------------------------------------------------------------- */
 

@@ -1,11 +1,13 @@
 /* Global momentum preservation (Dahl & Bargteil 2019, Algorithm 2) and per-body statistics,
  * in three launches whatever the number of bodies:
- *   body_reduce:    one work-group per segment (a piece of one body's particles): sums;
- *   body_solve:     one work-group per body: the body's segments in a fixed order, then the
- *                   per-body solve (com, inertia, P_pbd, L_pbd, tracking, v_cor, w_cor);
+ *   body_reduce:    per segment (a piece of one body's particles): sums;
+ *   body_solve:     per body: the body's segments in a fixed order, then the per-body solve
+ *                   (com, inertia, P_pbd, L_pbd, tracking, v_cor, w_cor);
  *   momentum_apply: one work-item per particle: v += v_cor + w_cor x (x - com).
  * Fixed orders and no atomics: the sums, and so the corrections, are the same on every run.
- * The CPU reference reduces in exactly this order. Built after pbd_shared.h. */
+ * Each of the first two comes in two layouts: a work-group and a tree per item (GPUs), or a
+ * work-item per item summing in order (CPU devices, and bodies small enough). The CPU
+ * reference reduces in exactly the chosen layout's order. Built after pbd_shared.h. */
 
 /* Tree reduction of PBD_REDUCE_WG rows of PBD_SUM_COUNT values in local memory; row 0 ends
  * with the result. */
@@ -27,46 +29,113 @@ static void reduce_rows(__local pbd_acc *rows, int l)
     barrier(CLK_LOCAL_MEM_FENCE);
 }
 
-/* Each work-item sums particles l, l + WG, ... of the segment, then the group's tree. With
- * `with_error` the largest |C| at each particle is taken too (statistics only: it reads
- * every constraint). */
+/* Adds particles first + start, first + start + stride, ... below first + count to acc
+ * (PBD_SUM_* layout). With `stats`, the kinetic energy and the largest |C| too (they read
+ * every constraint: statistics only). */
+static void sum_particles(int first, int start, int count, int stride,
+                          __global const pbd_float4 *particle_x,
+                          __global const pbd_float4 *particle_v,
+                          __global const pbd_float4 *particle_dx, pbd_float4 r,
+                          __global const int *csr_offsets, __global const int *csr_slots,
+                          __global const pbd_distance *distance, float inv_h, int with_dx,
+                          int stats, pbd_acc *acc)
+{
+#ifdef PBD_ACC_COMPENSATED
+    pbd_acc s[PBD_SUM_COUNT], comp[PBD_SUM_COUNT];
+    for (int q = 0; q < PBD_SUM_COUNT; ++q)
+        acc[q] = comp[q] = 0;
+    for (int k = start; k < count; k += stride) {
+        int i = first + k;
+        float e = stats ? pbd_particle_error(particle_x, distance, csr_slots, csr_offsets[i],
+                                             csr_offsets[i + 1])
+                        : 0.0f;
+        pbd_float4 dx = with_dx ? particle_dx[i] : PBD_F4(0.0f, 0.0f, 0.0f, 0.0f);
+        pbd_particle_sums(particle_x[i], particle_v[i], dx, r, e, stats, inv_h, s);
+        pbd_sums_add_compensated(acc, comp, s);
+    }
+    pbd_sums_fold(acc, comp);
+#else
+    /* pbd_particle_sums in double4 / double8 lanes: each lane does that function's operations
+     * in its order, so the sums are the same bits as the CPU reference's, in fewer
+     * instructions. */
+    double4 a_mx = 0.0, a_p = 0.0, a_l = 0.0, a_j = 0.0, a_lj = 0.0;
+    double8 a_s = 0.0;
+    double a_m = 0.0, a_ke = 0.0, a_err = 0.0;
+    const double4 rd = convert_double4(r);
+    for (int k = start; k < count; k += stride) {
+        int i = first + k;
+        float4 x = particle_x[i];
+        float4 v = particle_v[i];
+        double m = (double)v.w;
+        double4 rr = convert_double4(x) - rd;
+        double4 vv = convert_double4(v);
+        rr.w = 0.0;
+        vv.w = 0.0;
+        double4 mp = m * vv;
+        double4 mr = m * rr;
+        a_m = a_m + m;
+        a_mx = a_mx + mr;
+        a_p = a_p + mp;
+        a_l = a_l + (rr.yzxw * mp.zxyw - rr.zxyw * mp.yzxw);
+        a_s = a_s + (double8)(mr.x, mr.x, mr.x, mr.y, mr.y, mr.z, 0.0, 0.0) *
+                        (double8)(rr.x, rr.y, rr.z, rr.y, rr.z, rr.z, 0.0, 0.0);
+        if (with_dx) {
+            double4 jd = m * convert_double4(particle_dx[i] * inv_h);
+            jd.w = 0.0;
+            a_j = a_j + jd;
+            a_lj = a_lj + (rr.yzxw * jd.zxyw - rr.zxyw * jd.yzxw);
+        }
+        if (stats) {
+            double4 pv = mp * vv;
+            double e = (double)pbd_particle_error(particle_x, distance, csr_slots, csr_offsets[i],
+                                                  csr_offsets[i + 1]);
+            a_ke = a_ke + 0.5 * ((pv.x + pv.y) + pv.z);
+            a_err = a_err > e ? a_err : e;
+        }
+    }
+    acc[PBD_SUM_M] = a_m;
+    acc[PBD_SUM_MX + 0] = a_mx.x;
+    acc[PBD_SUM_MX + 1] = a_mx.y;
+    acc[PBD_SUM_MX + 2] = a_mx.z;
+    acc[PBD_SUM_P + 0] = a_p.x;
+    acc[PBD_SUM_P + 1] = a_p.y;
+    acc[PBD_SUM_P + 2] = a_p.z;
+    acc[PBD_SUM_XCP + 0] = a_l.x;
+    acc[PBD_SUM_XCP + 1] = a_l.y;
+    acc[PBD_SUM_XCP + 2] = a_l.z;
+    acc[PBD_SUM_KE] = a_ke;
+    acc[PBD_SUM_XX + 0] = a_s.s0;
+    acc[PBD_SUM_XX + 1] = a_s.s1;
+    acc[PBD_SUM_XX + 2] = a_s.s2;
+    acc[PBD_SUM_XX + 3] = a_s.s3;
+    acc[PBD_SUM_XX + 4] = a_s.s4;
+    acc[PBD_SUM_XX + 5] = a_s.s5;
+    acc[PBD_SUM_J + 0] = a_j.x;
+    acc[PBD_SUM_J + 1] = a_j.y;
+    acc[PBD_SUM_J + 2] = a_j.z;
+    acc[PBD_SUM_XCJ + 0] = a_lj.x;
+    acc[PBD_SUM_XCJ + 1] = a_lj.y;
+    acc[PBD_SUM_XCJ + 2] = a_lj.z;
+    acc[PBD_SUM_ERR] = a_err;
+#endif
+}
+
+/* Stage one, for GPUs: one work-group per segment, work-item l summing particles l, l + WG,
+ * ..., then the group's tree. */
 __kernel __attribute__((reqd_work_group_size(PBD_REDUCE_WG, 1, 1))) void
 body_reduce(__global const pbd_segment *segments, __global const pbd_float4 *particle_x,
             __global const pbd_float4 *particle_v, __global const pbd_float4 *particle_dx,
             __global const pbd_float4 *body_ref, __global const int *csr_offsets,
-            __global const int *csr_slots, __global const pbd_distance *distance, float gx,
-            float gy, float gz, float h, float inv_h, int with_dx, int with_error,
-            __global pbd_acc *segment_sums)
+            __global const int *csr_slots, __global const pbd_distance *distance, float inv_h,
+            int with_dx, int stats, __global pbd_acc *segment_sums, int num_segments)
 {
     __local pbd_acc rows[PBD_REDUCE_WG * PBD_SUM_COUNT];
     int g = get_group_id(0);
     int l = get_local_id(0);
     pbd_segment seg = segments[g];
-    pbd_float4 r = body_ref[seg.body];
-    pbd_acc acc[PBD_SUM_COUNT], s[PBD_SUM_COUNT];
-    for (int q = 0; q < PBD_SUM_COUNT; ++q)
-        acc[q] = 0;
-#ifdef PBD_ACC_COMPENSATED
-    pbd_acc comp[PBD_SUM_COUNT];
-    for (int q = 0; q < PBD_SUM_COUNT; ++q)
-        comp[q] = 0;
-#endif
-    for (int k = l; k < seg.count; k += PBD_REDUCE_WG) {
-        int i = seg.first + k;
-        float e = with_error ? pbd_particle_error(particle_x, distance, csr_slots, csr_offsets[i],
-                                                  csr_offsets[i + 1])
-                             : 0.0f;
-        pbd_float4 dx = with_dx ? particle_dx[i] : PBD_F4(0.0f, 0.0f, 0.0f, 0.0f);
-        pbd_particle_sums(particle_x[i], particle_v[i], dx, r, e, gx, gy, gz, h, inv_h, s);
-#ifdef PBD_ACC_COMPENSATED
-        pbd_sums_add_compensated(acc, comp, s);
-#else
-        pbd_sums_add(acc, s);
-#endif
-    }
-#ifdef PBD_ACC_COMPENSATED
-    pbd_sums_fold(acc, comp);
-#endif
+    pbd_acc acc[PBD_SUM_COUNT];
+    sum_particles(seg.first, l, seg.count, PBD_REDUCE_WG, particle_x, particle_v, particle_dx,
+                  body_ref[seg.body], csr_offsets, csr_slots, distance, inv_h, with_dx, stats, acc);
     for (int q = 0; q < PBD_SUM_COUNT; ++q)
         rows[l * PBD_SUM_COUNT + q] = acc[q];
     reduce_rows(rows, l);
@@ -74,13 +143,61 @@ body_reduce(__global const pbd_segment *segments, __global const pbd_float4 *par
         segment_sums[g * PBD_SUM_COUNT + l] = rows[l];
 }
 
-/* Stage two and the solve: work-item l sums segments l, l + WG, ... of the body, the tree
- * combines them, and work-item 0 solves (pbd_body_solve). In PBD_SOLVE_INIT and
- * PBD_SOLVE_STEP modes it also moves the body's reference point to its centre of mass. */
+/* Stage one, for CPU devices: one work-item per segment, its particles in order. A CPU
+ * device runs a work-group as a loop; the tree's barriers and its 64 x 24 partial sums cost
+ * more there than the particles themselves. */
+__kernel void body_reduce_serial(__global const pbd_segment *segments,
+                                 __global const pbd_float4 *particle_x,
+                                 __global const pbd_float4 *particle_v,
+                                 __global const pbd_float4 *particle_dx,
+                                 __global const pbd_float4 *body_ref,
+                                 __global const int *csr_offsets, __global const int *csr_slots,
+                                 __global const pbd_distance *distance, float inv_h, int with_dx,
+                                 int stats, __global pbd_acc *segment_sums, int num_segments)
+{
+    int g = get_global_id(0);
+    if (g >= num_segments)
+        return;
+    pbd_segment seg = segments[g];
+    pbd_acc acc[PBD_SUM_COUNT];
+    sum_particles(seg.first, 0, seg.count, 1, particle_x, particle_v, particle_dx,
+                  body_ref[seg.body], csr_offsets, csr_slots, distance, inv_h, with_dx, stats, acc);
+    for (int q = 0; q < PBD_SUM_COUNT; ++q)
+        segment_sums[g * PBD_SUM_COUNT + q] = acc[q];
+}
+
+/* The per-body solve on the summed s, shared by both body_solve variants; also leaves the
+ * float4 record momentum_apply reads. */
+static void solve_body(int b, const pbd_acc *s, __global pbd_float4 *body_ref,
+                       __global pbd_acc *body_track, __global const int *body_flags, int mode,
+                       float4 gh, __global pbd_acc *body_out, __global pbd_float4 *body_apply)
+{
+    pbd_acc track[6], out[PBD_OUT_COUNT];
+    pbd_float4 rec[PBD_APPLY_COUNT];
+    for (int k = 0; k < 6; ++k)
+        track[k] = body_track[b * 6 + k];
+    pbd_body_solve(s, body_ref[b], track, body_flags[b], mode, gh.x, gh.y, gh.z, gh.w, out);
+    for (int k = 0; k < 6; ++k)
+        body_track[b * 6 + k] = track[k];
+    for (int q = 0; q < PBD_OUT_COUNT; ++q)
+        body_out[b * PBD_OUT_COUNT + q] = out[q];
+    if (mode == PBD_SOLVE_STATS)
+        return;
+    pbd_apply_record(out, rec);
+    for (int k = 0; k < PBD_APPLY_COUNT; ++k)
+        body_apply[b * PBD_APPLY_COUNT + k] = rec[k];
+    body_ref[b] = rec[0];
+}
+
+/* Stage two and the solve, one work-group per body (bodies of more than PBD_SERIAL_SEGMENTS
+ * segments): work-item l sums segments l, l + WG, ... of the body, the tree combines them,
+ * and work-item 0 solves. In PBD_SOLVE_INIT and PBD_SOLVE_STEP modes the body's reference
+ * point moves to its centre of mass. */
 __kernel __attribute__((reqd_work_group_size(PBD_REDUCE_WG, 1, 1))) void
 body_solve(__global const int *body_segments, __global const pbd_acc *segment_sums,
            __global pbd_float4 *body_ref, __global pbd_acc *body_track,
-           __global const int *body_flags, int mode, __global pbd_acc *body_out)
+           __global const int *body_flags, int mode, float4 gh, __global pbd_acc *body_out,
+           __global pbd_float4 *body_apply, int num_bodies)
 {
     __local pbd_acc rows[PBD_REDUCE_WG * PBD_SUM_COUNT];
     int b = get_group_id(0);
@@ -100,33 +217,41 @@ body_solve(__global const int *body_segments, __global const pbd_acc *segment_su
         return;
     for (int q = 0; q < PBD_SUM_COUNT; ++q)
         s[q] = rows[q];
-    pbd_acc track[6], out[PBD_OUT_COUNT];
-    for (int k = 0; k < 6; ++k)
-        track[k] = body_track[b * 6 + k];
-    pbd_body_solve(s, body_ref[b], track, body_flags[b], mode, out);
-    for (int k = 0; k < 6; ++k)
-        body_track[b * 6 + k] = track[k];
-    for (int q = 0; q < PBD_OUT_COUNT; ++q)
-        body_out[b * PBD_OUT_COUNT + q] = out[q];
-    if (mode != PBD_SOLVE_STATS)
-        body_ref[b] = PBD_F4((float)out[PBD_OUT_COM], (float)out[PBD_OUT_COM + 1],
-                             (float)out[PBD_OUT_COM + 2], 0.0f);
+    solve_body(b, s, body_ref, body_track, body_flags, mode, gh, body_out, body_apply);
 }
 
-static pbd_float4 out_vec(__global const pbd_acc *o, int k)
+/* The same with one work-item per body summing its few segments in order: for scenes whose
+ * bodies all have at most PBD_SERIAL_SEGMENTS segments, where a work-group and a tree per
+ * body would cost more than the sums (many small bodies). */
+__kernel void body_solve_serial(__global const int *body_segments,
+                                __global const pbd_acc *segment_sums, __global pbd_float4 *body_ref,
+                                __global pbd_acc *body_track, __global const int *body_flags,
+                                int mode, float4 gh, __global pbd_acc *body_out,
+                                __global pbd_float4 *body_apply, int num_bodies)
 {
-    return PBD_F4((float)o[k], (float)o[k + 1], (float)o[k + 2], 0.0f);
+    int b = get_global_id(0);
+    if (b >= num_bodies)
+        return;
+    pbd_acc acc[PBD_SUM_COUNT], s[PBD_SUM_COUNT];
+    for (int q = 0; q < PBD_SUM_COUNT; ++q)
+        acc[q] = 0;
+    for (int g = body_segments[b]; g < body_segments[b + 1]; ++g) {
+        for (int q = 0; q < PBD_SUM_COUNT; ++q)
+            s[q] = segment_sums[g * PBD_SUM_COUNT + q];
+        pbd_sums_add(acc, s);
+    }
+    solve_body(b, acc, body_ref, body_track, body_flags, mode, gh, body_out, body_apply);
 }
 
 __kernel void momentum_apply(__global const pbd_float4 *particle_x, __global pbd_float4 *particle_v,
-                             __global const int *particle_body, __global const pbd_acc *body_out,
-                             float rigid_k, int num_particles)
+                             __global const int *particle_body,
+                             __global const pbd_float4 *body_apply, float rigid_k,
+                             int num_particles)
 {
     int i = get_global_id(0);
     if (i >= num_particles)
         return;
-    __global const pbd_acc *o = body_out + particle_body[i] * PBD_OUT_COUNT;
-    particle_v[i] = pbd_apply_rigid(particle_x[i], particle_v[i], out_vec(o, PBD_OUT_COM),
-                                    out_vec(o, PBD_OUT_VCOR), out_vec(o, PBD_OUT_WCOR),
-                                    out_vec(o, PBD_OUT_VRIG), out_vec(o, PBD_OUT_WRIG), rigid_k);
+    __global const pbd_float4 *o = body_apply + particle_body[i] * PBD_APPLY_COUNT;
+    particle_v[i] =
+        pbd_apply_rigid(particle_x[i], particle_v[i], o[0], o[1], o[2], o[3], o[4], rigid_k);
 }

@@ -63,9 +63,18 @@ typedef struct pbd_segment {
     int pad;   /* 0 */
 } pbd_segment;
 
-/* Work-group size of the reduction kernels and the particles a work-item sums serially. */
+/* Work-group size of the reduction kernels. A segment is one work-group's particles, one per
+ * work-item: straight-line code that a CPU device can vectorise across work-items. */
 #define PBD_REDUCE_WG 64
 #define PBD_SEGMENT   (PBD_REDUCE_WG * 16)
+
+/* Bodies of at most this many segments are summed by one work-item each in body_solve (one
+ * launch covers 64 bodies); larger ones get a work-group and a tree. */
+#define PBD_SERIAL_SEGMENTS 64
+
+/* The record body_solve leaves for momentum_apply, per body: com, v_cor, w_cor, rigid
+ * velocity and angular velocity, as float4 (w = 0). */
+#define PBD_APPLY_COUNT 5
 
 /* Per-body sums, in this order, relative to the body's reference point r (its centre of
  * mass at the previous reduction, so the sums stay small and precise for bodies far from the
@@ -263,12 +272,12 @@ typedef double pbd_acc;
 #endif
 
 /* One particle's contribution to its body's sums (PBD_SUM_*), relative to the body's
- * reference point r. dx is the particle's collision displacement this substep; with gravity
- * g over the substep h it gives the external impulse J = m dx / h + m g h (free particles;
- * Dahl & Bargteil 2019, eqs. 1-2). err is the largest |C| among the particle's constraints. */
+ * reference point r. dx is the particle's collision displacement this substep, the impulse
+ * J = m dx / h (Dahl & Bargteil 2019, eqs. 1-2); gravity's impulse is added per body in
+ * pbd_body_solve. With `stats`, also the kinetic energy and err, the largest |C| among the
+ * particle's constraints. momentum.cl has the same arithmetic in vector lanes. */
 PBD_INLINE void pbd_particle_sums(pbd_float4 x, pbd_float4 v, pbd_float4 dx, pbd_float4 r,
-                                  float err, float gx, float gy, float gz, float h, float inv_h,
-                                  pbd_acc *s)
+                                  float err, int stats, float inv_h, pbd_acc *s)
 {
     pbd_acc m = (pbd_acc)v.w;
     pbd_acc rx = (pbd_acc)x.x - (pbd_acc)r.x;
@@ -277,34 +286,36 @@ PBD_INLINE void pbd_particle_sums(pbd_float4 x, pbd_float4 v, pbd_float4 dx, pbd
     pbd_acc px = m * (pbd_acc)v.x;
     pbd_acc py = m * (pbd_acc)v.y;
     pbd_acc pz = m * (pbd_acc)v.z;
-    float fg = x.w > 0.0f ? h : 0.0f;
-    pbd_acc jx = m * (pbd_acc)(dx.x * inv_h + gx * fg);
-    pbd_acc jy = m * (pbd_acc)(dx.y * inv_h + gy * fg);
-    pbd_acc jz = m * (pbd_acc)(dx.z * inv_h + gz * fg);
+    pbd_acc mx = m * rx, my = m * ry, mz = m * rz;
+    pbd_acc jx = m * (pbd_acc)(dx.x * inv_h);
+    pbd_acc jy = m * (pbd_acc)(dx.y * inv_h);
+    pbd_acc jz = m * (pbd_acc)(dx.z * inv_h);
     s[PBD_SUM_M] = m;
-    s[PBD_SUM_MX + 0] = m * rx;
-    s[PBD_SUM_MX + 1] = m * ry;
-    s[PBD_SUM_MX + 2] = m * rz;
+    s[PBD_SUM_MX + 0] = mx;
+    s[PBD_SUM_MX + 1] = my;
+    s[PBD_SUM_MX + 2] = mz;
     s[PBD_SUM_P + 0] = px;
     s[PBD_SUM_P + 1] = py;
     s[PBD_SUM_P + 2] = pz;
     s[PBD_SUM_XCP + 0] = ry * pz - rz * py;
     s[PBD_SUM_XCP + 1] = rz * px - rx * pz;
     s[PBD_SUM_XCP + 2] = rx * py - ry * px;
-    s[PBD_SUM_KE] = (pbd_acc)0.5 * (px * (pbd_acc)v.x + py * (pbd_acc)v.y + pz * (pbd_acc)v.z);
-    s[PBD_SUM_XX + 0] = m * rx * rx;
-    s[PBD_SUM_XX + 1] = m * rx * ry;
-    s[PBD_SUM_XX + 2] = m * rx * rz;
-    s[PBD_SUM_XX + 3] = m * ry * ry;
-    s[PBD_SUM_XX + 4] = m * ry * rz;
-    s[PBD_SUM_XX + 5] = m * rz * rz;
+    s[PBD_SUM_KE] =
+        stats ? (pbd_acc)0.5 * ((px * (pbd_acc)v.x + py * (pbd_acc)v.y) + pz * (pbd_acc)v.z)
+              : (pbd_acc)0;
+    s[PBD_SUM_XX + 0] = mx * rx;
+    s[PBD_SUM_XX + 1] = mx * ry;
+    s[PBD_SUM_XX + 2] = mx * rz;
+    s[PBD_SUM_XX + 3] = my * ry;
+    s[PBD_SUM_XX + 4] = my * rz;
+    s[PBD_SUM_XX + 5] = mz * rz;
     s[PBD_SUM_J + 0] = jx;
     s[PBD_SUM_J + 1] = jy;
     s[PBD_SUM_J + 2] = jz;
     s[PBD_SUM_XCJ + 0] = ry * jz - rz * jy;
     s[PBD_SUM_XCJ + 1] = rz * jx - rx * jz;
     s[PBD_SUM_XCJ + 2] = rx * jy - ry * jx;
-    s[PBD_SUM_ERR] = (pbd_acc)err;
+    s[PBD_SUM_ERR] = stats ? (pbd_acc)err : (pbd_acc)0;
 }
 
 /* acc += s for every sum; the error entry keeps the maximum. */
@@ -338,11 +349,20 @@ PBD_INLINE void pbd_sums_fold(pbd_acc *acc, const pbd_acc *comp)
  * eigen-decomposition, then 1/lambda on the eigenvalues above PBD_PINV_RTOL of the largest
  * and 0 below. A singular inertia tensor (two particles, a straight rope) gives the
  * least-norm angular velocity instead of NaN or a huge one. */
-PBD_INLINE void pbd_sym3_pinv_apply(const pbd_acc *a6, const pbd_acc *b, pbd_acc *x)
+PBD_INLINE void pbd_sym3_pinv_apply2(const pbd_acc *a6, const pbd_acc *b, pbd_acc *x,
+                                     const pbd_acc *b2, pbd_acc *x2)
 {
     pbd_acc a[3][3] = {{a6[0], a6[1], a6[2]}, {a6[1], a6[3], a6[4]}, {a6[2], a6[4], a6[5]}};
     pbd_acc v[3][3] = {{1, 0, 0}, {0, 1, 0}, {0, 0, 1}};
+    /* Cyclic Jacobi converges quadratically: a few sweeps reach rounding level, and a tensor
+     * that is already diagonal (to rounding) needs none. */
     for (int sweep = 0; sweep < 8; ++sweep) {
+        pbd_acc off = (a[0][1] < 0 ? -a[0][1] : a[0][1]) + (a[0][2] < 0 ? -a[0][2] : a[0][2]) +
+                      (a[1][2] < 0 ? -a[1][2] : a[1][2]);
+        pbd_acc diag = (a[0][0] < 0 ? -a[0][0] : a[0][0]) + (a[1][1] < 0 ? -a[1][1] : a[1][1]) +
+                       (a[2][2] < 0 ? -a[2][2] : a[2][2]);
+        if (!(off > (pbd_acc)1e-15 * diag))
+            break;
         for (int pq = 0; pq < 3; ++pq) {
             int p = pq == 2 ? 1 : 0;
             int q = pq == 0 ? 1 : 2;
@@ -377,24 +397,34 @@ PBD_INLINE void pbd_sym3_pinv_apply(const pbd_acc *a6, const pbd_acc *b, pbd_acc
     for (int k = 0; k < 3; ++k)
         lmax = a[k][k] > lmax ? a[k][k] : lmax;
     x[0] = x[1] = x[2] = 0;
+    x2[0] = x2[1] = x2[2] = 0;
     for (int k = 0; k < 3; ++k) {
         if (!(a[k][k] > (pbd_acc)PBD_PINV_RTOL * lmax) || lmax <= (pbd_acc)0)
             continue;
         pbd_acc d = (v[0][k] * b[0] + v[1][k] * b[1] + v[2][k] * b[2]) / a[k][k];
-        x[0] = x[0] + d * v[0][k];
-        x[1] = x[1] + d * v[1][k];
-        x[2] = x[2] + d * v[2][k];
+        pbd_acc d2 = (v[0][k] * b2[0] + v[1][k] * b2[1] + v[2][k] * b2[2]) / a[k][k];
+        for (int i = 0; i < 3; ++i) {
+            x[i] = x[i] + d * v[i][k];
+            x2[i] = x2[i] + d2 * v[i][k];
+        }
     }
+}
+
+/* x = A^+ b (one right-hand side). */
+PBD_INLINE void pbd_sym3_pinv_apply(const pbd_acc *a6, const pbd_acc *b, pbd_acc *x)
+{
+    pbd_acc unused[3];
+    pbd_sym3_pinv_apply2(a6, b, x, b, unused);
 }
 
 /* The per-body solve of Algorithm 2 (Dahl & Bargteil 2019) from the body's sums s about the
  * reference r: centre of mass, inertia tensor about it, P_pbd, L_pbd; in PBD_SOLVE_INIT mode
  * the tracked momenta `track` (P_r, L_r) are set from them; in PBD_SOLVE_STEP mode the
- * substep's external impulses are added to them (eqs. 1-2) and, for a body with
- * PBD_BODY_MOMENTUM, v_cor = (P_r - P_pbd) / m and w_cor = I^+ (L_r - L_pbd) (eqs. 3-4).
- * Writes the PBD_OUT_* record. */
+ * substep's external impulses (the collisions' in s, gravity g over the substep h) are added
+ * to them (eqs. 1-2) and, for a body with PBD_BODY_MOMENTUM, v_cor = (P_r - P_pbd) / m and w_cor =
+ * I^+ (L_r - L_pbd) (eqs. 3-4). Writes the PBD_OUT_* record. */
 PBD_INLINE void pbd_body_solve(const pbd_acc *s, pbd_float4 r, pbd_acc *track, int flags, int mode,
-                               pbd_acc *out)
+                               float gx, float gy, float gz, float h, pbd_acc *out)
 {
     pbd_acc m = s[PBD_SUM_M];
     pbd_acc c[3] = {s[PBD_SUM_MX] / m, s[PBD_SUM_MX + 1] / m, s[PBD_SUM_MX + 2] / m};
@@ -428,8 +458,11 @@ PBD_INLINE void pbd_body_solve(const pbd_acc *s, pbd_float4 r, pbd_acc *track, i
             track[3 + k] = l[k];
         }
     } else if (mode == PBD_SOLVE_STEP) {
+        /* Gravity's impulse m g h on every particle of a body without pinned particles (the
+         * only kind tracked) sums to M g h and has no moment about the centre of mass. */
+        const pbd_acc g[3] = {(pbd_acc)gx, (pbd_acc)gy, (pbd_acc)gz};
         for (int k = 0; k < 3; ++k) {
-            track[k] = track[k] + j[k];
+            track[k] = track[k] + (j[k] + m * (g[k] * (pbd_acc)h));
             track[3 + k] = track[3 + k] + lj[k];
         }
     }
@@ -449,8 +482,17 @@ PBD_INLINE void pbd_body_solve(const pbd_acc *s, pbd_float4 r, pbd_acc *track, i
     out[PBD_OUT_MASS] = m;
     out[PBD_OUT_KE] = s[PBD_SUM_KE];
     out[PBD_OUT_ERR] = s[PBD_SUM_ERR];
-    pbd_sym3_pinv_apply(inertia, dl, out + PBD_OUT_WCOR);
-    pbd_sym3_pinv_apply(inertia, tl, out + PBD_OUT_WRIG);
+    pbd_sym3_pinv_apply2(inertia, dl, out + PBD_OUT_WCOR, tl, out + PBD_OUT_WRIG);
+}
+
+/* The float4 record momentum_apply reads (PBD_APPLY_COUNT entries) from a PBD_OUT_* record. */
+PBD_INLINE void pbd_apply_record(const pbd_acc *out, pbd_float4 *rec)
+{
+    const int from[PBD_APPLY_COUNT] = {PBD_OUT_COM, PBD_OUT_VCOR, PBD_OUT_WCOR, PBD_OUT_VRIG,
+                                       PBD_OUT_WRIG};
+    for (int k = 0; k < PBD_APPLY_COUNT; ++k)
+        rec[k] =
+            PBD_F4((float)out[from[k]], (float)out[from[k] + 1], (float)out[from[k] + 2], 0.0f);
 }
 
 /* The broadcast of Algorithm 2 (lines 19-21): v += v_cor + w_cor x (x - com); then, with

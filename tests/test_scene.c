@@ -186,7 +186,9 @@ static const bad_scene bad[] = {
     {"too_many_particles.json", "bodies[0].cells: found 135005697 particles"},
     {"non_finite.json", ": dt: found inf, expected a number in (0, 10]"},
     {"duplicate_pinned.json", "bodies[0].pinned[1]: found 0 again, expected each index once"},
-    {"reserved_damping.json", ": damping: unknown key"},
+    {"bad_damping.json", ": damping: found \"viscous\", expected one of: none, point, rigid"},
+    {"damping_k_range.json", ": damping_k: found 1.5, expected a number in [0, 1]"},
+    {"body_momentum_type.json", "bodies[0].momentum: found a string, expected"},
     {"stiffness_range.json", "bodies[0].stiffness: found 1.5, expected a number in (0, 1]"},
     {"constraint_same_particle.json", "bodies[0].constraints[0][1]: found 1, expected an "
                                       "index in [0, 1] other than 1"},

@@ -367,9 +367,17 @@ static int opt_list(ctx *c, const cJSON *obj, const char *parent, const char *na
 enum { CLOTH, ROPE, TET_BOX, PARTICLES };
 static const char *const body_types[] = {"cloth", "rope", "tet_box", "particles", NULL};
 
-static const char *const common_keys[] = {"type",   "name",       "velocity",  "angular_velocity",
-                                          "pinned", "compliance", "stiffness", "mass",
-                                          NULL};
+static const char *const common_keys[] = {"type",     "name",       "velocity",  "angular_velocity",
+                                          "pinned",   "compliance", "stiffness", "mass",
+                                          "momentum", NULL};
+
+/* Body keys that are not the generator's: written to the model after generating. */
+typedef struct body_opts {
+    int momentum; /* 0: opt out of momentum preservation */
+} body_opts;
+static const field body_opt_fields[] = {
+    {"momentum", 'b', 0, ANY_FLOAT, offsetof(body_opts, momentum)},
+};
 static const char *const type_keys[][10] = {
     [CLOTH] = {"density", "resolution", "size", "center", "orientation", "shear", "bending", "pin",
                NULL},
@@ -561,8 +569,10 @@ static int parse_body(ctx *c, pbd_model *m, const cJSON *obj, const char *key)
     pbd_gen_common *com = desc[type];
     lists l = {0};
     const num_spec index = INT_IN(INT_MIN, INT_MAX);
+    body_opts opts = {1};
     r = 0;
     if (read_fields(c, obj, key, common_fields, COUNT(common_fields), com) ||
+        read_fields(c, obj, key, body_opt_fields, COUNT(body_opt_fields), &opts) ||
         opt_list(c, obj, key, "pinned", 0, index, 1, &l.pinned, &com->num_pinned) < 0 ||
         opt_string(c, obj, key, "name", &com->name) < 0 ||
         read_fields(c, obj, key, type_fields[type], type_field_counts[type], desc[type]) ||
@@ -580,6 +590,8 @@ static int parse_body(ctx *c, pbd_model *m, const cJSON *obj, const char *key)
                         : type == TET_BOX ? pbd_scene_add_tet_box(m, &tet, &gerr)
                                           : pbd_scene_add_particles(m, &parts, &gerr);
         r = generated(c, key, st, &gerr);
+        if (r == 0)
+            m->bodies[m->num_bodies - 1].momentum = opts.momentum;
     }
     lists_free(&l);
     return r;
@@ -587,11 +599,10 @@ static int parse_body(ctx *c, pbd_model *m, const cJSON *obj, const char *key)
 
 /* ---- top level ---------------------------------------------------------------------------- */
 
-/* Keys reserved for later ("momentum", "damping") are rejected as unknown until they get an
- * entry here and, for numbers, one in config_fields. */
-static const char *const top_keys[] = {"description", "dt",     "substeps", "iterations",
-                                       "solver",      "omega",  "gravity",  "frames",
-                                       "planes",      "bodies", NULL};
+static const char *const top_keys[] = {"description", "dt",      "substeps",  "iterations",
+                                       "solver",      "omega",   "gravity",   "frames",
+                                       "momentum",    "damping", "damping_k", "velocity_update",
+                                       "planes",      "bodies",  NULL};
 
 static const field config_fields[] = {
     {"dt", 'f', 0, {0.0, 10.0, 1, 0, 0}, offsetof(pbd_config, dt)},
@@ -600,6 +611,8 @@ static const field config_fields[] = {
     {"omega", 'f', 0, {0.0, 2.0, 1, 1, 0}, offsetof(pbd_config, omega)},
     {"gravity", 'f', 3, ANY_FLOAT, offsetof(pbd_config, gravity)},
     {"frames", 'i', 0, INT_IN(1, 10000000), offsetof(pbd_config, frames)},
+    {"momentum", 'b', 0, ANY_FLOAT, offsetof(pbd_config, momentum)},
+    {"damping_k", 'f', 0, {0.0, 1.0, 0, 0, 0}, offsetof(pbd_config, damping_k)},
 };
 
 static const char *const plane_keys[] = {"normal", "offset", NULL};
@@ -651,16 +664,23 @@ static int parse_planes(ctx *c, const cJSON *root, pbd_model *m)
 static int parse_root(ctx *c, const cJSON *root, pbd_scene *out)
 {
     static const char *const solvers[] = {"gs", "jacobi", NULL};
+    static const char *const dampings[] = {"none", "point", "rigid", NULL};
+    static const char *const updates[] = {"first_order", "bdf2", NULL};
     const char *description;
-    int solver = 0;
+    int solver = 0, damping = 0, update = 0;
     if (!cJSON_IsObject(root))
         return wrong_type(c, "top level", root, "an object");
     if (check_keys(c, root, "", top_keys, NULL) ||
         opt_string(c, root, "", "description", &description) < 0 ||
         read_fields(c, root, "", config_fields, COUNT(config_fields), &out->config) ||
-        opt_enum(c, root, "", "solver", solvers, &solver) < 0 || parse_planes(c, root, &out->model))
+        opt_enum(c, root, "", "solver", solvers, &solver) < 0 ||
+        opt_enum(c, root, "", "damping", dampings, &damping) < 0 ||
+        opt_enum(c, root, "", "velocity_update", updates, &update) < 0 ||
+        parse_planes(c, root, &out->model))
         return -1;
     out->config.solver = solver ? PBD_SOLVER_JACOBI : PBD_SOLVER_GS;
+    out->config.damping = (pbd_damping_kind)damping;
+    out->config.velocity_update = (pbd_velocity_update)update;
     const cJSON *bodies = cJSON_GetObjectItemCaseSensitive(root, "bodies");
     if (!bodies)
         return fail(c, PBD_ERR_SCENE, "bodies", "missing (required, at least one body)");
@@ -737,6 +757,8 @@ pbd_status pbd_scene_load(const char *path, pbd_scene *out, pbd_error *err)
 {
     if (!path || !out)
         return pbd_error_set(err, PBD_ERR_ARGUMENT, "pbd_scene_load: no path or no scene");
+    if (path[0] == '@')
+        return pbd_scene_builtin(path, out, err);
     memset(out, 0, sizeof *out);
     FILE *f = fopen(path, "rb");
     if (!f)

@@ -34,7 +34,7 @@ typedef struct cl_impl {
     cl_kernel kernels[K_COUNT];
     cl_mem x, p, v, xp, vp, dx, distance, lambda, delta, csr_offsets, csr_slots, planes;
     cl_mem particle_body, segments, body_segments, body_ref, body_track, body_flags;
-    cl_mem segment_sums, out_step, out_other;
+    cl_mem segment_sums, out_step, out_other, body_apply;
     size_t wg;       /* work-group size of the per-particle and per-constraint kernels */
     size_t acc_size; /* sizeof(pbd_acc) on the device: 8 with fp64 sums, else 4 */
     cl_event events[EVENT_BATCH];
@@ -150,19 +150,36 @@ cleanup:
     return status;
 }
 
+/* Work-group size for `items` independent work-items on a CPU device: a few groups per
+ * compute unit, since each group costs a task (about 1.5 us on PoCL) but all units must get
+ * work. */
+static size_t serial_local(const cl_impl *c, size_t items)
+{
+    size_t per = items / (4 * (size_t)c->cl.info.compute_units);
+    return per < 1 ? 1 : per > 64 ? 64 : per;
+}
+
 /* Queues body_reduce and body_solve in `mode`, writing the records to `out`. */
 static pbd_status reduce_and_solve(cl_impl *c, int mode, cl_mem out, pbd_error *err)
 {
     const pbd_plan *pl = c->plan;
     pbd_status status = PBD_OK;
-    cl_int with_dx = mode == PBD_SOLVE_STEP, with_error = mode == PBD_SOLVE_STATS, m = mode;
-    ARG(K_REDUCE, 13, with_dx);
-    ARG(K_REDUCE, 14, with_error);
+    cl_int with_dx = mode == PBD_SOLVE_STEP && pl->num_planes > 0;
+    cl_int stats = mode == PBD_SOLVE_STATS, m = mode;
+    size_t wg = PBD_REDUCE_WG;
+    ARG(K_REDUCE, 9, with_dx);
+    ARG(K_REDUCE, 10, stats);
     ARG(K_SOLVE, 5, m);
-    ARG(K_SOLVE, 6, out);
-    status = launch(c, K_REDUCE, (size_t)pl->num_segments * PBD_REDUCE_WG, PBD_REDUCE_WG, err);
-    if (status == PBD_OK)
-        status = launch(c, K_SOLVE, (size_t)pl->num_bodies * PBD_REDUCE_WG, PBD_REDUCE_WG, err);
+    ARG(K_SOLVE, 7, out);
+    size_t nseg = (size_t)pl->num_segments, nb = (size_t)pl->num_bodies;
+    if (pl->reduce_serial)
+        status = launch(c, K_REDUCE, nseg, serial_local(c, nseg), err);
+    else
+        status = launch(c, K_REDUCE, nseg * wg, wg, err);
+    if (status == PBD_OK && pl->solve_serial)
+        status = launch(c, K_SOLVE, nb, pl->reduce_serial ? serial_local(c, nb) : wg, err);
+    else if (status == PBD_OK)
+        status = launch(c, K_SOLVE, (size_t)pl->num_bodies * wg, wg, err);
 cleanup:
     return status;
 }
@@ -278,7 +295,8 @@ static void cl_destroy(void *impl)
                       &c->body_flags,
                       &c->segment_sums,
                       &c->out_step,
-                      &c->out_other};
+                      &c->out_other,
+                      &c->body_apply};
     for (size_t k = 0; k < sizeof mems / sizeof mems[0]; ++k)
         if (*mems[k])
             clReleaseMemObject(*mems[k]);
@@ -310,8 +328,8 @@ static pbd_status buffer(cl_impl *c, cl_mem *out, const char *name, size_t bytes
     return status;
 }
 
-pbd_status pbd_cl_solver_create(const pbd_model *m, const pbd_plan *plan,
-                                const pbd_solver_desc *desc, void **impl, pbd_error *err)
+pbd_status pbd_cl_solver_create(const pbd_model *m, pbd_plan *plan, const pbd_solver_desc *desc,
+                                void **impl, pbd_error *err)
 {
     pbd_status status = PBD_OK;
     cl_impl *c = calloc(1, sizeof *c);
@@ -321,13 +339,27 @@ pbd_status pbd_cl_solver_create(const pbd_model *m, const pbd_plan *plan,
     for (int k = 0; k < K_COUNT; ++k)
         c->times[k].name = kernel_names[k];
     status = pbd_cl_open(&c->cl, desc->device, desc->profile, err);
+    if (status != PBD_OK)
+        goto cleanup;
+    /* Reduction layout: a work-group and a tree per item on GPUs; on a CPU device, where a
+     * work-group is a loop and barriers are costly, a work-item per item. */
+    plan->reduce_serial = strcmp(c->cl.info.type, "cpu") == 0;
+    if (plan->reduce_serial)
+        plan->solve_serial = 1;
+    const char *names[K_COUNT];
+    for (int k = 0; k < K_COUNT; ++k)
+        names[k] = kernel_names[k];
+    if (plan->reduce_serial)
+        names[K_REDUCE] = "body_reduce_serial";
+    if (plan->solve_serial)
+        names[K_SOLVE] = "body_solve_serial";
     const pbd_device_info *info = &c->cl.info;
     int float_sums = desc->float_sums || !info->fp64;
     if (status == PBD_OK)
         status = pbd_cl_build(&c->cl, desc->kernel_dir,
                               float_sums && info->fp64 ? "-DPBD_FLOAT_ACC=1" : NULL, err);
     for (int k = 0; status == PBD_OK && k < K_COUNT; ++k)
-        status = pbd_cl_kernel(&c->cl, kernel_names[k], &c->kernels[k], err);
+        status = pbd_cl_kernel(&c->cl, names[k], &c->kernels[k], err);
     if (status != PBD_OK)
         goto cleanup;
 
@@ -338,6 +370,8 @@ pbd_status pbd_cl_solver_create(const pbd_model *m, const pbd_plan *plan,
     if (c->wg > info->max_work_group)
         c->wg = info->max_work_group;
     for (int k = K_REDUCE; k <= K_SOLVE; ++k) {
+        if ((k == K_REDUCE && plan->reduce_serial) || (k == K_SOLVE && plan->solve_serial))
+            continue;
         size_t kwg = 0;
         PBD_CL_CHECK(clGetKernelWorkGroupInfo(c->kernels[k], c->cl.device,
                                               CL_KERNEL_WORK_GROUP_SIZE, sizeof kwg, &kwg, NULL));
@@ -382,6 +416,7 @@ pbd_status pbd_cl_solver_create(const pbd_model *m, const pbd_plan *plan,
     BUF(segment_sums, (size_t)plan->num_segments * PBD_SUM_COUNT * c->acc_size, NULL);
     BUF(out_step, nb * PBD_OUT_COUNT * c->acc_size, NULL);
     BUF(out_other, nb * PBD_OUT_COUNT * c->acc_size, NULL);
+    BUF(body_apply, nb * PBD_APPLY_COUNT * f4, NULL);
 #undef BUF
     free(track0);
     if ((status = st) != PBD_OK)
@@ -395,6 +430,7 @@ pbd_status pbd_cl_solver_create(const pbd_model *m, const pbd_plan *plan,
     }
 
     cl_int n = plan->num_particles, ncons = plan->num_distance, npl = plan->num_planes;
+    cl_int nbodies = plan->num_bodies;
     cl_int zero = 0, track = plan->momentum_active;
     const float *g = plan->cfg.gravity;
     float h = plan->h, inv_h = plan->inv_h, inv_h2 = plan->inv_h2, omega = plan->cfg.omega;
@@ -452,6 +488,8 @@ pbd_status pbd_cl_solver_create(const pbd_model *m, const pbd_plan *plan,
     ARG(K_UPDATE, 7, zero);
     ARG(K_UPDATE, 8, zero);
     ARG(K_UPDATE, 9, n);
+    cl_int nseg = plan->num_segments;
+    cl_float4 gh = {{g[0], g[1], g[2], h}};
     ARG(K_REDUCE, 0, c->segments);
     ARG(K_REDUCE, 1, c->x);
     ARG(K_REDUCE, 2, c->v);
@@ -460,25 +498,25 @@ pbd_status pbd_cl_solver_create(const pbd_model *m, const pbd_plan *plan,
     ARG(K_REDUCE, 5, c->csr_offsets);
     ARG(K_REDUCE, 6, c->csr_slots);
     ARG(K_REDUCE, 7, c->distance);
-    ARG(K_REDUCE, 8, g[0]);
-    ARG(K_REDUCE, 9, g[1]);
-    ARG(K_REDUCE, 10, g[2]);
-    ARG(K_REDUCE, 11, h);
-    ARG(K_REDUCE, 12, inv_h);
-    ARG(K_REDUCE, 13, zero);
-    ARG(K_REDUCE, 14, zero);
-    ARG(K_REDUCE, 15, c->segment_sums);
+    ARG(K_REDUCE, 8, inv_h);
+    ARG(K_REDUCE, 9, zero);
+    ARG(K_REDUCE, 10, zero);
+    ARG(K_REDUCE, 11, c->segment_sums);
+    ARG(K_REDUCE, 12, nseg);
     ARG(K_SOLVE, 0, c->body_segments);
     ARG(K_SOLVE, 1, c->segment_sums);
     ARG(K_SOLVE, 2, c->body_ref);
     ARG(K_SOLVE, 3, c->body_track);
     ARG(K_SOLVE, 4, c->body_flags);
     ARG(K_SOLVE, 5, zero);
-    ARG(K_SOLVE, 6, c->out_other);
+    ARG(K_SOLVE, 6, gh);
+    ARG(K_SOLVE, 7, c->out_other);
+    ARG(K_SOLVE, 8, c->body_apply);
+    ARG(K_SOLVE, 9, nbodies);
     ARG(K_APPLY, 0, c->x);
     ARG(K_APPLY, 1, c->v);
     ARG(K_APPLY, 2, c->particle_body);
-    ARG(K_APPLY, 3, c->out_step);
+    ARG(K_APPLY, 3, c->body_apply);
     ARG(K_APPLY, 4, rigid);
     ARG(K_APPLY, 5, n);
     *impl = c;

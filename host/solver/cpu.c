@@ -44,6 +44,7 @@ typedef struct cpu_impl {
     double *segment_sums; /* num_segments x PBD_SUM_COUNT */
     double *out_step;     /* PBD_OUT_* of the last PBD_SOLVE_STEP */
     double *out_other;    /* PBD_OUT_* of the last statistics / init */
+    pbd_float4 *apply;    /* momentum_apply's record per body (PBD_APPLY_COUNT) */
     pbd_kernel_time times[T_N];
 } cpu_impl;
 
@@ -183,25 +184,29 @@ static void reduce_lanes(double (*lanes)[PBD_SUM_COUNT], double *out)
     memcpy(out, lanes[0], sizeof lanes[0]);
 }
 
-static void body_reduce(cpu_impl *c, int with_dx, int with_error)
+static void body_reduce(cpu_impl *c, int with_dx, int stats)
 {
     const pbd_plan *pl = c->plan;
-    const float *g = pl->cfg.gravity;
     static const pbd_float4 zero = {0.0f, 0.0f, 0.0f, 0.0f};
     double lanes[PBD_REDUCE_WG][PBD_SUM_COUNT], s[PBD_SUM_COUNT];
     for (int gi = 0; gi < pl->num_segments; ++gi) {
         pbd_segment seg = pl->segments[gi];
+        double *out = c->segment_sums + (size_t)gi * PBD_SUM_COUNT;
         memset(lanes, 0, sizeof lanes);
         for (int k = 0; k < seg.count; ++k) {
             int i = seg.first + k;
-            float e = with_error ? pbd_particle_error(c->x, pl->distance, pl->csr_slots,
-                                                      pl->csr_offsets[i], pl->csr_offsets[i + 1])
-                                 : 0.0f;
+            float e = stats ? pbd_particle_error(c->x, pl->distance, pl->csr_slots,
+                                                 pl->csr_offsets[i], pl->csr_offsets[i + 1])
+                            : 0.0f;
             pbd_particle_sums(c->x[i], c->v[i], with_dx ? c->dx[i] : zero, c->body_ref[seg.body], e,
-                              g[0], g[1], g[2], pl->h, pl->inv_h, s);
-            pbd_sums_add(lanes[k % PBD_REDUCE_WG], s);
+                              stats, pl->inv_h, s);
+            /* body_reduce_serial adds in order; body_reduce by lanes, then its tree. */
+            pbd_sums_add(lanes[pl->reduce_serial ? 0 : k % PBD_REDUCE_WG], s);
         }
-        reduce_lanes(lanes, c->segment_sums + (size_t)gi * PBD_SUM_COUNT);
+        if (pl->reduce_serial)
+            memcpy(out, lanes[0], sizeof lanes[0]);
+        else
+            reduce_lanes(lanes, out);
     }
 }
 
@@ -210,23 +215,29 @@ static void body_solve(cpu_impl *c, int mode, double *out)
     const pbd_plan *pl = c->plan;
     double lanes[PBD_REDUCE_WG][PBD_SUM_COUNT], s[PBD_SUM_COUNT];
     for (int b = 0; b < pl->num_bodies; ++b) {
-        memset(lanes, 0, sizeof lanes);
         int first = pl->body_segments[b];
-        for (int gi = first; gi < pl->body_segments[b + 1]; ++gi)
-            pbd_sums_add(lanes[(gi - first) % PBD_REDUCE_WG],
-                         c->segment_sums + (size_t)gi * PBD_SUM_COUNT);
-        reduce_lanes(lanes, s);
+        /* As the device: the segments in order (body_solve_serial), or over the lanes of a
+         * work-group and its tree (body_solve). */
+        if (pl->solve_serial) {
+            memset(s, 0, sizeof s);
+            for (int gi = first; gi < pl->body_segments[b + 1]; ++gi)
+                pbd_sums_add(s, c->segment_sums + (size_t)gi * PBD_SUM_COUNT);
+        } else {
+            memset(lanes, 0, sizeof lanes);
+            for (int gi = first; gi < pl->body_segments[b + 1]; ++gi)
+                pbd_sums_add(lanes[(gi - first) % PBD_REDUCE_WG],
+                             c->segment_sums + (size_t)gi * PBD_SUM_COUNT);
+            reduce_lanes(lanes, s);
+        }
         double *o = out + (size_t)b * PBD_OUT_COUNT;
-        pbd_body_solve(s, c->body_ref[b], c->body_track + 6 * b, pl->body_flags[b], mode, o);
-        if (mode != PBD_SOLVE_STATS)
-            c->body_ref[b] = (pbd_float4){(float)o[PBD_OUT_COM], (float)o[PBD_OUT_COM + 1],
-                                          (float)o[PBD_OUT_COM + 2], 0.0f};
+        const float *g = pl->cfg.gravity;
+        pbd_body_solve(s, c->body_ref[b], c->body_track + 6 * b, pl->body_flags[b], mode, g[0],
+                       g[1], g[2], pl->h, o);
+        if (mode != PBD_SOLVE_STATS) {
+            pbd_apply_record(o, c->apply + (size_t)b * PBD_APPLY_COUNT);
+            c->body_ref[b] = c->apply[(size_t)b * PBD_APPLY_COUNT];
+        }
     }
-}
-
-static pbd_float4 out_vec(const double *o, int k)
-{
-    return (pbd_float4){(float)o[k], (float)o[k + 1], (float)o[k + 2], 0.0f};
 }
 
 static pbd_status cpu_momentum(void *impl, pbd_error *err)
@@ -235,18 +246,16 @@ static pbd_status cpu_momentum(void *impl, pbd_error *err)
     cpu_impl *c = impl;
     const pbd_plan *pl = c->plan;
     double t0 = now_ms();
-    body_reduce(c, 1, 0);
+    body_reduce(c, pl->num_planes > 0, 0);
     charge(c, T_REDUCE, t0);
     t0 = now_ms();
     body_solve(c, PBD_SOLVE_STEP, c->out_step);
     charge(c, T_SOLVE, t0);
     t0 = now_ms();
     for (int i = 0; i < pl->num_particles; ++i) {
-        const double *o = c->out_step + (size_t)c->particle_body[i] * PBD_OUT_COUNT;
+        const pbd_float4 *o = c->apply + (size_t)c->particle_body[i] * PBD_APPLY_COUNT;
         c->v[i] =
-            pbd_apply_rigid(c->x[i], c->v[i], out_vec(o, PBD_OUT_COM), out_vec(o, PBD_OUT_VCOR),
-                            out_vec(o, PBD_OUT_WCOR), out_vec(o, PBD_OUT_VRIG),
-                            out_vec(o, PBD_OUT_WRIG), pl->rigid_damping);
+            pbd_apply_rigid(c->x[i], c->v[i], o[0], o[1], o[2], o[3], o[4], pl->rigid_damping);
     }
     charge(c, T_APPLY, t0);
     return PBD_OK;
@@ -329,6 +338,7 @@ static void cpu_destroy(void *impl)
     free(c->segment_sums);
     free(c->out_step);
     free(c->out_other);
+    free(c->apply);
     free(c);
 }
 
@@ -340,7 +350,7 @@ static void *alloc4(size_t n)
     return q;
 }
 
-pbd_status pbd_cpu_create(const pbd_model *m, const pbd_plan *plan, void **impl, pbd_error *err)
+pbd_status pbd_cpu_create(const pbd_model *m, pbd_plan *plan, void **impl, pbd_error *err)
 {
     cpu_impl *c = calloc(1, sizeof *c);
     size_t np = (size_t)plan->num_particles, nc = (size_t)plan->num_distance + 1;
@@ -362,10 +372,12 @@ pbd_status pbd_cpu_create(const pbd_model *m, const pbd_plan *plan, void **impl,
         c->segment_sums = calloc((size_t)plan->num_segments * PBD_SUM_COUNT, sizeof(double));
         c->out_step = calloc(nb * PBD_OUT_COUNT, sizeof(double));
         c->out_other = calloc(nb * PBD_OUT_COUNT, sizeof(double));
+        c->apply = alloc4(nb * PBD_APPLY_COUNT);
+        c->apply = alloc4(nb * PBD_APPLY_COUNT);
     }
     if (!c || !c->x || !c->p || !c->v || !c->xp || !c->vp || !c->dx || !c->delta || !c->lambda ||
         !c->particle_body || !c->body_ref || !c->body_track || !c->segment_sums || !c->out_step ||
-        !c->out_other) {
+        !c->out_other || !c->apply) {
         if (c)
             cpu_destroy(c);
         return pbd_error_set(err, PBD_ERR_MEMORY, "out of memory for %zu particles", np);

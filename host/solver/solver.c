@@ -154,6 +154,10 @@ pbd_status pbd_plan_build(const pbd_model *m, const pbd_config *cfg, pbd_plan *p
     if (cfg->damping == PBD_DAMPING_RIGID && cfg->damping_k > 0.0f)
         plan->momentum_active = 1;
     plan->body_segments[m->num_bodies] = nseg;
+    plan->solve_serial = 1;
+    for (int b = 0; b < m->num_bodies; ++b)
+        if (plan->body_segments[b + 1] - plan->body_segments[b] > PBD_SERIAL_SEGMENTS)
+            plan->solve_serial = 0;
     pbd_coloring_free(&col);
     return PBD_OK;
 fail_col:

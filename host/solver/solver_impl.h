@@ -26,6 +26,12 @@ typedef struct pbd_plan {
     int *body_flags;       /* PBD_BODY_MOMENTUM for the bodies whose momentum is preserved */
     int momentum_active;   /* 1: the momentum stages run each substep (a body is preserved,
                               or rigid damping is on) */
+    int reduce_serial;     /* reduction layout, set by the backend: 1: one work-item per
+                              segment, in order (CPU devices, the CPU reference); 0: a
+                              work-group and a tree per segment (GPUs) */
+    int solve_serial;      /* 1: one work-item per body sums its segments in order (CPU
+                              layout, or every body has at most PBD_SERIAL_SEGMENTS
+                              segments); 0: a work-group and a tree per body */
     pbd_float4 *planes;    /* num_planes (at least one slot allocated) */
     float h;               /* substep, s */
     float inv_h;
@@ -65,9 +71,10 @@ typedef struct pbd_backend_ops {
 extern const pbd_backend_ops pbd_cpu_ops;
 extern const pbd_backend_ops pbd_cl_ops;
 
-pbd_status pbd_cpu_create(const pbd_model *m, const pbd_plan *plan, void **impl, pbd_error *err);
-pbd_status pbd_cl_solver_create(const pbd_model *m, const pbd_plan *plan,
-                                const pbd_solver_desc *desc, void **impl, pbd_error *err);
+/* The backends choose the plan's reduction layout (reduce_serial, solve_serial). */
+pbd_status pbd_cpu_create(const pbd_model *m, pbd_plan *plan, void **impl, pbd_error *err);
+pbd_status pbd_cl_solver_create(const pbd_model *m, pbd_plan *plan, const pbd_solver_desc *desc,
+                                void **impl, pbd_error *err);
 
 /* One frame: cfg.substeps substeps of predict, cfg.iterations x (project, collide), update,
  * momentum. *substeps_done counts the substeps run so far (for BDF2's first step). */
