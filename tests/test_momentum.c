@@ -1,0 +1,410 @@
+/* Global momentum preservation (Dahl & Bargteil 2019) on both backends: what is preserved,
+ * what is tracked through external impulses, what is left alone, and that the device's
+ * corrections are the CPU reference's. */
+#include <math.h>
+
+#include "scene/generators.h"
+#include "test_util.h"
+
+static double norm3(const double *v)
+{
+    return sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2]);
+}
+
+static double dist3(const double *a, const double *b)
+{
+    double d[3] = {a[0] - b[0], a[1] - b[1], a[2] - b[2]};
+    return norm3(d);
+}
+
+static void load(const char *name, pbd_scene *s)
+{
+    char path[600];
+    snprintf(path, sizeof path, "%s/%s", PBD_SCENES_DIR, name);
+    pbd_error err = {0};
+    if (pbd_scene_load(path, s, &err) != PBD_OK)
+        fail_msg("%s", err.message);
+}
+
+static pbd_solver *create(const pbd_model *m, const pbd_config *c, pbd_backend_kind backend,
+                          int float_sums)
+{
+    pbd_solver_desc desc = {.backend = backend, .float_sums = float_sums};
+    pbd_solver *sv = NULL;
+    pbd_error err = {0};
+    if (pbd_solver_create(m, c, &desc, &sv, &err) != PBD_OK)
+        fail_msg("%s", err.message);
+    return sv;
+}
+
+static void step(pbd_solver *sv, int frames)
+{
+    pbd_error err = {0};
+    if (pbd_solver_step(sv, frames, &err) != PBD_OK)
+        fail_msg("%s", err.message);
+}
+
+static pbd_body_stats stats0(pbd_solver *sv)
+{
+    pbd_body_stats st[8];
+    pbd_error err = {0};
+    if (pbd_solver_stats(sv, st, &err) != PBD_OK)
+        fail_msg("%s", err.message);
+    return st[0];
+}
+
+static const char *backend_name(pbd_backend_kind b)
+{
+    return b == PBD_BACKEND_CPU ? "cpu" : "cl";
+}
+
+/* The spinning soft box keeps P and L to 1e-5 of their size over 1,000 steps with the
+ * correction; without it, PBD loses angular momentum (measured: see the message). */
+static void spinning_box(pbd_backend_kind backend, int float_sums)
+{
+    pbd_scene s = {0};
+    load("spinning_box.json", &s);
+    double loss[2] = {0, 0};
+    for (int on = 1; on >= 0; --on) {
+        s.config.momentum = on;
+        pbd_solver *sv = create(&s.model, &s.config, backend, float_sums);
+        pbd_body_stats a = stats0(sv);
+        double dp = 0.0, dl = 0.0;
+        for (int k = 0; k < 10; ++k) {
+            step(sv, 100);
+            pbd_body_stats b = stats0(sv);
+            dp = fmax(dp, dist3(a.p, b.p) / norm3(a.p));
+            dl = fmax(dl, dist3(a.l, b.l) / norm3(a.l));
+        }
+        pbd_body_stats b = stats0(sv);
+        loss[on] = 1.0 - norm3(b.l) / norm3(a.l);
+        print_message("%s%s, momentum %s: over 1000 steps max |dP|/|P| = %.3g, max |dL|/|L| = "
+                      "%.3g, |L| lost %.2f%%\n",
+                      backend_name(backend), float_sums ? " (float sums)" : "", on ? "on" : "off",
+                      dp, dl, 100.0 * loss[on]);
+        if (on && (dp > 1e-5 || dl > 1e-5))
+            fail_msg("momentum not kept: |dP|/|P| %.3g, |dL|/|L| %.3g (limit 1e-5)", dp, dl);
+        pbd_solver_destroy(sv);
+    }
+    /* Plain PBD loses 63.6 % of |L| on this scene in 1,000 steps (measured on PoCL and the
+     * CPU reference; the run is deterministic, so a band this narrow is safe). */
+    if (!(loss[0] > 0.60 && loss[0] < 0.67))
+        fail_msg("without the correction |L| lost %.3g%%, expected 60 to 67%%", 100.0 * loss[0]);
+    pbd_scene_free(&s);
+}
+
+static void spinning_box_cpu(void **state)
+{
+    (void)state;
+    spinning_box(PBD_BACKEND_CPU, 0);
+}
+
+static void spinning_box_cl(void **state)
+{
+    (void)state;
+    spinning_box(PBD_BACKEND_CL, 0);
+}
+
+/* The path of devices without fp64: compensated float sums. */
+static void spinning_box_cl_float_sums(void **state)
+{
+    (void)state;
+    spinning_box(PBD_BACKEND_CL, 1);
+}
+
+/* Under gravity alone the tracked P_r grows by M g t, and the particles' P follows it. */
+static void gravity_impulse(pbd_backend_kind backend)
+{
+    pbd_scene s = {0};
+    load("spinning_box.json", &s);
+    s.config.gravity[1] = -9.81f;
+    pbd_solver *sv = create(&s.model, &s.config, backend, 0);
+    pbd_body_stats a = stats0(sv);
+    const int frames = 120;
+    step(sv, frames);
+    pbd_body_momentum mo[1];
+    pbd_error err = {0};
+    assert_int_equal(pbd_solver_momentum(sv, mo, &err), PBD_OK);
+    pbd_body_stats b = stats0(sv);
+    /* The solver's inputs are floats: g = -9.81f, h = dt / substeps in float. */
+    double h = (double)(s.config.dt / (float)s.config.substeps);
+    double expect = a.p[1] + a.mass * ((double)-9.81f * h) * frames * s.config.substeps;
+    print_message("%s: P_r.y %.9g, P.y %.9g, expected M g t = %.9g\n", backend_name(backend),
+                  mo[0].p_r[1], b.p[1], expect);
+    if (fabs(mo[0].p_r[1] - expect) > 1e-9 * fabs(expect) + 1e-12)
+        fail_msg("P_r.y %.12g, expected %.12g", mo[0].p_r[1], expect);
+    if (fabs(b.p[1] - expect) > 1e-5 * fabs(expect))
+        fail_msg("P.y %.9g, expected %.9g", b.p[1], expect);
+    assert_true(fabs(mo[0].p_r[0] - a.p[0]) <= 1e-9 && fabs(mo[0].p_r[2] - a.p[2]) <= 1e-9);
+    pbd_solver_destroy(sv);
+    pbd_scene_free(&s);
+}
+
+static void gravity_impulse_cpu(void **state)
+{
+    (void)state;
+    gravity_impulse(PBD_BACKEND_CPU);
+}
+
+static void gravity_impulse_cl(void **state)
+{
+    (void)state;
+    gravity_impulse(PBD_BACKEND_CL);
+}
+
+/* A box thrown at a frictionless floor: the collisions' impulses are normal, so P's
+ * tangential components stay what they were while P.y turns around. */
+static void floor_bounce(pbd_backend_kind backend)
+{
+    pbd_model m = {0};
+    pbd_error err = {0};
+    pbd_tet_box_desc d = pbd_tet_box_desc_default();
+    d.cells[0] = d.cells[1] = d.cells[2] = 4;
+    d.size[0] = d.size[1] = d.size[2] = 0.5f;
+    d.center[1] = 0.6f;
+    d.common.velocity[0] = 1.0f;
+    d.common.velocity[1] = -3.0f;
+    d.common.velocity[2] = 0.5f;
+    d.common.angular_velocity[1] = 1.0f;
+    d.common.compliance = 1e-5f;
+    assert_int_equal(pbd_scene_add_tet_box(&m, &d, &err), PBD_OK);
+    assert_int_equal(pbd_model_add_plane(&m, 0.0f, 1.0f, 0.0f, 0.0f), 0);
+    pbd_config c = pbd_config_default();
+    c.gravity[1] = 0.0f;
+    pbd_solver *sv = create(&m, &c, backend, 0);
+    pbd_body_stats a = stats0(sv);
+    step(sv, 30);
+    pbd_body_stats b = stats0(sv);
+    print_message("%s: P before (%.6g, %.6g, %.6g), after (%.6g, %.6g, %.6g)\n",
+                  backend_name(backend), a.p[0], a.p[1], a.p[2], b.p[0], b.p[1], b.p[2]);
+    assert_true(a.p[1] < 0.0 && b.p[1] > 0.0); /* it bounced */
+    if (fabs(b.p[0] - a.p[0]) > 1e-5 * fabs(a.p[0]) || fabs(b.p[2] - a.p[2]) > 1e-5 * fabs(a.p[2]))
+        fail_msg("tangential P changed: x %.9g -> %.9g, z %.9g -> %.9g", a.p[0], b.p[0], a.p[2],
+                 b.p[2]);
+    pbd_solver_destroy(sv);
+    pbd_model_free(&m);
+}
+
+static void floor_bounce_cpu(void **state)
+{
+    (void)state;
+    floor_bounce(PBD_BACKEND_CPU);
+}
+
+static void floor_bounce_cl(void **state)
+{
+    (void)state;
+    floor_bounce(PBD_BACKEND_CL);
+}
+
+/* The device's tracked momenta and corrections are the CPU reference's: with fp64 sums and
+ * the CPU device's layout the same bits; stated tolerance 1e-9 of each quantity's scale. */
+static void corrections_agree(void **state)
+{
+    (void)state;
+    pbd_scene s = {0};
+    load("spinning_box.json", &s);
+    s.config.gravity[1] = -2.0f;
+    pbd_body_momentum mo[2][1];
+    pbd_error err = {0};
+    for (int b = 0; b < 2; ++b) {
+        pbd_solver *sv = create(&s.model, &s.config, b ? PBD_BACKEND_CL : PBD_BACKEND_CPU, 0);
+        step(sv, 50);
+        assert_int_equal(pbd_solver_momentum(sv, mo[b], &err), PBD_OK);
+        pbd_solver_destroy(sv);
+    }
+    const double *c = mo[0][0].v_cor, *g = mo[1][0].v_cor;
+    double worst = 0.0;
+    for (int q = 0; q < 15; ++q) { /* p_r, l_r, v_cor, w_cor, com */
+        double scale = fmax(fabs(mo[0][0].p_r[0]), 1e-3);
+        const double *cq = &mo[0][0].p_r[0] + q, *gq = &mo[1][0].p_r[0] + q;
+        scale = fmax(scale, fabs(*cq));
+        worst = fmax(worst, fabs(*cq - *gq) / scale);
+    }
+    print_message("v_cor cpu (%.9g, %.9g, %.9g), cl (%.9g, %.9g, %.9g); worst relative "
+                  "difference %.3g\n",
+                  c[0], c[1], c[2], g[0], g[1], g[2], worst);
+    assert_true(norm3(mo[0][0].w_cor) > 0.0); /* there was something to correct */
+    if (worst > 1e-9)
+        fail_msg("device and CPU corrections differ by %.3g (relative)", worst);
+    pbd_scene_free(&s);
+}
+
+/* A straight rope spinning end over end: its inertia tensor is singular (no inertia about
+ * its axis). The pseudo-inverse corrects within the range; no NaN, no huge velocity, L kept. */
+static void singular_inertia(pbd_backend_kind backend)
+{
+    pbd_model m = {0};
+    pbd_error err = {0};
+    pbd_rope_desc d = pbd_rope_desc_default();
+    d.segments = 20;
+    d.end[0] = 2.0f;
+    d.common.angular_velocity[1] = 3.0f;
+    d.common.angular_velocity[0] = 5.0f; /* about the axis: no effect on a line of points */
+    assert_int_equal(pbd_scene_add_rope(&m, &d, &err), PBD_OK);
+    pbd_config c = pbd_config_default();
+    c.gravity[1] = 0.0f;
+    pbd_solver *sv = create(&m, &c, backend, 0);
+    pbd_body_stats a = stats0(sv);
+    step(sv, 200);
+    pbd_body_stats b = stats0(sv);
+    pbd_float4 *x = malloc((size_t)m.num_particles * sizeof *x);
+    pbd_float4 *v = malloc((size_t)m.num_particles * sizeof *v);
+    assert_int_equal(pbd_solver_read(sv, x, v, &err), PBD_OK);
+    double vmax = 0.0;
+    for (int i = 0; i < m.num_particles; ++i) {
+        assert_true(isfinite(v[i].x) && isfinite(v[i].y) && isfinite(v[i].z));
+        vmax = fmax(vmax, sqrt(v[i].x * v[i].x + v[i].y * v[i].y + v[i].z * v[i].z));
+    }
+    double dl = dist3(a.l, b.l) / norm3(a.l);
+    print_message("%s: |L| %.9g -> %.9g (|dL|/|L| %.3g), max |v| %.4g\n", backend_name(backend),
+                  norm3(a.l), norm3(b.l), dl, vmax);
+    assert_true(vmax < 10.0); /* the rope's ends move at 3 rad/s x 1 m */
+    if (dl > 1e-5)
+        fail_msg("|dL|/|L| = %.3g", dl);
+    free(x);
+    free(v);
+    pbd_solver_destroy(sv);
+    pbd_model_free(&m);
+}
+
+static void singular_inertia_cpu(void **state)
+{
+    (void)state;
+    singular_inertia(PBD_BACKEND_CPU);
+}
+
+static void singular_inertia_cl(void **state)
+{
+    (void)state;
+    singular_inertia(PBD_BACKEND_CL);
+}
+
+/* Bodies with pinned particles are held by the world and never corrected; a body can opt
+ * out; the others are corrected. */
+static void who_is_corrected(void **state)
+{
+    (void)state;
+    pbd_model m = {0};
+    pbd_error err = {0};
+    pbd_rope_desc r = pbd_rope_desc_default();
+    r.segments = 8;
+    int pin = 0;
+    r.common.pinned = &pin;
+    r.common.num_pinned = 1;
+    assert_int_equal(pbd_scene_add_rope(&m, &r, &err), PBD_OK);
+    pbd_tet_box_desc b = pbd_tet_box_desc_default();
+    b.common.angular_velocity[2] = 2.0f;
+    assert_int_equal(pbd_scene_add_tet_box(&m, &b, &err), PBD_OK);
+    b.center[0] = 3.0f;
+    assert_int_equal(pbd_scene_add_tet_box(&m, &b, &err), PBD_OK);
+    m.bodies[2].momentum = 0;
+    pbd_config c = pbd_config_default();
+    for (int backend = 0; backend < 2; ++backend) {
+        pbd_solver *sv = create(&m, &c, (pbd_backend_kind)backend, 0);
+        step(sv, 5);
+        pbd_body_momentum mo[3];
+        assert_int_equal(pbd_solver_momentum(sv, mo, &err), PBD_OK);
+        assert_int_equal(mo[0].enabled, 0);
+        assert_int_equal(mo[1].enabled, 1);
+        assert_int_equal(mo[2].enabled, 0);
+        assert_true(norm3(mo[0].v_cor) == 0.0 && norm3(mo[0].w_cor) == 0.0);
+        assert_true(norm3(mo[2].v_cor) == 0.0 && norm3(mo[2].w_cor) == 0.0);
+        pbd_solver_destroy(sv);
+    }
+    pbd_model_free(&m);
+}
+
+/* Point damping (v *= 1 - k) damps rigid motion too: |L| decays. With the correction the
+ * tracked L_r is restored after the damping, as in the paper's damped comparisons; rigid
+ * damping (Müller 2007) leaves L alone by construction. */
+static void damping_models(void **state)
+{
+    (void)state;
+    pbd_scene s = {0};
+    load("spinning_box.json", &s);
+    struct {
+        pbd_damping_kind kind;
+        int momentum;
+        double max_loss, min_loss;
+    } cases[] = {
+        {PBD_DAMPING_POINT, 0, 1.0, 0.5},  /* (1 - 0.01)^300 = 5 % left of the rigid part */
+        {PBD_DAMPING_POINT, 1, 1e-5, 0.0}, /* restored each substep */
+        {PBD_DAMPING_RIGID, 1, 1e-5, 0.0}, /* never removed */
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; ++k) {
+        s.config.damping = cases[k].kind;
+        s.config.damping_k = 0.01f;
+        s.config.momentum = cases[k].momentum;
+        for (int backend = 0; backend < 2; ++backend) {
+            pbd_solver *sv = create(&s.model, &s.config, (pbd_backend_kind)backend, 0);
+            pbd_body_stats a = stats0(sv);
+            step(sv, 300);
+            pbd_body_stats b = stats0(sv);
+            double loss = 1.0 - norm3(b.l) / norm3(a.l);
+            print_message("%s damping, momentum %s, %s: |L| lost %.3g%%, KE %.4g -> %.4g\n",
+                          cases[k].kind == PBD_DAMPING_POINT ? "point" : "rigid",
+                          cases[k].momentum ? "on" : "off", backend ? "cl" : "cpu", 100.0 * loss,
+                          a.kinetic_energy, b.kinetic_energy);
+            if (!(fabs(loss) <= cases[k].max_loss &&
+                  (cases[k].min_loss <= 0.0 || loss >= cases[k].min_loss)))
+                fail_msg("|L| lost %.4g, expected in [%g, %g]", loss, cases[k].min_loss,
+                         cases[k].max_loss);
+            pbd_solver_destroy(sv);
+        }
+    }
+    pbd_scene_free(&s);
+}
+
+/* BDF2 (the survey's second-order velocity update) runs on both backends to the same state,
+ * and keeps L with the correction. */
+static void bdf2(void **state)
+{
+    (void)state;
+    pbd_scene s = {0};
+    load("spinning_box.json", &s);
+    s.config.velocity_update = PBD_VELOCITY_BDF2;
+    pbd_float4 *x[2], *v[2];
+    int n = s.model.num_particles;
+    for (int backend = 0; backend < 2; ++backend) {
+        pbd_solver *sv = create(&s.model, &s.config, (pbd_backend_kind)backend, 0);
+        pbd_body_stats a = stats0(sv);
+        step(sv, 100);
+        pbd_body_stats b = stats0(sv);
+        assert_true(dist3(a.l, b.l) / norm3(a.l) < 1e-5);
+        x[backend] = malloc((size_t)n * sizeof(pbd_float4));
+        v[backend] = malloc((size_t)n * sizeof(pbd_float4));
+        pbd_error err = {0};
+        assert_int_equal(pbd_solver_read(sv, x[backend], v[backend], &err), PBD_OK);
+        pbd_solver_destroy(sv);
+    }
+    double dx = 0.0;
+    for (int i = 0; i < n; ++i)
+        dx = fmax(dx, fabs((double)x[0][i].x - x[1][i].x) + fabs((double)x[0][i].y - x[1][i].y) +
+                          fabs((double)x[0][i].z - x[1][i].z));
+    print_message("BDF2: max |x_cpu - x_cl| = %.3g\n", dx);
+    assert_true(dx <= 1e-4 * pbd_model_extent(&s.model));
+    for (int b = 0; b < 2; ++b) {
+        free(x[b]);
+        free(v[b]);
+    }
+    pbd_scene_free(&s);
+}
+
+static const struct CMUnitTest tests[] = {
+    cmocka_unit_test(spinning_box_cpu),
+    cmocka_unit_test(spinning_box_cl),
+    cmocka_unit_test(spinning_box_cl_float_sums),
+    cmocka_unit_test(gravity_impulse_cpu),
+    cmocka_unit_test(gravity_impulse_cl),
+    cmocka_unit_test(floor_bounce_cpu),
+    cmocka_unit_test(floor_bounce_cl),
+    cmocka_unit_test(corrections_agree),
+    cmocka_unit_test(singular_inertia_cpu),
+    cmocka_unit_test(singular_inertia_cl),
+    cmocka_unit_test(who_is_corrected),
+    cmocka_unit_test(damping_models),
+    cmocka_unit_test(bdf2),
+};
+
+PBD_TEST_MAIN("momentum", tests, 1)
