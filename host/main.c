@@ -8,6 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "experiments.h"
 #include "io/output.h"
 #include "pbd.h"
 
@@ -17,6 +18,7 @@ static const char usage_text[] =
     "usage: pbd run SCENE [options]      simulate a scene and print a summary\n"
     "       pbd bench SCENE [options]    time a scene: ms per step, per-kernel breakdown\n"
     "       pbd devices                  list OpenCL platforms and devices\n"
+    "       pbd experiments OUTDIR       the paper's experiments: CSV, table and PNG plots\n"
     "\n"
     "options (override the scene's values):\n"
     "  --frames N          frames to run (pbd run; default: the scene's, else 300)\n"
@@ -38,7 +40,10 @@ static const char usage_text[] =
     "  --quiet             no progress or summary\n"
     "bench only:\n"
     "  --runs R            timed runs (default 5); the median is reported\n"
-    "  --bench-frames N    frames per timed run (default 50)\n";
+    "  --bench-frames N    frames per timed run (default 50)\n"
+    "experiments only:\n"
+    "  --scenes DIR        the shipped scenes to measure (default: this build's scenes/)\n"
+    "  --quick             shorter runs (a smoke test, not the paper's lengths)\n";
 
 typedef struct options {
     const char *command;
@@ -59,6 +64,8 @@ typedef struct options {
     int quiet;
     long runs;
     long bench_frames;
+    const char *scenes_dir;
+    int quick;
 } options;
 
 static volatile sig_atomic_t interrupted;
@@ -211,6 +218,11 @@ static int parse_args(int argc, char **argv, options *o)
             rc = parse_long(a, val, 1, 1000000, &o->bench_frames);
         } else if (strcmp(a, "--quiet") == 0) {
             o->quiet = 1;
+        } else if (strcmp(a, "--quick") == 0) {
+            o->quick = 1;
+        } else if (strcmp(a, "--scenes") == 0) {
+            NEEDS_VALUE;
+            o->scenes_dir = val;
         } else if (a[0] == '-' && a[1]) {
             return usage_error("unknown option '%s'%s", a, "");
         } else if (!o->scene) {
@@ -456,13 +468,6 @@ done:
     return rc;
 }
 
-/* The three stages of the momentum correction (Algorithm 2), by kernel name. */
-static int is_momentum_kernel(const char *name)
-{
-    return strcmp(name, "body_reduce") == 0 || strcmp(name, "body_solve") == 0 ||
-           strcmp(name, "momentum_apply") == 0;
-}
-
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -528,13 +533,12 @@ static int cmd_bench(const options *o)
                    (double)kt[k].launches / (double)o->bench_frames,
                    kt[k].ms / (double)o->bench_frames, total > 0 ? 100.0 * kt[k].ms / total : 0.0);
     printf("%-26s %12s %12.4f\n", "total (device time)", "", total / (double)o->bench_frames);
-    double mom = 0.0;
-    for (int k = 0; k < nk; ++k)
-        if (is_momentum_kernel(kt[k].name))
-            mom += kt[k].ms;
-    printf("momentum correction: %.4f ms per step, %.2f%% of the step (%ld launches per step)\n",
-           mom / (double)o->bench_frames, total > 0 ? 100.0 * mom / total : 0.0,
-           pbd_solver_momentum_launches_per_frame(solver));
+    double all, mom;
+    if (pbd_cli_profile(&scene, &o->desc, (int)o->bench_frames, &all, &mom, &err))
+        goto failed;
+    printf("momentum correction: %.4f ms per step, %.2f%% of the step's device time (%ld "
+           "launches per step; includes what the broadcast adds to predict)\n",
+           mom, all > 0 ? 100.0 * mom / all : 0.0, pbd_solver_momentum_launches_per_frame(solver));
     goto done;
 failed:
     rc = fail(&err);
@@ -567,5 +571,12 @@ int main(int argc, char **argv)
         return cmd_run(&o);
     if (strcmp(o.command, "bench") == 0)
         return cmd_bench(&o);
-    return usage_error("unknown command '%s'%s (expected run, bench or devices)", o.command, "");
+    if (strcmp(o.command, "experiments") == 0) {
+        if (!o.scene)
+            return usage_error("experiments: missing OUTDIR (the folder to write to)%s%s", "", "");
+        return pbd_cli_experiments(o.scene, o.scenes_dir ? o.scenes_dir : PBD_DEFAULT_SCENES,
+                                   &o.desc, o.quick);
+    }
+    return usage_error("unknown command '%s'%s (expected run, bench, devices or experiments)",
+                       o.command, "");
 }

@@ -246,7 +246,8 @@ pbd_status pbd_solver_stats(pbd_solver *s, pbd_body_stats *out, pbd_error *err);
 /* Tracked momenta and the last correction per body (num_bodies entries). Before the first
  * step, P_r and L_r are the initial state's and the corrections are 0. */
 pbd_status pbd_solver_momentum(pbd_solver *s, pbd_body_momentum *out, pbd_error *err);
-/* Launches per frame spent on momentum preservation (3 per substep, or 0). */
+/* Launches per frame spent on momentum preservation: 2 per substep (body_reduce, body_solve;
+ * the broadcast is folded into the next substep's predict), or 0. */
 long pbd_solver_momentum_launches_per_frame(const pbd_solver *s);
 /* "cpu (reference)" or the OpenCL device name. */
 const char *pbd_solver_device_name(const pbd_solver *s);

@@ -345,13 +345,34 @@ PBD_INLINE void pbd_sums_fold(pbd_acc *acc, const pbd_acc *comp)
         acc[q] = acc[q] - comp[q];
 }
 
-/* x = A^+ b for a symmetric positive semi-definite 3x3 A (xx xy xz yy yz zz): cyclic Jacobi
- * eigen-decomposition, then 1/lambda on the eigenvalues above PBD_PINV_RTOL of the largest
- * and 0 below. A singular inertia tensor (two particles, a straight rope) gives the
- * least-norm angular velocity instead of NaN or a huge one. */
+/* x = A^+ b and x2 = A^+ b2 for a symmetric positive semi-definite 3x3 A (xx xy xz yy yz zz).
+ * Near-singular A: cyclic Jacobi eigen-decomposition, then 1/lambda on the eigenvalues above
+ * PBD_PINV_RTOL of the largest and 0 below. A singular inertia tensor (two particles, a straight
+ * rope) gives the least-norm angular velocity instead of NaN or a huge one. */
 PBD_INLINE void pbd_sym3_pinv_apply2(const pbd_acc *a6, const pbd_acc *b, pbd_acc *x,
                                      const pbd_acc *b2, pbd_acc *x2)
 {
+    /* Well-conditioned (the usual case): the inverse by cofactors. Each eigenvalue is at
+     * least det / tr^2 and at most tr, so det > 1e-4 tr^3 puts every eigenvalue above
+     * 1e-4 of the largest (> PBD_PINV_RTOL): the pseudo-inverse is the inverse. */
+    pbd_acc c00 = a6[3] * a6[5] - a6[4] * a6[4];
+    pbd_acc c01 = a6[2] * a6[4] - a6[1] * a6[5];
+    pbd_acc c02 = a6[1] * a6[4] - a6[2] * a6[3];
+    pbd_acc c11 = a6[0] * a6[5] - a6[2] * a6[2];
+    pbd_acc c12 = a6[1] * a6[2] - a6[0] * a6[4];
+    pbd_acc c22 = a6[0] * a6[3] - a6[1] * a6[1];
+    pbd_acc det = a6[0] * c00 + a6[1] * c01 + a6[2] * c02;
+    pbd_acc tr = a6[0] + a6[3] + a6[5];
+    if (tr > (pbd_acc)0 && det > (pbd_acc)1e-4 * tr * tr * tr) {
+        pbd_acc inv = (pbd_acc)1 / det;
+        x[0] = (c00 * b[0] + c01 * b[1] + c02 * b[2]) * inv;
+        x[1] = (c01 * b[0] + c11 * b[1] + c12 * b[2]) * inv;
+        x[2] = (c02 * b[0] + c12 * b[1] + c22 * b[2]) * inv;
+        x2[0] = (c00 * b2[0] + c01 * b2[1] + c02 * b2[2]) * inv;
+        x2[1] = (c01 * b2[0] + c11 * b2[1] + c12 * b2[2]) * inv;
+        x2[2] = (c02 * b2[0] + c12 * b2[1] + c22 * b2[2]) * inv;
+        return;
+    }
     pbd_acc a[3][3] = {{a6[0], a6[1], a6[2]}, {a6[1], a6[3], a6[4]}, {a6[2], a6[4], a6[5]}};
     pbd_acc v[3][3] = {{1, 0, 0}, {0, 1, 0}, {0, 0, 1}};
     /* Cyclic Jacobi converges quadratically: a few sweeps reach rounding level, and a tensor

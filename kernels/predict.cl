@@ -1,16 +1,25 @@
 /* Stage 1 of a substep: predict positions from velocities and gravity (first order or BDF2),
- * and clear the collision displacements the momentum tracker reads. Built after
- * pbd_shared.h (the host concatenates the sources). */
+ * and clear the collision displacements the momentum tracker reads. With `apply`, first the
+ * pending momentum correction of the previous substep (momentum_apply's work, folded in here
+ * to save a pass over the particles). Built after pbd_shared.h (the host concatenates the
+ * sources). */
 __kernel void predict(__global const pbd_float4 *particle_x, __global pbd_float4 *particle_p,
-                      __global const pbd_float4 *particle_v, __global const pbd_float4 *particle_xp,
+                      __global pbd_float4 *particle_v, __global const pbd_float4 *particle_xp,
                       __global const pbd_float4 *particle_vp, __global pbd_float4 *particle_dx,
-                      float gx, float gy, float gz, float h, int bdf2, int track, int num_particles)
+                      __global const int *particle_body, __global const pbd_float4 *body_apply,
+                      float rigid_k, int apply, float gx, float gy, float gz, float h, int bdf2,
+                      int track, int num_particles)
 {
     int i = get_global_id(0);
     if (i >= num_particles)
         return;
     pbd_float4 x = particle_x[i];
     pbd_float4 v = particle_v[i];
+    if (apply) {
+        __global const pbd_float4 *o = body_apply + particle_body[i] * PBD_APPLY_COUNT;
+        v = pbd_apply_rigid(x, v, o[0], o[1], o[2], o[3], o[4], rigid_k);
+        particle_v[i] = v;
+    }
     particle_p[i] = pbd_predict(x, v, bdf2 ? particle_xp[i] : x, bdf2 ? particle_vp[i] : v, bdf2,
                                 gx, gy, gz, h);
     if (track)

@@ -40,6 +40,7 @@ typedef struct cl_impl {
     cl_event events[EVENT_BATCH];
     int event_kernel[EVENT_BATCH];
     int num_events;
+    int pending; /* a momentum correction is computed but not yet applied to v */
     pbd_kernel_time times[K_COUNT];
 } cl_impl;
 
@@ -93,10 +94,23 @@ static pbd_status cl_predict(void *impl, int bdf2, pbd_error *err)
 {
     cl_impl *c = impl;
     pbd_status status = PBD_OK;
-    cl_int b = bdf2;
-    ARG(K_PREDICT, 10, b);
+    cl_int b = bdf2, apply = c->pending;
+    ARG(K_PREDICT, 9, apply);
+    ARG(K_PREDICT, 14, b);
     status = launch(c, K_PREDICT, (size_t)c->plan->num_particles, c->wg, err);
+    if (status == PBD_OK)
+        c->pending = 0;
 cleanup:
+    return status;
+}
+
+/* Applies a pending momentum correction before anything reads the velocities. */
+static pbd_status flush(cl_impl *c, pbd_error *err)
+{
+    pbd_status status = PBD_OK;
+    if (c->pending &&
+        (status = launch(c, K_APPLY, (size_t)c->plan->num_particles, c->wg, err)) == PBD_OK)
+        c->pending = 0;
     return status;
 }
 
@@ -184,12 +198,13 @@ cleanup:
     return status;
 }
 
+/* Reduce and solve; the broadcast waits for the next predict (or a read). */
 static pbd_status cl_momentum(void *impl, pbd_error *err)
 {
     cl_impl *c = impl;
     pbd_status status = reduce_and_solve(c, PBD_SOLVE_STEP, c->out_step, err);
     if (status == PBD_OK)
-        status = launch(c, K_APPLY, (size_t)c->plan->num_particles, c->wg, err);
+        c->pending = 1;
     return status;
 }
 
@@ -199,7 +214,8 @@ static pbd_status cl_body_solve(void *impl, int mode, double *out, pbd_error *er
     pbd_status status = PBD_OK;
     cl_mem src = mode >= 0 ? c->out_other : c->out_step;
     void *buf = NULL;
-    if (mode >= 0 && (status = reduce_and_solve(c, mode, c->out_other, err)) != PBD_OK)
+    if (mode >= 0 && ((status = flush(c, err)) != PBD_OK ||
+                      (status = reduce_and_solve(c, mode, c->out_other, err)) != PBD_OK))
         return status;
     if (!out)
         return PBD_OK;
@@ -231,6 +247,8 @@ static pbd_status cl_read(void *impl, pbd_float4 *x, pbd_float4 *v, pbd_error *e
     cl_impl *c = impl;
     pbd_status status = PBD_OK;
     size_t bytes = (size_t)c->plan->num_particles * sizeof(pbd_float4);
+    if ((status = flush(c, err)) != PBD_OK)
+        return status;
     if (x)
         PBD_CL_CHECK(clEnqueueReadBuffer(c->cl.queue, c->x, CL_TRUE, 0, bytes, x, 0, NULL, NULL));
     if (v)
@@ -441,13 +459,17 @@ pbd_status pbd_cl_solver_create(const pbd_model *m, pbd_plan *plan, const pbd_so
     ARG(K_PREDICT, 3, c->xp);
     ARG(K_PREDICT, 4, c->vp);
     ARG(K_PREDICT, 5, c->dx);
-    ARG(K_PREDICT, 6, g[0]);
-    ARG(K_PREDICT, 7, g[1]);
-    ARG(K_PREDICT, 8, g[2]);
-    ARG(K_PREDICT, 9, h);
-    ARG(K_PREDICT, 10, zero);
-    ARG(K_PREDICT, 11, track);
-    ARG(K_PREDICT, 12, n);
+    ARG(K_PREDICT, 6, c->particle_body);
+    ARG(K_PREDICT, 7, c->body_apply);
+    ARG(K_PREDICT, 8, rigid);
+    ARG(K_PREDICT, 9, zero);
+    ARG(K_PREDICT, 10, g[0]);
+    ARG(K_PREDICT, 11, g[1]);
+    ARG(K_PREDICT, 12, g[2]);
+    ARG(K_PREDICT, 13, h);
+    ARG(K_PREDICT, 14, zero);
+    ARG(K_PREDICT, 15, track);
+    ARG(K_PREDICT, 16, n);
     ARG(K_PROJECT_GS, 0, c->p);
     ARG(K_PROJECT_GS, 1, c->distance);
     ARG(K_PROJECT_GS, 2, c->lambda);

@@ -45,6 +45,7 @@ typedef struct cpu_impl {
     double *out_step;     /* PBD_OUT_* of the last PBD_SOLVE_STEP */
     double *out_other;    /* PBD_OUT_* of the last statistics / init */
     pbd_float4 *apply;    /* momentum_apply's record per body (PBD_APPLY_COUNT) */
+    int pending;          /* a correction is computed but not yet applied to v */
     pbd_kernel_time times[T_N];
 } cpu_impl;
 
@@ -61,6 +62,14 @@ static void charge(cpu_impl *c, int stage, double t0)
     c->times[stage].launches++;
 }
 
+/* momentum_apply for particle i (Algorithm 2, lines 19-21). */
+static void apply_one(cpu_impl *c, int i)
+{
+    const pbd_float4 *o = c->apply + (size_t)c->particle_body[i] * PBD_APPLY_COUNT;
+    c->v[i] =
+        pbd_apply_rigid(c->x[i], c->v[i], o[0], o[1], o[2], o[3], o[4], c->plan->rigid_damping);
+}
+
 static pbd_status cpu_predict(void *impl, int bdf2, pbd_error *err)
 {
     (void)err;
@@ -69,13 +78,28 @@ static pbd_status cpu_predict(void *impl, int bdf2, pbd_error *err)
     double t0 = now_ms();
     const float *g = pl->cfg.gravity;
     for (int i = 0; i < pl->num_particles; ++i) {
+        if (c->pending)
+            apply_one(c, i);
         c->p[i] = pbd_predict(c->x[i], c->v[i], bdf2 ? c->xp[i] : c->x[i],
                               bdf2 ? c->vp[i] : c->v[i], bdf2, g[0], g[1], g[2], pl->h);
         if (pl->momentum_active)
             c->dx[i] = (pbd_float4){0.0f, 0.0f, 0.0f, 0.0f};
     }
+    c->pending = 0;
     charge(c, T_PREDICT, t0);
     return PBD_OK;
+}
+
+/* Applies a pending correction before anything reads the velocities. */
+static void flush(cpu_impl *c)
+{
+    if (!c->pending)
+        return;
+    double t0 = now_ms();
+    for (int i = 0; i < c->plan->num_particles; ++i)
+        apply_one(c, i);
+    c->pending = 0;
+    charge(c, T_APPLY, t0);
 }
 
 static pbd_status cpu_project_color(void *impl, int color, int reset, pbd_error *err)
@@ -251,13 +275,7 @@ static pbd_status cpu_momentum(void *impl, pbd_error *err)
     t0 = now_ms();
     body_solve(c, PBD_SOLVE_STEP, c->out_step);
     charge(c, T_SOLVE, t0);
-    t0 = now_ms();
-    for (int i = 0; i < pl->num_particles; ++i) {
-        const pbd_float4 *o = c->apply + (size_t)c->particle_body[i] * PBD_APPLY_COUNT;
-        c->v[i] =
-            pbd_apply_rigid(c->x[i], c->v[i], o[0], o[1], o[2], o[3], o[4], pl->rigid_damping);
-    }
-    charge(c, T_APPLY, t0);
+    c->pending = 1; /* the broadcast rides on the next predict */
     return PBD_OK;
 }
 
@@ -267,6 +285,7 @@ static pbd_status cpu_body_solve(void *impl, int mode, double *out, pbd_error *e
     cpu_impl *c = impl;
     size_t bytes = (size_t)c->plan->num_bodies * PBD_OUT_COUNT * sizeof(double);
     if (mode >= 0) {
+        flush(c);
         double t0 = now_ms();
         body_reduce(c, 0, mode == PBD_SOLVE_STATS);
         body_solve(c, mode, c->out_other);
@@ -289,6 +308,7 @@ static pbd_status cpu_read(void *impl, pbd_float4 *x, pbd_float4 *v, pbd_error *
     (void)err;
     cpu_impl *c = impl;
     size_t bytes = (size_t)c->plan->num_particles * sizeof *x;
+    flush(c);
     if (x)
         memcpy(x, c->x, bytes);
     if (v)

@@ -290,7 +290,7 @@ pbd_status pbd_solver_momentum(pbd_solver *s, pbd_body_momentum *out, pbd_error 
 
 long pbd_solver_momentum_launches_per_frame(const pbd_solver *s)
 {
-    return s->plan.momentum_active ? 3L * s->plan.cfg.substeps : 0L;
+    return s->plan.momentum_active ? 2L * s->plan.cfg.substeps : 0L;
 }
 
 const char *pbd_solver_device_name(const pbd_solver *s)

@@ -50,6 +50,8 @@ long pbd_step_launches(const pbd_plan *plan)
         per_iteration = plan->num_colors + (plan->num_planes > 0);
     else
         per_iteration = (plan->num_distance > 0) + 1;
+    /* The momentum correction: body_reduce and body_solve; its broadcast rides on the next
+     * predict (momentum_apply runs alone only before the state is read). */
     return (long)cfg->substeps *
-           (2 + (long)cfg->iterations * per_iteration + (plan->momentum_active ? 3 : 0));
+           (2 + (long)cfg->iterations * per_iteration + (plan->momentum_active ? 2 : 0));
 }
