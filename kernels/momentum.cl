@@ -251,7 +251,6 @@ __kernel void momentum_apply(__global const pbd_float4 *particle_x, __global pbd
     int i = get_global_id(0);
     if (i >= num_particles)
         return;
-    __global const pbd_float4 *o = body_apply + particle_body[i] * PBD_APPLY_COUNT;
-    particle_v[i] =
-        pbd_apply_rigid(particle_x[i], particle_v[i], o[0], o[1], o[2], o[3], o[4], rigid_k);
+    particle_v[i] = pbd_apply_rigid(particle_x[i], particle_v[i],
+                                    body_apply + particle_body[i] * PBD_APPLY_COUNT, rigid_k);
 }

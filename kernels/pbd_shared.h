@@ -516,21 +516,23 @@ PBD_INLINE void pbd_apply_record(const pbd_acc *out, pbd_float4 *rec)
             PBD_F4((float)out[from[k]], (float)out[from[k] + 1], (float)out[from[k] + 2], 0.0f);
 }
 
-/* The broadcast of Algorithm 2 (lines 19-21): v += v_cor + w_cor x (x - com); then, with
+/* The broadcast of Algorithm 2 (lines 19-21) with the body's record `rec` (PBD_APPLY_COUNT
+ * float4: com, v_cor, w_cor, rigid v, rigid w): v += v_cor + w_cor x (x - com); then, with
  * rigid_k > 0, Müller et al. 2007's damping (section 3.5), which removes the fraction
  * rigid_k of each velocity's deviation from the body's rigid motion and so leaves P and L
  * alone. Pinned particles keep v = 0. */
-PBD_INLINE pbd_float4 pbd_apply_rigid(pbd_float4 x, pbd_float4 v, pbd_float4 com, pbd_float4 vcor,
-                                      pbd_float4 wcor, pbd_float4 vrig, pbd_float4 wrig,
+PBD_INLINE pbd_float4 pbd_apply_rigid(pbd_float4 x, pbd_float4 v, PBD_GLOBAL const pbd_float4 *rec,
                                       float rigid_k)
 {
     if (x.w <= 0.0f)
         return v;
+    pbd_float4 com = rec[0], vcor = rec[1], wcor = rec[2];
     float rx = x.x - com.x, ry = x.y - com.y, rz = x.z - com.z;
     v.x = v.x + (vcor.x + (wcor.y * rz - wcor.z * ry));
     v.y = v.y + (vcor.y + (wcor.z * rx - wcor.x * rz));
     v.z = v.z + (vcor.z + (wcor.x * ry - wcor.y * rx));
     if (rigid_k > 0.0f) {
+        pbd_float4 vrig = rec[3], wrig = rec[4];
         v.x = v.x + rigid_k * (vrig.x + (wrig.y * rz - wrig.z * ry) - v.x);
         v.y = v.y + rigid_k * (vrig.y + (wrig.z * rx - wrig.x * rz) - v.y);
         v.z = v.z + rigid_k * (vrig.z + (wrig.x * ry - wrig.y * rx) - v.z);

@@ -7,8 +7,8 @@ __kernel void predict(__global const pbd_float4 *particle_x, __global pbd_float4
                       __global pbd_float4 *particle_v, __global const pbd_float4 *particle_xp,
                       __global const pbd_float4 *particle_vp, __global pbd_float4 *particle_dx,
                       __global const int *particle_body, __global const pbd_float4 *body_apply,
-                      float rigid_k, int apply, float gx, float gy, float gz, float h, int bdf2,
-                      int track, int num_particles)
+                      float rigid_k, int apply, int keep_v, float gx, float gy, float gz, float h,
+                      int bdf2, int track, int num_particles)
 {
     int i = get_global_id(0);
     if (i >= num_particles)
@@ -16,9 +16,11 @@ __kernel void predict(__global const pbd_float4 *particle_x, __global pbd_float4
     pbd_float4 x = particle_x[i];
     pbd_float4 v = particle_v[i];
     if (apply) {
-        __global const pbd_float4 *o = body_apply + particle_body[i] * PBD_APPLY_COUNT;
-        v = pbd_apply_rigid(x, v, o[0], o[1], o[2], o[3], o[4], rigid_k);
-        particle_v[i] = v;
+        v = pbd_apply_rigid(x, v, body_apply + particle_body[i] * PBD_APPLY_COUNT, rigid_k);
+        /* First order: update_velocity recomputes v from positions (which used the corrected
+         * v), so only BDF2, which keeps v, needs it stored. */
+        if (keep_v)
+            particle_v[i] = v;
     }
     particle_p[i] = pbd_predict(x, v, bdf2 ? particle_xp[i] : x, bdf2 ? particle_vp[i] : v, bdf2,
                                 gx, gy, gz, h);

@@ -253,7 +253,8 @@ static void body_solve_two_particles(void **state)
     pbd_float4 w = F4(0, 0, (float)out[PBD_OUT_WCOR + 2], 0), z = F4(0, 0, 0, 0);
     for (int i = 0; i < 2; ++i) {
         pbd_float4 x = F4(xs[i][0], xs[i][1], 0, 1);
-        pbd_float4 v = pbd_apply_rigid(x, F4(vs[i][0], vs[i][1], 0, 1), com, z, w, z, z, 0.0f);
+        pbd_float4 rec[PBD_APPLY_COUNT] = {com, z, w, z, z};
+        pbd_float4 v = pbd_apply_rigid(x, F4(vs[i][0], vs[i][1], 0, 1), rec, 0.0f);
         l += (double)x.x * v.y - (double)x.y * v.x;
         p[0] += v.x;
         p[1] += v.y;
@@ -288,7 +289,8 @@ static void rigid_damping_keeps_momentum(void **state)
         F4((float)out[PBD_OUT_WRIG], (float)out[PBD_OUT_WRIG + 1], (float)out[PBD_OUT_WRIG + 2], 0);
     double acc2[PBD_SUM_COUNT] = {0}, ke0 = out[PBD_OUT_KE];
     for (int i = 0; i < 3; ++i) {
-        pbd_float4 vd = pbd_apply_rigid(x[i], v[i], com, z, z, vr, wr, 0.5f);
+        pbd_float4 rec[PBD_APPLY_COUNT] = {com, z, z, vr, wr};
+        pbd_float4 vd = pbd_apply_rigid(x[i], v[i], rec, 0.5f);
         pbd_particle_sums(x[i], vd, z, z, 0.0f, 1, 1.0f, s);
         pbd_sums_add(acc2, s);
     }

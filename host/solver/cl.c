@@ -96,7 +96,7 @@ static pbd_status cl_predict(void *impl, int bdf2, pbd_error *err)
     pbd_status status = PBD_OK;
     cl_int b = bdf2, apply = c->pending;
     ARG(K_PREDICT, 9, apply);
-    ARG(K_PREDICT, 14, b);
+    ARG(K_PREDICT, 15, b);
     status = launch(c, K_PREDICT, (size_t)c->plan->num_particles, c->wg, err);
     if (status == PBD_OK)
         c->pending = 0;
@@ -449,6 +449,7 @@ pbd_status pbd_cl_solver_create(const pbd_model *m, pbd_plan *plan, const pbd_so
 
     cl_int n = plan->num_particles, ncons = plan->num_distance, npl = plan->num_planes;
     cl_int nbodies = plan->num_bodies;
+    cl_int keep_v = plan->cfg.velocity_update == PBD_VELOCITY_BDF2;
     cl_int zero = 0, track = plan->momentum_active;
     const float *g = plan->cfg.gravity;
     float h = plan->h, inv_h = plan->inv_h, inv_h2 = plan->inv_h2, omega = plan->cfg.omega;
@@ -463,13 +464,14 @@ pbd_status pbd_cl_solver_create(const pbd_model *m, pbd_plan *plan, const pbd_so
     ARG(K_PREDICT, 7, c->body_apply);
     ARG(K_PREDICT, 8, rigid);
     ARG(K_PREDICT, 9, zero);
-    ARG(K_PREDICT, 10, g[0]);
-    ARG(K_PREDICT, 11, g[1]);
-    ARG(K_PREDICT, 12, g[2]);
-    ARG(K_PREDICT, 13, h);
-    ARG(K_PREDICT, 14, zero);
-    ARG(K_PREDICT, 15, track);
-    ARG(K_PREDICT, 16, n);
+    ARG(K_PREDICT, 10, keep_v);
+    ARG(K_PREDICT, 11, g[0]);
+    ARG(K_PREDICT, 12, g[1]);
+    ARG(K_PREDICT, 13, g[2]);
+    ARG(K_PREDICT, 14, h);
+    ARG(K_PREDICT, 15, zero);
+    ARG(K_PREDICT, 16, track);
+    ARG(K_PREDICT, 17, n);
     ARG(K_PROJECT_GS, 0, c->p);
     ARG(K_PROJECT_GS, 1, c->distance);
     ARG(K_PROJECT_GS, 2, c->lambda);

@@ -63,11 +63,11 @@ static void charge(cpu_impl *c, int stage, double t0)
 }
 
 /* momentum_apply for particle i (Algorithm 2, lines 19-21). */
-static void apply_one(cpu_impl *c, int i)
+static pbd_float4 applied(const cpu_impl *c, int i)
 {
-    const pbd_float4 *o = c->apply + (size_t)c->particle_body[i] * PBD_APPLY_COUNT;
-    c->v[i] =
-        pbd_apply_rigid(c->x[i], c->v[i], o[0], o[1], o[2], o[3], o[4], c->plan->rigid_damping);
+    return pbd_apply_rigid(c->x[i], c->v[i],
+                           c->apply + (size_t)c->particle_body[i] * PBD_APPLY_COUNT,
+                           c->plan->rigid_damping);
 }
 
 static pbd_status cpu_predict(void *impl, int bdf2, pbd_error *err)
@@ -77,11 +77,14 @@ static pbd_status cpu_predict(void *impl, int bdf2, pbd_error *err)
     const pbd_plan *pl = c->plan;
     double t0 = now_ms();
     const float *g = pl->cfg.gravity;
+    /* As the device: the corrected v is stored only for BDF2, which keeps it. */
+    int keep_v = pl->cfg.velocity_update == PBD_VELOCITY_BDF2;
     for (int i = 0; i < pl->num_particles; ++i) {
-        if (c->pending)
-            apply_one(c, i);
-        c->p[i] = pbd_predict(c->x[i], c->v[i], bdf2 ? c->xp[i] : c->x[i],
-                              bdf2 ? c->vp[i] : c->v[i], bdf2, g[0], g[1], g[2], pl->h);
+        pbd_float4 v = c->pending ? applied(c, i) : c->v[i];
+        if (c->pending && keep_v)
+            c->v[i] = v;
+        c->p[i] = pbd_predict(c->x[i], v, bdf2 ? c->xp[i] : c->x[i], bdf2 ? c->vp[i] : v, bdf2,
+                              g[0], g[1], g[2], pl->h);
         if (pl->momentum_active)
             c->dx[i] = (pbd_float4){0.0f, 0.0f, 0.0f, 0.0f};
     }
@@ -97,7 +100,7 @@ static void flush(cpu_impl *c)
         return;
     double t0 = now_ms();
     for (int i = 0; i < c->plan->num_particles; ++i)
-        apply_one(c, i);
+        c->v[i] = applied(c, i);
     c->pending = 0;
     charge(c, T_APPLY, t0);
 }
