@@ -6,32 +6,13 @@
 #include "cl/runtime.h"
 #include "solver/solver_impl.h"
 
-enum {
-    K_PREDICT,
-    K_PROJECT_GS,
-    K_COLLIDE,
-    K_PROJECT_JACOBI,
-    K_GATHER,
-    K_UPDATE,
-    K_REDUCE,
-    K_SOLVE,
-    K_APPLY,
-    K_COUNT
-};
-
-static const char *const kernel_names[K_COUNT] = {
-    "predict",        "project_distance_gs", "collide_planes", "project_distance_jacobi",
-    "gather_jacobi",  "update_velocity",     "body_reduce",    "body_solve",
-    "momentum_apply",
-};
-
 /* Profiling events are harvested in batches of this many, so memory stays bounded. */
 #define EVENT_BATCH 2048
 
 typedef struct cl_impl {
     pbd_cl cl;
     const pbd_plan *plan;
-    cl_kernel kernels[K_COUNT];
+    cl_kernel kernels[PBD_STAGE_COUNT];
     cl_mem x, p, v, xp, vp, dx, distance, lambda, delta, csr_offsets, csr_slots, planes;
     cl_mem particle_body, segments, body_segments, body_ref, body_track, body_flags;
     cl_mem segment_sums, out_step, out_other, body_apply;
@@ -41,7 +22,7 @@ typedef struct cl_impl {
     int event_kernel[EVENT_BATCH];
     int num_events;
     int pending; /* a momentum correction is computed but not yet applied to v */
-    pbd_kernel_time times[K_COUNT];
+    pbd_kernel_time times[PBD_STAGE_COUNT];
 } cl_impl;
 
 static pbd_status harvest(cl_impl *c, pbd_error *err)
@@ -95,9 +76,9 @@ static pbd_status cl_predict(void *impl, int bdf2, pbd_error *err)
     cl_impl *c = impl;
     pbd_status status = PBD_OK;
     cl_int b = bdf2, apply = c->pending;
-    ARG(K_PREDICT, 9, apply);
-    ARG(K_PREDICT, 15, b);
-    status = launch(c, K_PREDICT, (size_t)c->plan->num_particles, c->wg, err);
+    ARG(PBD_STAGE_PREDICT, 9, apply);
+    ARG(PBD_STAGE_PREDICT, 15, b);
+    status = launch(c, PBD_STAGE_PREDICT, (size_t)c->plan->num_particles, c->wg, err);
     if (status == PBD_OK)
         c->pending = 0;
 cleanup:
@@ -109,7 +90,7 @@ static pbd_status flush(cl_impl *c, pbd_error *err)
 {
     pbd_status status = PBD_OK;
     if (c->pending &&
-        (status = launch(c, K_APPLY, (size_t)c->plan->num_particles, c->wg, err)) == PBD_OK)
+        (status = launch(c, PBD_STAGE_APPLY, (size_t)c->plan->num_particles, c->wg, err)) == PBD_OK)
         c->pending = 0;
     return status;
 }
@@ -121,10 +102,10 @@ static pbd_status cl_project_color(void *impl, int color, int reset, pbd_error *
     cl_int offset = c->plan->color_offsets[color];
     cl_int count = c->plan->color_offsets[color + 1] - offset;
     cl_int r = reset;
-    ARG(K_PROJECT_GS, 3, offset);
-    ARG(K_PROJECT_GS, 4, count);
-    ARG(K_PROJECT_GS, 6, r);
-    status = launch(c, K_PROJECT_GS, (size_t)count, c->wg, err);
+    ARG(PBD_STAGE_PROJECT_GS, 3, offset);
+    ARG(PBD_STAGE_PROJECT_GS, 4, count);
+    ARG(PBD_STAGE_PROJECT_GS, 6, r);
+    status = launch(c, PBD_STAGE_PROJECT_GS, (size_t)count, c->wg, err);
 cleanup:
     return status;
 }
@@ -132,7 +113,7 @@ cleanup:
 static pbd_status cl_collide(void *impl, pbd_error *err)
 {
     cl_impl *c = impl;
-    return launch(c, K_COLLIDE, (size_t)c->plan->num_particles, c->wg, err);
+    return launch(c, PBD_STAGE_COLLIDE, (size_t)c->plan->num_particles, c->wg, err);
 }
 
 static pbd_status cl_project_jacobi(void *impl, int reset, pbd_error *err)
@@ -140,8 +121,8 @@ static pbd_status cl_project_jacobi(void *impl, int reset, pbd_error *err)
     cl_impl *c = impl;
     pbd_status status = PBD_OK;
     cl_int r = reset;
-    ARG(K_PROJECT_JACOBI, 6, r);
-    status = launch(c, K_PROJECT_JACOBI, (size_t)c->plan->num_distance, c->wg, err);
+    ARG(PBD_STAGE_PROJECT_JACOBI, 6, r);
+    status = launch(c, PBD_STAGE_PROJECT_JACOBI, (size_t)c->plan->num_distance, c->wg, err);
 cleanup:
     return status;
 }
@@ -149,7 +130,7 @@ cleanup:
 static pbd_status cl_gather_jacobi(void *impl, pbd_error *err)
 {
     cl_impl *c = impl;
-    return launch(c, K_GATHER, (size_t)c->plan->num_particles, c->wg, err);
+    return launch(c, PBD_STAGE_GATHER, (size_t)c->plan->num_particles, c->wg, err);
 }
 
 static pbd_status cl_update(void *impl, int bdf2, int keep_prev, pbd_error *err)
@@ -157,9 +138,9 @@ static pbd_status cl_update(void *impl, int bdf2, int keep_prev, pbd_error *err)
     cl_impl *c = impl;
     pbd_status status = PBD_OK;
     cl_int b = bdf2, k = keep_prev;
-    ARG(K_UPDATE, 7, b);
-    ARG(K_UPDATE, 8, k);
-    status = launch(c, K_UPDATE, (size_t)c->plan->num_particles, c->wg, err);
+    ARG(PBD_STAGE_UPDATE, 7, b);
+    ARG(PBD_STAGE_UPDATE, 8, k);
+    status = launch(c, PBD_STAGE_UPDATE, (size_t)c->plan->num_particles, c->wg, err);
 cleanup:
     return status;
 }
@@ -181,19 +162,19 @@ static pbd_status reduce_and_solve(cl_impl *c, int mode, cl_mem out, pbd_error *
     cl_int with_dx = mode == PBD_SOLVE_STEP && pl->num_planes > 0;
     cl_int stats = mode == PBD_SOLVE_STATS, m = mode;
     size_t wg = PBD_REDUCE_WG;
-    ARG(K_REDUCE, 9, with_dx);
-    ARG(K_REDUCE, 10, stats);
-    ARG(K_SOLVE, 5, m);
-    ARG(K_SOLVE, 7, out);
+    ARG(PBD_STAGE_REDUCE, 9, with_dx);
+    ARG(PBD_STAGE_REDUCE, 10, stats);
+    ARG(PBD_STAGE_SOLVE, 5, m);
+    ARG(PBD_STAGE_SOLVE, 7, out);
     size_t nseg = (size_t)pl->num_segments, nb = (size_t)pl->num_bodies;
     if (pl->reduce_serial)
-        status = launch(c, K_REDUCE, nseg, serial_local(c, nseg), err);
+        status = launch(c, PBD_STAGE_REDUCE, nseg, serial_local(c, nseg), err);
     else
-        status = launch(c, K_REDUCE, nseg * wg, wg, err);
+        status = launch(c, PBD_STAGE_REDUCE, nseg * wg, wg, err);
     if (status == PBD_OK && pl->solve_serial)
-        status = launch(c, K_SOLVE, nb, pl->reduce_serial ? serial_local(c, nb) : wg, err);
+        status = launch(c, PBD_STAGE_SOLVE, nb, pl->reduce_serial ? serial_local(c, nb) : wg, err);
     else if (status == PBD_OK)
-        status = launch(c, K_SOLVE, (size_t)pl->num_bodies * wg, wg, err);
+        status = launch(c, PBD_STAGE_SOLVE, (size_t)pl->num_bodies * wg, wg, err);
 cleanup:
     return status;
 }
@@ -263,7 +244,7 @@ static pbd_status cl_kernel_times(void *impl, const pbd_kernel_time **out, int *
     cl_impl *c = impl;
     pbd_status status = harvest(c, err);
     *out = c->times;
-    *count = K_COUNT;
+    *count = PBD_STAGE_COUNT;
     return status;
 }
 
@@ -271,7 +252,7 @@ static void cl_reset_times(void *impl)
 {
     cl_impl *c = impl;
     harvest(c, NULL);
-    for (int k = 0; k < K_COUNT; ++k) {
+    for (int k = 0; k < PBD_STAGE_COUNT; ++k) {
         c->times[k].ms = 0.0;
         c->times[k].launches = 0;
     }
@@ -290,7 +271,7 @@ static void cl_destroy(void *impl)
         clFinish(c->cl.queue);
     for (int k = 0; k < c->num_events; ++k)
         clReleaseEvent(c->events[k]);
-    for (int k = 0; k < K_COUNT; ++k)
+    for (int k = 0; k < PBD_STAGE_COUNT; ++k)
         if (c->kernels[k])
             clReleaseKernel(c->kernels[k]);
     cl_mem *mems[] = {&c->x,
@@ -354,8 +335,8 @@ pbd_status pbd_cl_solver_create(const pbd_model *m, pbd_plan *plan, const pbd_so
     if (!c)
         return pbd_error_set(err, PBD_ERR_MEMORY, "out of memory creating the OpenCL solver");
     c->plan = plan;
-    for (int k = 0; k < K_COUNT; ++k)
-        c->times[k].name = kernel_names[k];
+    for (int k = 0; k < PBD_STAGE_COUNT; ++k)
+        c->times[k].name = pbd_stage_names[k];
     status = pbd_cl_open(&c->cl, desc->device, desc->profile, err);
     if (status != PBD_OK)
         goto cleanup;
@@ -364,19 +345,19 @@ pbd_status pbd_cl_solver_create(const pbd_model *m, pbd_plan *plan, const pbd_so
     plan->reduce_serial = strcmp(c->cl.info.type, "cpu") == 0;
     if (plan->reduce_serial)
         plan->solve_serial = 1;
-    const char *names[K_COUNT];
-    for (int k = 0; k < K_COUNT; ++k)
-        names[k] = kernel_names[k];
+    const char *names[PBD_STAGE_COUNT];
+    for (int k = 0; k < PBD_STAGE_COUNT; ++k)
+        names[k] = pbd_stage_names[k];
     if (plan->reduce_serial)
-        names[K_REDUCE] = "body_reduce_serial";
+        names[PBD_STAGE_REDUCE] = "body_reduce_serial";
     if (plan->solve_serial)
-        names[K_SOLVE] = "body_solve_serial";
+        names[PBD_STAGE_SOLVE] = "body_solve_serial";
     const pbd_device_info *info = &c->cl.info;
     int float_sums = desc->float_sums || !info->fp64;
     if (status == PBD_OK)
         status = pbd_cl_build(&c->cl, desc->kernel_dir,
                               float_sums && info->fp64 ? "-DPBD_FLOAT_ACC=1" : NULL, err);
-    for (int k = 0; status == PBD_OK && k < K_COUNT; ++k)
+    for (int k = 0; status == PBD_OK && k < PBD_STAGE_COUNT; ++k)
         status = pbd_cl_kernel(&c->cl, names[k], &c->kernels[k], err);
     if (status != PBD_OK)
         goto cleanup;
@@ -387,8 +368,9 @@ pbd_status pbd_cl_solver_create(const pbd_model *m, pbd_plan *plan, const pbd_so
     c->wg = strcmp(info->type, "cpu") == 0 ? 256 : 64;
     if (c->wg > info->max_work_group)
         c->wg = info->max_work_group;
-    for (int k = K_REDUCE; k <= K_SOLVE; ++k) {
-        if ((k == K_REDUCE && plan->reduce_serial) || (k == K_SOLVE && plan->solve_serial))
+    for (int k = PBD_STAGE_REDUCE; k <= PBD_STAGE_SOLVE; ++k) {
+        if ((k == PBD_STAGE_REDUCE && plan->reduce_serial) ||
+            (k == PBD_STAGE_SOLVE && plan->solve_serial))
             continue;
         size_t kwg = 0;
         PBD_CL_CHECK(clGetKernelWorkGroupInfo(c->kernels[k], c->cl.device,
@@ -396,7 +378,7 @@ pbd_status pbd_cl_solver_create(const pbd_model *m, pbd_plan *plan, const pbd_so
         if (kwg < PBD_REDUCE_WG) {
             status = pbd_error_set(err, PBD_ERR_LIMIT,
                                    "%s: kernel %s allows work-groups of %zu, needs %d", info->name,
-                                   kernel_names[k], kwg, PBD_REDUCE_WG);
+                                   pbd_stage_names[k], kwg, PBD_REDUCE_WG);
             goto cleanup;
         }
     }
@@ -454,95 +436,95 @@ pbd_status pbd_cl_solver_create(const pbd_model *m, pbd_plan *plan, const pbd_so
     const float *g = plan->cfg.gravity;
     float h = plan->h, inv_h = plan->inv_h, inv_h2 = plan->inv_h2, omega = plan->cfg.omega;
     float point = plan->point_damping, rigid = plan->rigid_damping;
-    ARG(K_PREDICT, 0, c->x);
-    ARG(K_PREDICT, 1, c->p);
-    ARG(K_PREDICT, 2, c->v);
-    ARG(K_PREDICT, 3, c->xp);
-    ARG(K_PREDICT, 4, c->vp);
-    ARG(K_PREDICT, 5, c->dx);
-    ARG(K_PREDICT, 6, c->particle_body);
-    ARG(K_PREDICT, 7, c->body_apply);
-    ARG(K_PREDICT, 8, rigid);
-    ARG(K_PREDICT, 9, zero);
-    ARG(K_PREDICT, 10, keep_v);
-    ARG(K_PREDICT, 11, g[0]);
-    ARG(K_PREDICT, 12, g[1]);
-    ARG(K_PREDICT, 13, g[2]);
-    ARG(K_PREDICT, 14, h);
-    ARG(K_PREDICT, 15, zero);
-    ARG(K_PREDICT, 16, track);
-    ARG(K_PREDICT, 17, n);
-    ARG(K_PROJECT_GS, 0, c->p);
-    ARG(K_PROJECT_GS, 1, c->distance);
-    ARG(K_PROJECT_GS, 2, c->lambda);
-    ARG(K_PROJECT_GS, 3, zero);
-    ARG(K_PROJECT_GS, 4, zero);
-    ARG(K_PROJECT_GS, 5, inv_h2);
-    ARG(K_PROJECT_GS, 6, zero);
-    ARG(K_COLLIDE, 0, c->p);
-    ARG(K_COLLIDE, 1, c->dx);
-    ARG(K_COLLIDE, 2, c->planes);
-    ARG(K_COLLIDE, 3, npl);
-    ARG(K_COLLIDE, 4, track);
-    ARG(K_COLLIDE, 5, n);
-    ARG(K_PROJECT_JACOBI, 0, c->p);
-    ARG(K_PROJECT_JACOBI, 1, c->distance);
-    ARG(K_PROJECT_JACOBI, 2, c->lambda);
-    ARG(K_PROJECT_JACOBI, 3, c->delta);
-    ARG(K_PROJECT_JACOBI, 4, ncons);
-    ARG(K_PROJECT_JACOBI, 5, inv_h2);
-    ARG(K_PROJECT_JACOBI, 6, zero);
-    ARG(K_GATHER, 0, c->p);
-    ARG(K_GATHER, 1, c->delta);
-    ARG(K_GATHER, 2, c->csr_offsets);
-    ARG(K_GATHER, 3, c->csr_slots);
-    ARG(K_GATHER, 4, omega);
-    ARG(K_GATHER, 5, c->dx);
-    ARG(K_GATHER, 6, c->planes);
-    ARG(K_GATHER, 7, npl);
-    ARG(K_GATHER, 8, track);
-    ARG(K_GATHER, 9, n);
-    ARG(K_UPDATE, 0, c->x);
-    ARG(K_UPDATE, 1, c->p);
-    ARG(K_UPDATE, 2, c->v);
-    ARG(K_UPDATE, 3, c->xp);
-    ARG(K_UPDATE, 4, c->vp);
-    ARG(K_UPDATE, 5, inv_h);
-    ARG(K_UPDATE, 6, point);
-    ARG(K_UPDATE, 7, zero);
-    ARG(K_UPDATE, 8, zero);
-    ARG(K_UPDATE, 9, n);
+    ARG(PBD_STAGE_PREDICT, 0, c->x);
+    ARG(PBD_STAGE_PREDICT, 1, c->p);
+    ARG(PBD_STAGE_PREDICT, 2, c->v);
+    ARG(PBD_STAGE_PREDICT, 3, c->xp);
+    ARG(PBD_STAGE_PREDICT, 4, c->vp);
+    ARG(PBD_STAGE_PREDICT, 5, c->dx);
+    ARG(PBD_STAGE_PREDICT, 6, c->particle_body);
+    ARG(PBD_STAGE_PREDICT, 7, c->body_apply);
+    ARG(PBD_STAGE_PREDICT, 8, rigid);
+    ARG(PBD_STAGE_PREDICT, 9, zero);
+    ARG(PBD_STAGE_PREDICT, 10, keep_v);
+    ARG(PBD_STAGE_PREDICT, 11, g[0]);
+    ARG(PBD_STAGE_PREDICT, 12, g[1]);
+    ARG(PBD_STAGE_PREDICT, 13, g[2]);
+    ARG(PBD_STAGE_PREDICT, 14, h);
+    ARG(PBD_STAGE_PREDICT, 15, zero);
+    ARG(PBD_STAGE_PREDICT, 16, track);
+    ARG(PBD_STAGE_PREDICT, 17, n);
+    ARG(PBD_STAGE_PROJECT_GS, 0, c->p);
+    ARG(PBD_STAGE_PROJECT_GS, 1, c->distance);
+    ARG(PBD_STAGE_PROJECT_GS, 2, c->lambda);
+    ARG(PBD_STAGE_PROJECT_GS, 3, zero);
+    ARG(PBD_STAGE_PROJECT_GS, 4, zero);
+    ARG(PBD_STAGE_PROJECT_GS, 5, inv_h2);
+    ARG(PBD_STAGE_PROJECT_GS, 6, zero);
+    ARG(PBD_STAGE_COLLIDE, 0, c->p);
+    ARG(PBD_STAGE_COLLIDE, 1, c->dx);
+    ARG(PBD_STAGE_COLLIDE, 2, c->planes);
+    ARG(PBD_STAGE_COLLIDE, 3, npl);
+    ARG(PBD_STAGE_COLLIDE, 4, track);
+    ARG(PBD_STAGE_COLLIDE, 5, n);
+    ARG(PBD_STAGE_PROJECT_JACOBI, 0, c->p);
+    ARG(PBD_STAGE_PROJECT_JACOBI, 1, c->distance);
+    ARG(PBD_STAGE_PROJECT_JACOBI, 2, c->lambda);
+    ARG(PBD_STAGE_PROJECT_JACOBI, 3, c->delta);
+    ARG(PBD_STAGE_PROJECT_JACOBI, 4, ncons);
+    ARG(PBD_STAGE_PROJECT_JACOBI, 5, inv_h2);
+    ARG(PBD_STAGE_PROJECT_JACOBI, 6, zero);
+    ARG(PBD_STAGE_GATHER, 0, c->p);
+    ARG(PBD_STAGE_GATHER, 1, c->delta);
+    ARG(PBD_STAGE_GATHER, 2, c->csr_offsets);
+    ARG(PBD_STAGE_GATHER, 3, c->csr_slots);
+    ARG(PBD_STAGE_GATHER, 4, omega);
+    ARG(PBD_STAGE_GATHER, 5, c->dx);
+    ARG(PBD_STAGE_GATHER, 6, c->planes);
+    ARG(PBD_STAGE_GATHER, 7, npl);
+    ARG(PBD_STAGE_GATHER, 8, track);
+    ARG(PBD_STAGE_GATHER, 9, n);
+    ARG(PBD_STAGE_UPDATE, 0, c->x);
+    ARG(PBD_STAGE_UPDATE, 1, c->p);
+    ARG(PBD_STAGE_UPDATE, 2, c->v);
+    ARG(PBD_STAGE_UPDATE, 3, c->xp);
+    ARG(PBD_STAGE_UPDATE, 4, c->vp);
+    ARG(PBD_STAGE_UPDATE, 5, inv_h);
+    ARG(PBD_STAGE_UPDATE, 6, point);
+    ARG(PBD_STAGE_UPDATE, 7, zero);
+    ARG(PBD_STAGE_UPDATE, 8, zero);
+    ARG(PBD_STAGE_UPDATE, 9, n);
     cl_int nseg = plan->num_segments;
     cl_float4 gh = {{g[0], g[1], g[2], h}};
-    ARG(K_REDUCE, 0, c->segments);
-    ARG(K_REDUCE, 1, c->x);
-    ARG(K_REDUCE, 2, c->v);
-    ARG(K_REDUCE, 3, c->dx);
-    ARG(K_REDUCE, 4, c->body_ref);
-    ARG(K_REDUCE, 5, c->csr_offsets);
-    ARG(K_REDUCE, 6, c->csr_slots);
-    ARG(K_REDUCE, 7, c->distance);
-    ARG(K_REDUCE, 8, inv_h);
-    ARG(K_REDUCE, 9, zero);
-    ARG(K_REDUCE, 10, zero);
-    ARG(K_REDUCE, 11, c->segment_sums);
-    ARG(K_REDUCE, 12, nseg);
-    ARG(K_SOLVE, 0, c->body_segments);
-    ARG(K_SOLVE, 1, c->segment_sums);
-    ARG(K_SOLVE, 2, c->body_ref);
-    ARG(K_SOLVE, 3, c->body_track);
-    ARG(K_SOLVE, 4, c->body_flags);
-    ARG(K_SOLVE, 5, zero);
-    ARG(K_SOLVE, 6, gh);
-    ARG(K_SOLVE, 7, c->out_other);
-    ARG(K_SOLVE, 8, c->body_apply);
-    ARG(K_SOLVE, 9, nbodies);
-    ARG(K_APPLY, 0, c->x);
-    ARG(K_APPLY, 1, c->v);
-    ARG(K_APPLY, 2, c->particle_body);
-    ARG(K_APPLY, 3, c->body_apply);
-    ARG(K_APPLY, 4, rigid);
-    ARG(K_APPLY, 5, n);
+    ARG(PBD_STAGE_REDUCE, 0, c->segments);
+    ARG(PBD_STAGE_REDUCE, 1, c->x);
+    ARG(PBD_STAGE_REDUCE, 2, c->v);
+    ARG(PBD_STAGE_REDUCE, 3, c->dx);
+    ARG(PBD_STAGE_REDUCE, 4, c->body_ref);
+    ARG(PBD_STAGE_REDUCE, 5, c->csr_offsets);
+    ARG(PBD_STAGE_REDUCE, 6, c->csr_slots);
+    ARG(PBD_STAGE_REDUCE, 7, c->distance);
+    ARG(PBD_STAGE_REDUCE, 8, inv_h);
+    ARG(PBD_STAGE_REDUCE, 9, zero);
+    ARG(PBD_STAGE_REDUCE, 10, zero);
+    ARG(PBD_STAGE_REDUCE, 11, c->segment_sums);
+    ARG(PBD_STAGE_REDUCE, 12, nseg);
+    ARG(PBD_STAGE_SOLVE, 0, c->body_segments);
+    ARG(PBD_STAGE_SOLVE, 1, c->segment_sums);
+    ARG(PBD_STAGE_SOLVE, 2, c->body_ref);
+    ARG(PBD_STAGE_SOLVE, 3, c->body_track);
+    ARG(PBD_STAGE_SOLVE, 4, c->body_flags);
+    ARG(PBD_STAGE_SOLVE, 5, zero);
+    ARG(PBD_STAGE_SOLVE, 6, gh);
+    ARG(PBD_STAGE_SOLVE, 7, c->out_other);
+    ARG(PBD_STAGE_SOLVE, 8, c->body_apply);
+    ARG(PBD_STAGE_SOLVE, 9, nbodies);
+    ARG(PBD_STAGE_APPLY, 0, c->x);
+    ARG(PBD_STAGE_APPLY, 1, c->v);
+    ARG(PBD_STAGE_APPLY, 2, c->particle_body);
+    ARG(PBD_STAGE_APPLY, 3, c->body_apply);
+    ARG(PBD_STAGE_APPLY, 4, rigid);
+    ARG(PBD_STAGE_APPLY, 5, n);
     *impl = c;
     return PBD_OK;
 cleanup:

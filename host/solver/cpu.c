@@ -8,26 +8,6 @@
 
 #include "solver/solver_impl.h"
 
-enum {
-    T_PREDICT,
-    T_PROJECT_GS,
-    T_COLLIDE,
-    T_PROJECT_JACOBI,
-    T_GATHER,
-    T_UPDATE,
-    T_REDUCE,
-    T_SOLVE,
-    T_APPLY,
-    T_N
-};
-
-/* Named as the device kernels, so `pbd bench` breakdowns line up. */
-static const char *const stage_names[T_N] = {
-    "predict",        "project_distance_gs", "collide_planes", "project_distance_jacobi",
-    "gather_jacobi",  "update_velocity",     "body_reduce",    "body_solve",
-    "momentum_apply",
-};
-
 typedef struct cpu_impl {
     const pbd_plan *plan;
     pbd_float4 *x;
@@ -46,7 +26,7 @@ typedef struct cpu_impl {
     double *out_other;    /* PBD_OUT_* of the last statistics / init */
     pbd_float4 *apply;    /* momentum_apply's record per body (PBD_APPLY_COUNT) */
     int pending;          /* a correction is computed but not yet applied to v */
-    pbd_kernel_time times[T_N];
+    pbd_kernel_time times[PBD_STAGE_COUNT];
 } cpu_impl;
 
 static double now_ms(void)
@@ -89,7 +69,7 @@ static pbd_status cpu_predict(void *impl, int bdf2, pbd_error *err)
             c->dx[i] = (pbd_float4){0.0f, 0.0f, 0.0f, 0.0f};
     }
     c->pending = 0;
-    charge(c, T_PREDICT, t0);
+    charge(c, PBD_STAGE_PREDICT, t0);
     return PBD_OK;
 }
 
@@ -102,7 +82,7 @@ static void flush(cpu_impl *c)
     for (int i = 0; i < c->plan->num_particles; ++i)
         c->v[i] = applied(c, i);
     c->pending = 0;
-    charge(c, T_APPLY, t0);
+    charge(c, PBD_STAGE_APPLY, t0);
 }
 
 static pbd_status cpu_project_color(void *impl, int color, int reset, pbd_error *err)
@@ -123,7 +103,7 @@ static pbd_status cpu_project_color(void *impl, int color, int reset, pbd_error 
         p[d.b] = pbd_add3(p[d.b], db);
         c->lambda[k] = lambda + dl;
     }
-    charge(c, T_PROJECT_GS, t0);
+    charge(c, PBD_STAGE_PROJECT_GS, t0);
     return PBD_OK;
 }
 
@@ -144,7 +124,7 @@ static pbd_status cpu_collide(void *impl, pbd_error *err)
     double t0 = now_ms();
     for (int i = 0; i < c->plan->num_particles; ++i)
         collide_one(c, i, c->p[i]);
-    charge(c, T_COLLIDE, t0);
+    charge(c, PBD_STAGE_COLLIDE, t0);
     return PBD_OK;
 }
 
@@ -162,7 +142,7 @@ static pbd_status cpu_project_jacobi(void *impl, int reset, pbd_error *err)
                              &c->delta[2 * k], &c->delta[2 * k + 1], &dl);
         c->lambda[k] = lambda + dl;
     }
-    charge(c, T_PROJECT_JACOBI, t0);
+    charge(c, PBD_STAGE_PROJECT_JACOBI, t0);
     return PBD_OK;
 }
 
@@ -176,7 +156,7 @@ static pbd_status cpu_gather_jacobi(void *impl, pbd_error *err)
         collide_one(c, i,
                     pbd_gather(c->p[i], c->delta, pl->csr_slots, pl->csr_offsets[i],
                                pl->csr_offsets[i + 1], pl->cfg.omega));
-    charge(c, T_GATHER, t0);
+    charge(c, PBD_STAGE_GATHER, t0);
     return PBD_OK;
 }
 
@@ -196,7 +176,7 @@ static pbd_status cpu_update(void *impl, int bdf2, int keep_prev, pbd_error *err
         c->v[i] = pbd_update_velocity(x, c->p[i], xp, bdf2, v.w, pl->inv_h, pl->point_damping);
         c->x[i] = c->p[i];
     }
-    charge(c, T_UPDATE, t0);
+    charge(c, PBD_STAGE_UPDATE, t0);
     return PBD_OK;
 }
 
@@ -274,10 +254,10 @@ static pbd_status cpu_momentum(void *impl, pbd_error *err)
     const pbd_plan *pl = c->plan;
     double t0 = now_ms();
     body_reduce(c, pl->num_planes > 0, 0);
-    charge(c, T_REDUCE, t0);
+    charge(c, PBD_STAGE_REDUCE, t0);
     t0 = now_ms();
     body_solve(c, PBD_SOLVE_STEP, c->out_step);
-    charge(c, T_SOLVE, t0);
+    charge(c, PBD_STAGE_SOLVE, t0);
     c->pending = 1; /* the broadcast rides on the next predict */
     return PBD_OK;
 }
@@ -292,7 +272,7 @@ static pbd_status cpu_body_solve(void *impl, int mode, double *out, pbd_error *e
         double t0 = now_ms();
         body_reduce(c, 0, mode == PBD_SOLVE_STATS);
         body_solve(c, mode, c->out_other);
-        charge(c, T_REDUCE, t0);
+        charge(c, PBD_STAGE_REDUCE, t0);
     }
     if (out)
         memcpy(out, mode >= 0 ? c->out_other : c->out_step, bytes);
@@ -325,14 +305,14 @@ static pbd_status cpu_kernel_times(void *impl, const pbd_kernel_time **out, int 
     (void)err;
     cpu_impl *c = impl;
     *out = c->times;
-    *count = T_N;
+    *count = PBD_STAGE_COUNT;
     return PBD_OK;
 }
 
 static void cpu_reset_times(void *impl)
 {
     cpu_impl *c = impl;
-    for (int k = 0; k < T_N; ++k) {
+    for (int k = 0; k < PBD_STAGE_COUNT; ++k) {
         c->times[k].ms = 0.0;
         c->times[k].launches = 0;
     }
@@ -410,8 +390,8 @@ pbd_status pbd_cpu_create(const pbd_model *m, pbd_plan *plan, void **impl, pbd_e
     memcpy(c->v, m->v, np * sizeof(pbd_float4));
     memcpy(c->particle_body, m->body, np * sizeof(int));
     memcpy(c->body_ref, plan->body_ref, nb * sizeof(pbd_float4));
-    for (int k = 0; k < T_N; ++k)
-        c->times[k].name = stage_names[k];
+    for (int k = 0; k < PBD_STAGE_COUNT; ++k)
+        c->times[k].name = pbd_stage_names[k];
     *impl = c;
     return PBD_OK;
 }

@@ -6,6 +6,28 @@
 
 #include "pbd.h"
 
+/* The stages, named as their device kernels: one list for both backends, so timings line up
+ * in `pbd bench` (the CPU reference times its loops under the same names). */
+#define PBD_STAGE_LIST(X)                                                                          \
+    X(PREDICT, "predict")                                                                          \
+    X(PROJECT_GS, "project_distance_gs")                                                           \
+    X(COLLIDE, "collide_planes")                                                                   \
+    X(PROJECT_JACOBI, "project_distance_jacobi")                                                   \
+    X(GATHER, "gather_jacobi")                                                                     \
+    X(UPDATE, "update_velocity")                                                                   \
+    X(REDUCE, "body_reduce")                                                                       \
+    X(SOLVE, "body_solve")                                                                         \
+    X(APPLY, "momentum_apply")
+
+typedef enum pbd_stage {
+#define PBD_X_STAGE(id, name) PBD_STAGE_##id,
+    PBD_STAGE_LIST(PBD_X_STAGE)
+#undef PBD_X_STAGE
+        PBD_STAGE_COUNT
+} pbd_stage;
+
+extern const char *const pbd_stage_names[PBD_STAGE_COUNT];
+
 /* Everything prepared on the host once, before stepping. */
 typedef struct pbd_plan {
     pbd_config cfg;

@@ -5,6 +5,12 @@
  * every constraint into its delta slots, and the gather applies them and collides. */
 #include "solver/solver_impl.h"
 
+const char *const pbd_stage_names[PBD_STAGE_COUNT] = {
+#define PBD_X_NAME(id, name) name,
+    PBD_STAGE_LIST(PBD_X_NAME)
+#undef PBD_X_NAME
+};
+
 #define STAGE(call)                                                                                \
     do {                                                                                           \
         pbd_status st_ = (call);                                                                   \
