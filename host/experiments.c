@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "bench.h"
 #include "experiments.h"
 #include "io/output.h"
 #include "io/plot.h"
@@ -130,16 +131,12 @@ static int figure3(const char *dir, const pbd_solver_desc *desc, int quick, pbd_
         for (int v = 0; v < VARIANTS; ++v)
             s[v] = (pbd_plot_series){labels[v],     t,     (pass ? l : ke) + (size_t)v * n, n,
                                      colors[v % 3], v >= 3};
-        pbd_plot plot = {pass ? "Two mass points: angular momentum"
-                              : "Two mass points: kinetic "
-                                "energy",
-                         "time (s)",
-                         pass ? "|L| (kg m^2/s)" : "kinetic energy (J)",
-                         0,
-                         0,
-                         s,
-                         VARIANTS,
-                         0};
+        pbd_plot plot = {.title = pass ? "Two mass points: angular momentum"
+                                       : "Two mass points: kinetic energy",
+                         .xlabel = "time (s)",
+                         .ylabel = pass ? "|L| (kg m^2/s)" : "kinetic energy (J)",
+                         .series = s,
+                         .num_series = VARIANTS};
         out_path(path, sizeof path, dir, pass ? "figure3_momentum.png" : "figure3_energy.png");
         if (pbd_plot_png(&plot, path, err) != PBD_OK)
             goto done;
@@ -196,15 +193,12 @@ static int spinning_box(const char *dir, const char *scenes, const pbd_solver_de
         pbd_plot_series ser[2] = {
             {"with momentum preservation", step, pass ? p_on : l_on, n, 0x2166ac, 0},
             {"plain PBD", step, pass ? p_off : l_off, n, 0xb2182b, 1}};
-        pbd_plot plot = {pass ? "Spinning soft box: linear momentum"
-                              : "Spinning soft box: angular momentum",
-                         "step",
-                         pass ? "|P| (kg m/s)" : "|L| (kg m^2/s)",
-                         0,
-                         0,
-                         ser,
-                         2,
-                         0};
+        pbd_plot plot = {.title = pass ? "Spinning soft box: linear momentum"
+                                       : "Spinning soft box: angular momentum",
+                         .xlabel = "step",
+                         .ylabel = pass ? "|P| (kg m/s)" : "|L| (kg m^2/s)",
+                         .series = ser,
+                         .num_series = 2};
         out_path(path, sizeof path, dir,
                  pass ? "spinning_box_linear.png" : "spinning_box_angular.png");
         if (pbd_plot_png(&plot, path, err) != PBD_OK)
@@ -220,12 +214,6 @@ done:
     return rc;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 static int cmp_name(const void *a, const void *b)
 {
     return strcmp(*(char *const *)a, *(char *const *)b);
@@ -237,101 +225,25 @@ typedef struct row {
     double ms_step, ms_momentum, share;
 } row;
 
-static int is_momentum_kernel(const char *name)
-{
-    return strcmp(name, "body_reduce") == 0 || strcmp(name, "body_solve") == 0 ||
-           strcmp(name, "momentum_apply") == 0;
-}
-
-/* Profiled run of `frames` frames: all kernels' device time and predict's, per step. */
-static int profiled(const pbd_scene *s, const pbd_config *c, const pbd_solver_desc *desc,
-                    int frames, double *total, double *momentum, double *predict, pbd_error *err)
-{
-    pbd_solver_desc d = *desc;
-    d.profile = 1;
-    pbd_solver *sv = NULL;
-    const pbd_kernel_time *kt;
-    int nk, rc = 1;
-    if (pbd_solver_create(&s->model, c, &d, &sv, err) != PBD_OK ||
-        pbd_solver_step(sv, 3, err) != PBD_OK || pbd_solver_finish(sv, err) != PBD_OK)
-        goto done;
-    pbd_solver_reset_kernel_times(sv);
-    if (pbd_solver_step(sv, frames, err) != PBD_OK || pbd_solver_finish(sv, err) != PBD_OK ||
-        pbd_solver_kernel_times(sv, &kt, &nk, err) != PBD_OK)
-        goto done;
-    *total = *momentum = *predict = 0.0;
-    for (int k = 0; k < nk; ++k) {
-        *total += kt[k].ms / frames;
-        if (is_momentum_kernel(kt[k].name))
-            *momentum += kt[k].ms / frames;
-        if (strcmp(kt[k].name, "predict") == 0)
-            *predict = kt[k].ms / frames;
-    }
-    rc = 0;
-done:
-    pbd_solver_destroy(sv);
-    return rc;
-}
-
-int pbd_cli_profile(const pbd_scene *s, const pbd_solver_desc *desc, int frames, double *total_ms,
-                    double *momentum_ms, pbd_error *err)
-{
-    double predict_on, total_off, momentum_off, predict_off;
-    if (profiled(s, &s->config, desc, frames, total_ms, momentum_ms, &predict_on, err))
-        return 1;
-    if (*momentum_ms == 0.0)
-        return 0; /* nothing preserved, nothing folded into predict */
-    pbd_config off = s->config;
-    off.momentum = 0;
-    off.damping = off.damping == PBD_DAMPING_RIGID ? PBD_DAMPING_NONE : off.damping;
-    if (profiled(s, &off, desc, frames, &total_off, &momentum_off, &predict_off, err))
-        return 1;
-    if (predict_on > predict_off)
-        *momentum_ms += predict_on - predict_off;
-    return 0;
-}
-
-/* One Table 1 row: wall-clock ms per step (median of 3 runs), and from profiled runs the
- * device time of the correction as a share of all kernels' time. */
+/* One Table 1 row from the benchmark's measurement: wall-clock ms per step (median of 3
+ * runs), and the correction's device time (pbd_cli_profile) as a share of the step's. */
 static int measure(const char *path, const char *name, const pbd_solver_desc *desc, int quick,
                    row *r, pbd_error *err)
 {
+    pbd_bench_row b;
     pbd_scene s = {0};
-    pbd_solver *sv = NULL;
-    int rc = 1;
-    if (pbd_scene_load(path, &s, err) != PBD_OK)
+    if (pbd_cli_bench_row(path, desc, -1, 3, quick ? 2 : 0, NULL, NULL, &b, err) ||
+        pbd_scene_load(path, &s, err) != PBD_OK)
         return 1;
     snprintf(r->name, sizeof r->name, "%s", name);
-    r->particles = s.model.num_particles;
+    r->particles = b.particles;
     r->bodies = s.model.num_bodies;
-    r->preserved = 0;
-    for (int b = 0; b < s.model.num_bodies; ++b)
-        r->preserved +=
-            s.config.momentum && s.model.bodies[b].momentum && s.model.bodies[b].pinned == 0;
-    /* About 0.3 s of stepping per run. */
-    int frames = r->particles > 50000 ? 10 : r->particles > 5000 ? 30 : 100;
-    if (quick)
-        frames = frames / 5 + 1;
-    double ms[3], total;
-    if (pbd_solver_create(&s.model, &s.config, desc, &sv, err) != PBD_OK ||
-        pbd_solver_step(sv, 3, err) != PBD_OK || pbd_solver_finish(sv, err) != PBD_OK)
-        goto done;
-    for (int k = 0; k < 3; ++k) {
-        double t0 = now_s();
-        if (pbd_solver_step(sv, frames, err) != PBD_OK || pbd_solver_finish(sv, err) != PBD_OK)
-            goto done;
-        ms[k] = 1e3 * (now_s() - t0) / frames;
-    }
-    qsort(ms, 3, sizeof ms[0], cmp_double);
-    r->ms_step = ms[1];
-    if (pbd_cli_profile(&s, desc, frames, &total, &r->ms_momentum, err))
-        goto done;
-    r->share = total > 0.0 ? 100.0 * r->ms_momentum / total : 0.0;
-    rc = 0;
-done:
-    pbd_solver_destroy(sv);
+    r->preserved = b.preserved_bodies;
+    r->ms_step = b.ms_median;
+    r->ms_momentum = b.momentum_ms;
+    r->share = b.device_ms > 0.0 ? 100.0 * b.momentum_ms / b.device_ms : 0.0;
     pbd_scene_free(&s);
-    return rc;
+    return 0;
 }
 
 /* Table 1: every shipped scene, then the same 10,000 and 100,000 particles as 1, 10 and 100

@@ -10,10 +10,4 @@
 int pbd_cli_experiments(const char *outdir, const char *scenes, const pbd_solver_desc *desc,
                         int quick);
 
-/* Device time per step (profiling events) of all kernels and of the momentum correction:
- * body_reduce, body_solve, momentum_apply, plus what the folded-in broadcast adds to predict
- * (predict's time less that of a run with momentum off). `frames` after 3 of warm-up. */
-int pbd_cli_profile(const pbd_scene *s, const pbd_solver_desc *desc, int frames, double *total_ms,
-                    double *momentum_ms, pbd_error *err);
-
 #endif

@@ -8,6 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench.h"
 #include "experiments.h"
 #include "io/output.h"
 #include "pbd.h"
@@ -17,6 +18,8 @@ enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
 static const char usage_text[] =
     "usage: pbd run SCENE [options]      simulate a scene and print a summary\n"
     "       pbd bench SCENE [options]    time a scene: ms per step, per-kernel breakdown\n"
+    "       pbd bench --suite NAME       time a suite (standard, quick) on both backends and\n"
+    "                                    solvers: a table, and --csv/--json/--plot files\n"
     "       pbd devices                  list OpenCL platforms and devices\n"
     "       pbd experiments OUTDIR       the paper's experiments: CSV, table and PNG plots\n"
     "\n"
@@ -40,7 +43,11 @@ static const char usage_text[] =
     "  --quiet             no progress or summary\n"
     "bench only:\n"
     "  --runs R            timed runs (default 5); the median is reported\n"
-    "  --bench-frames N    frames per timed run (default 50)\n"
+    "  --bench-frames N    frames per timed run (default: about 0.25 s of steps)\n"
+    "  --suite NAME        standard (cloth 64^2..1024^2, boxes 1e3..1e5, shipped scenes) or\n"
+    "                      quick\n"
+    "  --csv FILE, --json FILE  the measurements as CSV / JSON\n"
+    "  --plot FILE         ms per step against particles for the cloth sweep (PNG)\n"
     "experiments only:\n"
     "  --scenes DIR        the shipped scenes to measure (default: this build's scenes/)\n"
     "  --quick             shorter runs (a smoke test, not the paper's lengths)\n";
@@ -66,6 +73,10 @@ typedef struct options {
     long bench_frames;
     const char *scenes_dir;
     int quick;
+    const char *suite;
+    const char *csv;
+    const char *json;
+    const char *plot;
 } options;
 
 static volatile sig_atomic_t interrupted;
@@ -129,7 +140,6 @@ static int parse_args(int argc, char **argv, options *o)
     o->velocity_update = -1;
     o->stats_every = 1;
     o->runs = 5;
-    o->bench_frames = 50;
     if (argc < 2)
         return usage_error("missing command%s%s", "", "");
     o->command = argv[1];
@@ -218,6 +228,18 @@ static int parse_args(int argc, char **argv, options *o)
             rc = parse_long(a, val, 1, 1000000, &o->bench_frames);
         } else if (strcmp(a, "--quiet") == 0) {
             o->quiet = 1;
+        } else if (strcmp(a, "--suite") == 0) {
+            NEEDS_VALUE;
+            o->suite = val;
+        } else if (strcmp(a, "--csv") == 0) {
+            NEEDS_VALUE;
+            o->csv = val;
+        } else if (strcmp(a, "--json") == 0) {
+            NEEDS_VALUE;
+            o->json = val;
+        } else if (strcmp(a, "--plot") == 0) {
+            NEEDS_VALUE;
+            o->plot = val;
         } else if (strcmp(a, "--quick") == 0) {
             o->quick = 1;
         } else if (strcmp(a, "--scenes") == 0) {
@@ -282,6 +304,8 @@ static int cmd_devices(void)
     return EXIT_OK;
 }
 
+static void apply_overrides(const options *o, pbd_config *c);
+
 /* Loads the scene and applies the command line's overrides. */
 static int load_scene(const options *o, pbd_scene *scene, pbd_error *err)
 {
@@ -289,7 +313,13 @@ static int load_scene(const options *o, pbd_scene *scene, pbd_error *err)
         return usage_error("%s: missing SCENE (a .json file)%s", o->command, "");
     if (pbd_scene_load(o->scene, scene, err) != PBD_OK)
         return fail(err);
-    pbd_config *c = &scene->config;
+    apply_overrides(o, &scene->config);
+    return EXIT_OK;
+}
+
+/* The command line's overrides of a scene's configuration. */
+static void apply_overrides(const options *o, pbd_config *c)
+{
     if (o->frames)
         c->frames = (int)o->frames;
     if (o->dt > 0.0)
@@ -308,7 +338,6 @@ static int load_scene(const options *o, pbd_scene *scene, pbd_error *err)
         c->damping_k = (float)o->damping_k;
     if (o->velocity_update >= 0)
         c->velocity_update = (pbd_velocity_update)o->velocity_update;
-    return EXIT_OK;
 }
 
 static int create_solver(const options *o, const pbd_scene *scene, int profile, pbd_solver **solver,
@@ -468,86 +497,36 @@ done:
     return rc;
 }
 
-static int cmp_double(const void *a, const void *b)
+static void tweak_config(const void *ctx, pbd_config *c)
 {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
+    apply_overrides((const options *)ctx, c);
 }
 
 static int cmd_bench(const options *o)
 {
-    pbd_scene scene = {0};
-    pbd_error err = {0};
-    pbd_solver *solver = NULL;
-    double *ms = NULL;
-    int rc = load_scene(o, &scene, &err);
-    if (rc)
-        goto done;
-    const pbd_config *c = &scene.config;
-    ms = calloc((size_t)o->runs, sizeof *ms);
-    if (!ms || (rc = create_solver(o, &scene, 0, &solver, &err)))
-        goto done;
-    fprintf(stderr, "pbd: device: %s\n", pbd_solver_device_name(solver));
-    /* Warm-up: first launches pay for code generation and first-touch page faults. */
-    if (pbd_solver_step(solver, 3, &err) != PBD_OK || pbd_solver_finish(solver, &err) != PBD_OK)
-        goto failed;
-    for (long r = 0; r < o->runs; ++r) {
-        double t0 = now_s();
-        if (pbd_solver_step(solver, (int)o->bench_frames, &err) != PBD_OK ||
-            pbd_solver_finish(solver, &err) != PBD_OK)
-            goto failed;
-        ms[r] = 1e3 * (now_s() - t0) / (double)o->bench_frames;
+    const char *scenes = o->scenes_dir ? o->scenes_dir : PBD_DEFAULT_SCENES;
+    if (o->suite) {
+        if (o->scene)
+            return usage_error("bench: give a SCENE or --suite, not both (found '%s')%s", o->scene,
+                               "");
+        return pbd_cli_bench_suite(o->suite, scenes, &o->desc, (int)o->runs, (int)o->bench_frames,
+                                   tweak_config, o, o->csv, o->json, o->plot);
     }
-    qsort(ms, (size_t)o->runs, sizeof *ms, cmp_double);
-    double median = o->runs % 2 ? ms[o->runs / 2] : 0.5 * (ms[o->runs / 2 - 1] + ms[o->runs / 2]);
-    printf("scene %s: %d particles, %d constraints, %d colours, %s, %d iterations, %d substeps\n",
-           o->scene, scene.model.num_particles, scene.model.num_distance,
-           pbd_solver_num_colors(solver), c->solver == PBD_SOLVER_GS ? "gs" : "jacobi",
-           c->iterations, c->substeps);
-    printf("device %s\n", pbd_solver_device_name(solver));
-    printf("ms per step: median %.4f (min %.4f, max %.4f) over %ld runs of %ld steps\n", median,
-           ms[0], ms[o->runs - 1], o->runs, o->bench_frames);
-    printf("launches per step: %ld\n", pbd_solver_launches_per_frame(solver));
-    pbd_solver_destroy(solver);
-    solver = NULL;
-
-    /* The breakdown comes from a separate, profiled run: profiling events cost time. */
-    if ((rc = create_solver(o, &scene, 1, &solver, &err)))
-        goto done;
-    const pbd_kernel_time *kt;
-    int nk;
-    if (pbd_solver_step(solver, 3, &err) != PBD_OK || pbd_solver_finish(solver, &err) != PBD_OK)
-        goto failed;
-    pbd_solver_reset_kernel_times(solver);
-    if (pbd_solver_step(solver, (int)o->bench_frames, &err) != PBD_OK ||
-        pbd_solver_finish(solver, &err) != PBD_OK ||
-        pbd_solver_kernel_times(solver, &kt, &nk, &err) != PBD_OK)
-        goto failed;
-    double total = 0.0;
-    for (int k = 0; k < nk; ++k)
-        total += kt[k].ms;
-    printf("%-26s %12s %12s %8s\n", "kernel", "launches", "ms/step", "share");
-    for (int k = 0; k < nk; ++k)
-        if (kt[k].launches)
-            printf("%-26s %12.1f %12.4f %7.1f%%\n", kt[k].name,
-                   (double)kt[k].launches / (double)o->bench_frames,
-                   kt[k].ms / (double)o->bench_frames, total > 0 ? 100.0 * kt[k].ms / total : 0.0);
-    printf("%-26s %12s %12.4f\n", "total (device time)", "", total / (double)o->bench_frames);
-    double all, mom;
-    if (pbd_cli_profile(&scene, &o->desc, (int)o->bench_frames, &all, &mom, &err))
-        goto failed;
-    printf("momentum correction: %.4f ms per step, %.2f%% of the step's device time (%ld "
-           "launches per step; includes what the broadcast adds to predict)\n",
-           mom, all > 0 ? 100.0 * mom / all : 0.0, pbd_solver_momentum_launches_per_frame(solver));
-    goto done;
-failed:
-    rc = fail(&err);
-done:
-    free(ms);
-    pbd_solver_destroy(solver);
-    pbd_scene_free(&scene);
-    pbd_error_clear(&err);
-    return rc;
+    if (!o->scene)
+        return usage_error("bench: missing SCENE (a .json file or @name) or --suite NAME%s%s", "",
+                           "");
+    if (o->plot)
+        return usage_error("bench: --plot needs --suite (it plots a size sweep)%s%s", "", "");
+    pbd_bench_row row;
+    pbd_error err = {0};
+    if (pbd_cli_bench_row(o->scene, &o->desc, -1, (int)o->runs, (int)o->bench_frames, tweak_config,
+                          o, &row, &err)) {
+        int rc = fail(&err);
+        pbd_error_clear(&err);
+        return rc;
+    }
+    fprintf(stderr, "pbd: device: %s\n", row.device);
+    return pbd_cli_bench_print(&row, o->csv, o->json);
 }
 
 int main(int argc, char **argv)

@@ -249,6 +249,14 @@ pbd_status pbd_solver_momentum(pbd_solver *s, pbd_body_momentum *out, pbd_error 
 /* Launches per frame spent on momentum preservation: 2 per substep (body_reduce, body_solve;
  * the broadcast is folded into the next substep's predict), or 0. */
 long pbd_solver_momentum_launches_per_frame(const pbd_solver *s);
+/* Bytes the solver holds where it steps (device buffers for the CL backend). */
+size_t pbd_solver_memory_bytes(const pbd_solver *s);
+/* Error of the distance constraints in the current state: the mean of |C| / rest over the
+ * constraints with rest > 0, and the largest |C| (m). Reads the positions back. */
+pbd_status pbd_solver_constraint_error(pbd_solver *s, double *mean_relative, double *max_abs,
+                                       pbd_error *err);
+/* Distance constraints projected per frame (constraints x iterations x substeps). */
+double pbd_solver_projections_per_frame(const pbd_solver *s);
 /* "cpu (reference)" or the OpenCL device name. */
 const char *pbd_solver_device_name(const pbd_solver *s);
 int pbd_solver_num_colors(const pbd_solver *s);

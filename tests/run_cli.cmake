@@ -2,7 +2,8 @@
 #   EXIT    the exit code: a number, or "nonzero";
 #   MATCH   a regular expression the output (stderr, then stdout) must match;
 #   CREATES a file that must exist afterwards, with LINES lines when LINES is given;
-#   ABSENT  a file that must not exist afterwards (nor any temporary beside it).
+#   ABSENT  a file that must not exist afterwards (nor any temporary beside it);
+#   JSON, JSON_LENGTH  a file that must hold a JSON array of JSON_LENGTH entries.
 # Prints what it found on failure.
 if(CREATES)
   file(REMOVE ${CREATES})
@@ -37,6 +38,13 @@ if(ABSENT)
   file(GLOB left "${ABSENT}*")
   if(left)
     message(FATAL_ERROR "files left behind: ${left}\n${all}")
+  endif()
+endif()
+if(JSON)
+  file(READ ${JSON} text)
+  string(JSON n ERROR_VARIABLE bad LENGTH "${text}")
+  if(bad OR NOT n EQUAL JSON_LENGTH)
+    message(FATAL_ERROR "${JSON}: expected a JSON array of ${JSON_LENGTH} entries (${bad}${n})")
   endif()
 endif()
 message(STATUS "exit ${rc}; output: ${all}")

@@ -66,7 +66,7 @@ static pbd_plot two_series(fixture *f, pbd_plot_series s[2])
 {
     s[0] = (pbd_plot_series){"decay", f->x, f->a, N, 0xcc0000, 0};
     s[1] = (pbd_plot_series){"sine", f->x, f->b, N, 0, 1}; /* palette[1], 0xd62728 */
-    return (pbd_plot){"Two series", "time (s)", "energy (J)", 640, 400, s, 2, 0};
+    return (pbd_plot){"Two series", "time (s)", "energy (J)", 640, 400, s, 2, 0, 0};
 }
 
 static uint32_t be32(const unsigned char *p)
@@ -188,7 +188,7 @@ static void constant_series(void **state)
     double one_x = 4.0, one_y = 2.5;
     pbd_plot_series s[2] = {{"flat", f->x, f->a, N, 0x008800, 0},
                             {"one point", &one_x, &one_y, 1, 0x0000cc, 0}};
-    pbd_plot p = {"Constant", "t", "y", 0, 0, s, 2, 0};
+    pbd_plot p = {"Constant", "t", "y", 0, 0, s, 2, 0, 0};
     pbd_error err = {0};
     assert_int_equal(pbd_plot_png(&p, f->path, &err), PBD_OK);
     int w = 0, h = 0, comp = 0;
@@ -208,7 +208,7 @@ static void log_axis(void **state)
     f->b[50] = 0.0;                                    /* skipped on a log axis, leaving a gap */
     pbd_plot_series s[2] = {{"|L|", f->x, f->a, N, 0xaa00aa, 0},
                             {"|P|", f->x, f->b, N, 0x00aaaa, 1}};
-    pbd_plot p = {"Log", "step", "magnitude", 0, 0, s, 2, 1};
+    pbd_plot p = {"Log", "step", "magnitude", 0, 0, s, 2, 1, 0};
     pbd_error err = {0};
     assert_int_equal(pbd_plot_png(&p, f->path, &err), PBD_OK);
     int w = 0, h = 0, comp = 0;
@@ -226,6 +226,115 @@ static void log_axis(void **state)
     assert_non_null(strstr(err.message, "logarithmic"));
 }
 
+/* Columns of an RGB image holding `rgb` somewhere; *first and *last the outermost of them. */
+static int columns_with(const unsigned char *px, int w, int h, unsigned rgb, int *first, int *last)
+{
+    int n = 0;
+    *first = w;
+    *last = -1;
+    for (int x = 0; x < w; ++x) {
+        int hit = 0;
+        for (int y = 0; y < h && !hit; ++y) {
+            const unsigned char *q = px + 3 * ((long)y * w + x);
+            hit = ((unsigned)q[0] << 16 | (unsigned)q[1] << 8 | q[2]) == rgb;
+        }
+        if (hit) {
+            *first = x < *first ? x : *first;
+            *last = x;
+            n++;
+        }
+    }
+    return n;
+}
+
+/* Mean row of the pixels of `rgb` in columns [x0, x1). */
+static double mean_row(const unsigned char *px, int w, int h, unsigned rgb, int x0, int x1)
+{
+    double sum = 0.0;
+    long n = 0;
+    for (int y = 0; y < h; ++y)
+        for (int x = x0; x < x1; ++x) {
+            const unsigned char *q = px + 3 * ((long)y * w + x);
+            if (((unsigned)q[0] << 16 | (unsigned)q[1] << 8 | q[2]) == rgb) {
+                sum += y;
+                n++;
+            }
+        }
+    return n ? sum / n : -1.0;
+}
+
+static void log_x_axis(void **state)
+{
+    fixture *f = *state;
+    for (int i = 0; i < N; ++i) {
+        f->x[i] = 1e3 * pow(10.0, 3.0 * i / (N - 1)); /* 1e3 to 1e6 */
+        f->a[i] = f->x[i] * f->x[i];
+    }
+    pbd_plot_series s[1] = {{"x^2", f->x, f->a, N, 0xaa00aa, 0}};
+    pbd_plot p = {"Log-log", "particles", "cost", 0, 0, s, 1, 1, 1};
+    pbd_error err = {0};
+    assert_int_equal(pbd_plot_png(&p, f->path, &err), PBD_OK);
+    int w = 0, h = 0, comp = 0, first = 0, last = 0;
+    unsigned char *px = stbi_load(f->path, &w, &h, &comp, 3);
+    assert_non_null(px);
+    assert_true(count_rgb(px, w, h, 0xaa00aa) > 500);
+    /* A straight line corner to corner: the points spread over the width (on a linear x axis
+     * most would crowd at the left), and the middle decade-and-a-half sits mid-height. */
+    assert_true(columns_with(px, w, h, 0xaa00aa, &first, &last) > w * 3 / 4);
+    assert_true(first < w / 6);
+    assert_true(last > w * 5 / 6);
+    double mid = mean_row(px, w, h, 0xaa00aa, (first + last) / 2 - 20, (first + last) / 2 + 20);
+    assert_true(mid > h * 0.4 && mid < h * 0.6);
+    stbi_image_free(px);
+
+    /* Non-positive x is skipped, leaving a gap, on a log x axis with a linear y axis too. */
+    f->x[0] = -5.0;
+    f->x[100] = 0.0;
+    assert_int_equal(pbd_plot_png(&p, f->path, &err), PBD_OK);
+    p.log_y = 0;
+    assert_int_equal(pbd_plot_png(&p, f->path, &err), PBD_OK);
+    px = stbi_load(f->path, &w, &h, &comp, 3);
+    assert_non_null(px);
+    assert_true(count_rgb(px, w, h, 0xaa00aa) > 500);
+    stbi_image_free(px);
+
+    /* Nothing positive to draw on a log x axis. */
+    remove(f->path);
+    for (int i = 0; i < N; ++i)
+        f->x[i] = -1.0 * i;
+    assert_int_equal(pbd_plot_png(&p, f->path, &err), PBD_ERR_ARGUMENT);
+    assert_non_null(strstr(err.message, f->path));
+    assert_non_null(strstr(err.message, "no positive x values for a logarithmic axis"));
+    assert_false(file_exists(f->path));
+
+    /* Many sorted points are drawn per pixel column of the log-transformed x: the curve covers
+     * the width as the same points in reverse order (drawn one by one) do. */
+    enum { BIG = 100000 };
+    double *x = malloc(2 * BIG * sizeof *x), *y = malloc(2 * BIG * sizeof *y);
+    assert_non_null(x);
+    assert_non_null(y);
+    for (int i = 0; i < BIG; ++i) {
+        x[i] = x[2 * BIG - 1 - i] = 4096.0 * pow(2.0, 8.0 * i / (BIG - 1)); /* 4096 to 1048576 */
+        y[i] = y[2 * BIG - 1 - i] = 1.0 + 0.5 * sin(log(x[i])) + ((i * 7919) % 13) * 0.002;
+    }
+    long count[2];
+    for (int pass = 0; pass < 2; ++pass) {
+        s[0] = (pbd_plot_series){"100k", x + pass * BIG, y + pass * BIG, BIG, 0x3344cc, 0};
+        assert_int_equal(pbd_plot_png(&p, f->path, &err), PBD_OK);
+        px = stbi_load(f->path, &w, &h, &comp, 3);
+        assert_non_null(px);
+        count[pass] = count_rgb(px, w, h, 0x3344cc);
+        assert_true(columns_with(px, w, h, 0x3344cc, &first, &last) > w * 3 / 4);
+        assert_true(first < w / 6);
+        assert_true(last > w * 5 / 6);
+        stbi_image_free(px);
+    }
+    assert_true(count[0] > 5000);
+    assert_true(labs(count[0] - count[1]) < count[1] / 10);
+    free(x);
+    free(y);
+}
+
 static void many_points(void **state)
 {
     fixture *f = *state;
@@ -238,7 +347,7 @@ static void many_points(void **state)
         y[i] = sin(i * 1e-3) + ((i * 7919) % 13) * 0.01; /* wiggles within every column */
     }
     pbd_plot_series s[1] = {{"100k", x, y, BIG, 0x3344cc, 0}};
-    pbd_plot p = {"Many points", "step", "y", 0, 0, s, 1, 0};
+    pbd_plot p = {"Many points", "step", "y", 0, 0, s, 1, 0, 0};
     pbd_error err = {0};
     assert_int_equal(pbd_plot_png(&p, f->path, &err), PBD_OK);
     int w = 0, h = 0, comp = 0;
@@ -276,6 +385,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test_setup_teardown(bad_arguments, setup, teardown),
     cmocka_unit_test_setup_teardown(constant_series, setup, teardown),
     cmocka_unit_test_setup_teardown(log_axis, setup, teardown),
+    cmocka_unit_test_setup_teardown(log_x_axis, setup, teardown),
     cmocka_unit_test_setup_teardown(many_points, setup, teardown),
     cmocka_unit_test_setup_teardown(overwrite, setup, teardown),
 };

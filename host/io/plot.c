@@ -535,22 +535,27 @@ static void draw_series(canvas *c, const pbd_plot *p, const axis *ax, const axis
     for (int i = 0; i < p->num_series; ++i) {
         const pbd_plot_series *s = &p->series[i];
         trace t = {c, {series_rgb(p, i), s->dashed != 0, 0.0}, 0, 0.0, 0.0};
+        /* Sorted among the points drawn; log10 keeps the order, so columns hold on a log axis. */
         int sorted = 1;
-        for (int k = 1; k < s->n && sorted; ++k)
-            sorted = s->x[k] >= s->x[k - 1];
+        double prev = -INFINITY;
+        for (int k = 0; k < s->n && sorted; ++k) {
+            if (p->log_x && s->x[k] <= 0.0)
+                continue;
+            sorted = s->x[k] >= prev;
+            prev = s->x[k];
+        }
         int decimate = sorted && s->n > 2 * (L->x1 - L->x0);
         column g = {0};
         for (int k = 0; k < s->n; ++k) {
-            double y = s->y[k];
-            if (p->log_y) {
-                if (y <= 0.0) {
-                    column_flush(&g, &t);
-                    trace_break(&t);
-                    continue;
-                }
-                y = log10(y);
+            double x = s->x[k], y = s->y[k];
+            if ((p->log_x && x <= 0.0) || (p->log_y && y <= 0.0)) {
+                column_flush(&g, &t);
+                trace_break(&t);
+                continue;
             }
-            double px = map(s->x[k], ax->lo, ax->hi, X0, X1), py = map(y, ay->lo, ay->hi, Y0, Y1);
+            x = p->log_x ? log10(x) : x;
+            y = p->log_y ? log10(y) : y;
+            double px = map(x, ax->lo, ax->hi, X0, X1), py = map(y, ay->lo, ay->hi, Y0, Y1);
             if (decimate)
                 column_add(&g, &t, px, py);
             else
@@ -621,8 +626,26 @@ static long render(canvas *c, const pbd_plot *p, const axis *ax, const axis *ay,
     for (int i = 0; i < ax->n; ++i) {
         int gx = (int)floor(map(ax->at[i], ax->lo, ax->hi, X0, X1));
         fill_rect(c, gx, L.y1, gx + 1, L.y1 + tick, FRAME);
-        int tw = text_width(ax->label[i], s);
-        draw_text(c, ax->label[i], gx - tw / 2, L.y1 + tick + 2 * s, s, INK, 0);
+    }
+    /* An x label that would run into one already drawn is left out (its tick stays); on a log
+     * axis the decades go first, so "0.001 0.002" close together keeps the "0.001". */
+    int drawn[MAX_TICKS][2], ndrawn = 0;
+    for (int pass = 0; pass < 2; ++pass) {
+        for (int i = 0; i < ax->n; ++i) {
+            int decade = ax->step == 0.0 && fabs(ax->at[i] - round(ax->at[i])) < 1e-9;
+            if (decade != (pass == 0))
+                continue;
+            int gx = (int)floor(map(ax->at[i], ax->lo, ax->hi, X0, X1));
+            int tw = text_width(ax->label[i], s), lx = gx - tw / 2, clear = 1;
+            for (int k = 0; k < ndrawn && clear; ++k)
+                clear = lx + tw + 3 * s <= drawn[k][0] || lx >= drawn[k][1] + 3 * s;
+            if (!clear)
+                continue;
+            drawn[ndrawn][0] = lx;
+            drawn[ndrawn][1] = lx + tw;
+            ndrawn++;
+            draw_text(c, ax->label[i], lx, L.y1 + tick + 2 * s, s, INK, 0);
+        }
     }
     for (int i = 0; i < ay->n; ++i) {
         int gy = (int)floor(map(ay->at[i], ay->lo, ay->hi, Y0, Y1));
@@ -709,8 +732,13 @@ static pbd_status axes_from_data(const pbd_plot *p, const char *path, axis *ax, 
     for (int i = 0; i < p->num_series; ++i) {
         const pbd_plot_series *s = &p->series[i];
         for (int k = 0; k < s->n; ++k) {
-            xlo = fmin(xlo, s->x[k]);
-            xhi = fmax(xhi, s->x[k]);
+            /* A point with no place on a log x axis has none on the plot: it widens neither
+             * axis. One with no place on a log y axis still has its x (the gap's place). */
+            if (p->log_x && s->x[k] <= 0.0)
+                continue;
+            double x = p->log_x ? log10(s->x[k]) : s->x[k];
+            xlo = fmin(xlo, x);
+            xhi = fmax(xhi, x);
             if (p->log_y && s->y[k] <= 0.0)
                 continue;
             double y = p->log_y ? log10(s->y[k]) : s->y[k];
@@ -718,14 +746,20 @@ static pbd_status axes_from_data(const pbd_plot *p, const char *path, axis *ax, 
             yhi = fmax(yhi, y);
         }
     }
+    if (xlo > xhi)
+        return pbd_error_set(err, PBD_ERR_ARGUMENT,
+                             "%s: no positive x values for a logarithmic axis", path);
     if (ylo > yhi)
         return pbd_error_set(err, PBD_ERR_ARGUMENT,
                              "%s: no positive y values for a logarithmic axis", path);
-    axis_range(ax, xlo, xhi, 0);
+    axis_range(ax, xlo, xhi, p->log_x);
     axis_range(ay, ylo, yhi, p->log_y);
     if (!isfinite(ax->hi - ax->lo) || !isfinite(ay->hi - ay->lo))
         return pbd_error_set(err, PBD_ERR_ARGUMENT, "%s: data range too large to plot", path);
-    linear_ticks(ax);
+    if (p->log_x)
+        log_ticks(ax);
+    else
+        linear_ticks(ax);
     if (p->log_y)
         log_ticks(ay);
     else

@@ -23,11 +23,13 @@ typedef struct pbd_plot {
     const pbd_plot_series *series;
     int num_series;
     int log_y; /* 1: logarithmic y axis (values <= 0 skipped, leaving a gap) */
+    int log_x; /* 1: logarithmic x axis, likewise; a point skipped for it widens neither axis */
 } pbd_plot;
 
 /* Draws the plot and writes it to `path` as PNG, via a temporary file renamed into place (no
  * half-written file on failure). Errors: PBD_ERR_IO "PATH: cannot write: ...", PBD_ERR_ARGUMENT
- * for no series / n < 1 / non-finite data ("PATH: series 'LABEL' point 12 is not finite"),
+ * for no series / n < 1 / non-finite data ("PATH: series 'LABEL' point 12 is not finite") /
+ * nothing positive on a logarithmic axis ("PATH: no positive x values for a logarithmic axis"),
  * PBD_ERR_MEMORY. */
 pbd_status pbd_plot_png(const pbd_plot *p, const char *path, pbd_error *err);
 

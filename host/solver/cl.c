@@ -21,7 +21,8 @@ typedef struct cl_impl {
     cl_event events[EVENT_BATCH];
     int event_kernel[EVENT_BATCH];
     int num_events;
-    int pending; /* a momentum correction is computed but not yet applied to v */
+    int pending;  /* a momentum correction is computed but not yet applied to v */
+    size_t bytes; /* device memory allocated */
     pbd_kernel_time times[PBD_STAGE_COUNT];
 } cl_impl;
 
@@ -264,6 +265,11 @@ static const char *cl_device_name(const void *impl)
     return c->cl.info.name;
 }
 
+static size_t cl_memory_bytes(const void *impl)
+{
+    return ((const cl_impl *)impl)->bytes;
+}
+
 static void cl_destroy(void *impl)
 {
     cl_impl *c = impl;
@@ -318,6 +324,7 @@ static pbd_status buffer(cl_impl *c, cl_mem *out, const char *name, size_t bytes
                              "(CL_DEVICE_MAX_MEM_ALLOC_SIZE)",
                              name, (double)bytes / 1048576.0, c->cl.info.name,
                              (double)c->cl.info.max_alloc / 1048576.0);
+    c->bytes += bytes;
     *out = clCreateBuffer(c->cl.context, CL_MEM_READ_WRITE | (host ? CL_MEM_COPY_HOST_PTR : 0),
                           bytes, (void *)host, &rc);
     if (rc != CL_SUCCESS)
@@ -535,5 +542,5 @@ cleanup:
 const pbd_backend_ops pbd_cl_ops = {
     cl_predict,      cl_project_color, cl_collide,     cl_project_jacobi, cl_gather_jacobi,
     cl_update,       cl_momentum,      cl_body_solve,  cl_finish,         cl_read,
-    cl_kernel_times, cl_reset_times,   cl_device_name, cl_destroy,
+    cl_kernel_times, cl_reset_times,   cl_device_name, cl_memory_bytes,   cl_destroy,
 };

@@ -324,6 +324,25 @@ static const char *cpu_device_name(const void *impl)
     return "cpu (reference, single thread)";
 }
 
+/* What the arrays hold (the sizes alloc4 and calloc were given). */
+static size_t cpu_memory_bytes(const void *impl)
+{
+    const cpu_impl *c = impl;
+    const pbd_plan *pl = c->plan;
+    size_t np = (size_t)pl->num_particles, nc = (size_t)pl->num_distance + 1;
+    size_t nb = (size_t)pl->num_bodies, f4 = sizeof(pbd_float4);
+    int bdf2 = pl->cfg.velocity_update == PBD_VELOCITY_BDF2;
+    size_t b = 3 * np * f4 + (bdf2 ? 2 * np * f4 : 0) + (pl->momentum_active ? np * f4 : 0);
+    b += (pl->cfg.solver == PBD_SOLVER_JACOBI ? 2 * nc * f4 : 0) + nc * sizeof(float);
+    b += np * sizeof(int) +
+         nb * (f4 + 6 * sizeof(double) + 2 * PBD_OUT_COUNT * sizeof(double) + PBD_APPLY_COUNT * f4);
+    b += (size_t)pl->num_segments * PBD_SUM_COUNT * sizeof(double);
+    /* The plan's arrays the loops read: constraints, CSR, colours, segments. */
+    b += nc * sizeof(pbd_distance) + (np + 1 + 2 * nc) * sizeof(int) +
+         (size_t)pl->num_segments * sizeof(pbd_segment);
+    return b;
+}
+
 static void cpu_destroy(void *impl)
 {
     cpu_impl *c = impl;
@@ -399,5 +418,5 @@ pbd_status pbd_cpu_create(const pbd_model *m, pbd_plan *plan, void **impl, pbd_e
 const pbd_backend_ops pbd_cpu_ops = {
     cpu_predict,      cpu_project_color, cpu_collide,     cpu_project_jacobi, cpu_gather_jacobi,
     cpu_update,       cpu_momentum,      cpu_body_solve,  cpu_finish,         cpu_read,
-    cpu_kernel_times, cpu_reset_times,   cpu_device_name, cpu_destroy,
+    cpu_kernel_times, cpu_reset_times,   cpu_device_name, cpu_memory_bytes,   cpu_destroy,
 };

@@ -293,6 +293,42 @@ long pbd_solver_momentum_launches_per_frame(const pbd_solver *s)
     return s->plan.momentum_active ? 2L * s->plan.cfg.substeps : 0L;
 }
 
+size_t pbd_solver_memory_bytes(const pbd_solver *s)
+{
+    return s->ops->memory_bytes(s->impl);
+}
+
+double pbd_solver_projections_per_frame(const pbd_solver *s)
+{
+    const pbd_config *c = &s->plan.cfg;
+    return (double)s->plan.num_distance * c->iterations * c->substeps;
+}
+
+pbd_status pbd_solver_constraint_error(pbd_solver *s, double *mean_relative, double *max_abs,
+                                       pbd_error *err)
+{
+    const pbd_plan *pl = &s->plan;
+    pbd_float4 *x = malloc(((size_t)pl->num_particles + 1) * sizeof *x);
+    if (!x)
+        return pbd_error_set(err, PBD_ERR_MEMORY, "out of memory reading positions");
+    pbd_status st = s->ops->read(s->impl, x, NULL, err);
+    double sum = 0.0, worst = 0.0;
+    long n = 0;
+    for (int k = 0; st == PBD_OK && k < pl->num_distance; ++k) {
+        const pbd_distance *d = &pl->distance[k];
+        double e = pbd_distance_error(x[d->a], x[d->b], d->rest);
+        worst = e > worst ? e : worst;
+        if (d->rest > 0.0f) {
+            sum += e / d->rest;
+            ++n;
+        }
+    }
+    free(x);
+    *mean_relative = n ? sum / (double)n : 0.0;
+    *max_abs = worst;
+    return st;
+}
+
 const char *pbd_solver_device_name(const pbd_solver *s)
 {
     return s->ops->device_name(s->impl);

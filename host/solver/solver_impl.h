@@ -87,6 +87,8 @@ typedef struct pbd_backend_ops {
     pbd_status (*kernel_times)(void *impl, const pbd_kernel_time **out, int *count, pbd_error *err);
     void (*reset_times)(void *impl);
     const char *(*device_name)(const void *impl);
+    /* Bytes of the state and plan the backend holds (device buffers for OpenCL). */
+    size_t (*memory_bytes)(const void *impl);
     void (*destroy)(void *impl);
 } pbd_backend_ops;
 

@@ -1,0 +1,410 @@
+/* `pbd bench`: one scene in detail, or a named suite of scenes and sizes on both backends and
+ * both solvers, as a table, CSV, JSON and a plot. Part of the command line (it prints). */
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "bench.h"
+#include "io/output.h"
+#include "io/plot.h"
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static int is_momentum_stage(int k)
+{
+    return k == PBD_STAGE_REDUCE || k == PBD_STAGE_SOLVE || k == PBD_STAGE_APPLY;
+}
+
+/* Profiled run of `frames` frames: per-kernel device time and launches per step. */
+static int profiled(const pbd_scene *s, const pbd_config *c, const pbd_solver_desc *desc,
+                    int frames, double *ms, long *launches, pbd_error *err)
+{
+    pbd_solver_desc d = *desc;
+    d.profile = 1;
+    pbd_solver *sv = NULL;
+    const pbd_kernel_time *kt;
+    int nk, rc = 1;
+    if (pbd_solver_create(&s->model, c, &d, &sv, err) != PBD_OK ||
+        pbd_solver_step(sv, 3, err) != PBD_OK || pbd_solver_finish(sv, err) != PBD_OK)
+        goto done;
+    pbd_solver_reset_kernel_times(sv);
+    if (pbd_solver_step(sv, frames, err) != PBD_OK || pbd_solver_finish(sv, err) != PBD_OK ||
+        pbd_solver_kernel_times(sv, &kt, &nk, err) != PBD_OK)
+        goto done;
+    for (int k = 0; k < PBD_STAGE_COUNT; ++k) {
+        ms[k] = k < nk ? kt[k].ms / frames : 0.0;
+        launches[k] = k < nk ? (kt[k].launches + frames / 2) / frames : 0;
+    }
+    rc = 0;
+done:
+    pbd_solver_destroy(sv);
+    return rc;
+}
+
+int pbd_cli_profile(const pbd_scene *s, const pbd_solver_desc *desc, int frames, double *total_ms,
+                    double *momentum_ms, double *kernel_ms, long *kernel_launches, pbd_error *err)
+{
+    double on[PBD_STAGE_COUNT], off[PBD_STAGE_COUNT];
+    long lon[PBD_STAGE_COUNT], loff[PBD_STAGE_COUNT];
+    if (profiled(s, &s->config, desc, frames, on, lon, err))
+        return 1;
+    *total_ms = *momentum_ms = 0.0;
+    for (int k = 0; k < PBD_STAGE_COUNT; ++k) {
+        *total_ms += on[k];
+        if (is_momentum_stage(k))
+            *momentum_ms += on[k];
+        if (kernel_ms)
+            kernel_ms[k] = on[k];
+        if (kernel_launches)
+            kernel_launches[k] = lon[k];
+    }
+    if (*momentum_ms == 0.0)
+        return 0; /* nothing preserved, nothing folded into predict */
+    pbd_config c = s->config;
+    c.momentum = 0;
+    c.damping = c.damping == PBD_DAMPING_RIGID ? PBD_DAMPING_NONE : c.damping;
+    if (profiled(s, &c, desc, frames, off, loff, err))
+        return 1;
+    if (on[PBD_STAGE_PREDICT] > off[PBD_STAGE_PREDICT])
+        *momentum_ms += on[PBD_STAGE_PREDICT] - off[PBD_STAGE_PREDICT];
+    return 0;
+}
+
+int pbd_cli_bench_row(const char *scene, const pbd_solver_desc *desc, int solver, int runs,
+                      int frames, pbd_bench_tweak tweak, const void *ctx, pbd_bench_row *row,
+                      pbd_error *err)
+{
+    pbd_scene s = {0};
+    pbd_solver *sv = NULL;
+    double *ms = calloc((size_t)runs, sizeof *ms);
+    int rc = 1;
+    memset(row, 0, sizeof *row);
+    if (!ms) {
+        pbd_error_set(err, PBD_ERR_MEMORY, "out of memory");
+        return 1;
+    }
+    if (pbd_scene_load(scene, &s, err) != PBD_OK)
+        goto done;
+    if (tweak)
+        tweak(ctx, &s.config);
+    if (solver >= 0)
+        s.config.solver = (pbd_solver_kind)solver;
+    if (pbd_solver_create(&s.model, &s.config, desc, &sv, err) != PBD_OK)
+        goto done;
+    /* Warm-up: the first launches pay for code generation and first-touch page faults. */
+    double t0 = now_s();
+    if (pbd_solver_step(sv, 3, err) != PBD_OK || pbd_solver_finish(sv, err) != PBD_OK)
+        goto done;
+    if (frames <= 0) {
+        double per = (now_s() - t0) / 3.0;
+        frames = per > 0.0 ? (int)(0.25 / per) : 200;
+        frames = frames < 2 ? 2 : frames > 200 ? 200 : frames;
+    }
+    for (int r = 0; r < runs; ++r) {
+        t0 = now_s();
+        if (pbd_solver_step(sv, frames, err) != PBD_OK || pbd_solver_finish(sv, err) != PBD_OK)
+            goto done;
+        ms[r] = 1e3 * (now_s() - t0) / frames;
+    }
+    qsort(ms, (size_t)runs, sizeof *ms, cmp_double);
+    snprintf(row->scene, sizeof row->scene, "%s", scene);
+    snprintf(row->device, sizeof row->device, "%s", pbd_solver_device_name(sv));
+    row->backend = desc->backend;
+    row->solver = s.config.solver;
+    row->particles = s.model.num_particles;
+    row->constraints = s.model.num_distance;
+    row->colors = pbd_solver_num_colors(sv);
+    row->iterations = s.config.iterations;
+    row->substeps = s.config.substeps;
+    for (int b = 0; b < s.model.num_bodies; ++b)
+        row->preserved_bodies +=
+            s.config.momentum && s.model.bodies[b].momentum && s.model.bodies[b].pinned == 0;
+    row->runs = runs;
+    row->frames = frames;
+    row->ms_median = runs % 2 ? ms[runs / 2] : 0.5 * (ms[runs / 2 - 1] + ms[runs / 2]);
+    row->ms_min = ms[0];
+    row->ms_max = ms[runs - 1];
+    row->projections_per_s = pbd_solver_projections_per_frame(sv) / (row->ms_median * 1e-3);
+    row->launches = pbd_solver_launches_per_frame(sv);
+    row->bytes_per_particle = (double)pbd_solver_memory_bytes(sv) / s.model.num_particles;
+    if (pbd_solver_constraint_error(sv, &row->mean_rel_error, &row->max_error, err) != PBD_OK)
+        goto done;
+    pbd_solver_destroy(sv);
+    sv = NULL;
+    if (pbd_cli_profile(&s, desc, frames, &row->device_ms, &row->momentum_ms, row->kernel_ms,
+                        row->kernel_launches, err))
+        goto done;
+    rc = 0;
+done:
+    pbd_solver_destroy(sv);
+    pbd_scene_free(&s);
+    free(ms);
+    return rc;
+}
+
+static const char *backend_name(pbd_backend_kind b)
+{
+    return b == PBD_BACKEND_CPU ? "cpu" : "cl";
+}
+
+static const char *solver_name(pbd_solver_kind s)
+{
+    return s == PBD_SOLVER_JACOBI ? "jacobi" : "gs";
+}
+
+static void csv_header(FILE *f)
+{
+    fputs("scene,backend,solver,device,particles,constraints,colors,iterations,substeps,runs,"
+          "frames,ms_median,ms_min,ms_max,projections_per_s,launches_per_step,"
+          "bytes_per_particle,mean_relative_error,max_error,device_ms,momentum_ms",
+          f);
+    for (int k = 0; k < PBD_STAGE_COUNT; ++k)
+        fprintf(f, ",%s_ms", pbd_stage_names[k]);
+    fputs("\n", f);
+}
+
+static void csv_row(FILE *f, const pbd_bench_row *r)
+{
+    fprintf(f,
+            "%s,%s,%s,\"%s\",%d,%d,%d,%d,%d,%d,%d,%.6g,%.6g,%.6g,%.6g,%ld,%.1f,%.6g,%.6g,"
+            "%.6g,%.6g",
+            r->scene, backend_name(r->backend), solver_name(r->solver), r->device, r->particles,
+            r->constraints, r->colors, r->iterations, r->substeps, r->runs, r->frames, r->ms_median,
+            r->ms_min, r->ms_max, r->projections_per_s, r->launches, r->bytes_per_particle,
+            r->mean_rel_error, r->max_error, r->device_ms, r->momentum_ms);
+    for (int k = 0; k < PBD_STAGE_COUNT; ++k)
+        fprintf(f, ",%.6g", r->kernel_ms[k]);
+    fputs("\n", f);
+}
+
+static void json_row(FILE *f, const pbd_bench_row *r, int last)
+{
+    fprintf(f,
+            "  {\"scene\": \"%s\", \"backend\": \"%s\", \"solver\": \"%s\", \"device\": \"%s\", "
+            "\"particles\": %d, \"constraints\": %d, \"colors\": %d, \"iterations\": %d, "
+            "\"substeps\": %d, \"runs\": %d, \"frames\": %d, \"ms_median\": %.6g, "
+            "\"ms_min\": %.6g, \"ms_max\": %.6g, \"projections_per_s\": %.6g, "
+            "\"launches_per_step\": %ld, \"bytes_per_particle\": %.1f, "
+            "\"mean_relative_error\": %.6g, \"max_error\": %.6g, \"device_ms\": %.6g, "
+            "\"momentum_ms\": %.6g, \"kernels\": {",
+            r->scene, backend_name(r->backend), solver_name(r->solver), r->device, r->particles,
+            r->constraints, r->colors, r->iterations, r->substeps, r->runs, r->frames, r->ms_median,
+            r->ms_min, r->ms_max, r->projections_per_s, r->launches, r->bytes_per_particle,
+            r->mean_rel_error, r->max_error, r->device_ms, r->momentum_ms);
+    int first = 1;
+    for (int k = 0; k < PBD_STAGE_COUNT; ++k) {
+        if (!r->kernel_launches[k] && r->kernel_ms[k] == 0.0)
+            continue;
+        fprintf(f, "%s\"%s\": {\"ms\": %.6g, \"launches\": %ld}", first ? "" : ", ",
+                pbd_stage_names[k], r->kernel_ms[k], r->kernel_launches[k]);
+        first = 0;
+    }
+    fprintf(f, "}}%s\n", last ? "" : ",");
+}
+
+/* Writes rows as CSV and / or JSON (paths may be NULL). */
+static int write_rows(const pbd_bench_row *rows, int n, const char *csv, const char *json)
+{
+    pbd_error err = {0};
+    pbd_output o;
+    if (csv) {
+        if (pbd_output_open(&o, csv, &err) != PBD_OK)
+            goto failed;
+        csv_header(o.f);
+        for (int k = 0; k < n; ++k)
+            csv_row(o.f, &rows[k]);
+        if (pbd_output_commit(&o, &err) != PBD_OK)
+            goto failed;
+    }
+    if (json) {
+        if (pbd_output_open(&o, json, &err) != PBD_OK)
+            goto failed;
+        fputs("[\n", o.f);
+        for (int k = 0; k < n; ++k)
+            json_row(o.f, &rows[k], k == n - 1);
+        fputs("]\n", o.f);
+        if (pbd_output_commit(&o, &err) != PBD_OK)
+            goto failed;
+    }
+    return 0;
+failed:
+    fprintf(stderr, "pbd: %s\n", err.message);
+    return 1;
+}
+
+int pbd_cli_bench_print(const pbd_bench_row *r, const char *csv, const char *json)
+{
+    printf("scene %s: %d particles, %d constraints, %d colours, %s, %d iterations, %d substeps\n",
+           r->scene, r->particles, r->constraints, r->colors, solver_name(r->solver), r->iterations,
+           r->substeps);
+    printf("device %s\n", r->device);
+    printf("ms per step: median %.4f (min %.4f, max %.4f) over %d runs of %d steps\n", r->ms_median,
+           r->ms_min, r->ms_max, r->runs, r->frames);
+    printf("launches per step: %ld; %.3g constraint projections per second; %.0f bytes per "
+           "particle\n",
+           r->launches, r->projections_per_s, r->bytes_per_particle);
+    printf("constraint error after the runs: mean |C|/rest %.3g, max |C| %.3g m\n",
+           r->mean_rel_error, r->max_error);
+    printf("%-26s %12s %12s %8s\n", "kernel", "launches", "ms/step", "share");
+    for (int k = 0; k < PBD_STAGE_COUNT; ++k)
+        if (r->kernel_launches[k])
+            printf("%-26s %12ld %12.4f %7.1f%%\n", pbd_stage_names[k], r->kernel_launches[k],
+                   r->kernel_ms[k],
+                   r->device_ms > 0 ? 100.0 * r->kernel_ms[k] / r->device_ms : 0.0);
+    printf("%-26s %12s %12.4f\n", "total (device time)", "", r->device_ms);
+    printf("momentum correction: %.4f ms per step, %.2f%% of the step's device time (%d bodies "
+           "preserved; includes what the broadcast adds to predict)\n",
+           r->momentum_ms, r->device_ms > 0 ? 100.0 * r->momentum_ms / r->device_ms : 0.0,
+           r->preserved_bodies);
+    return write_rows(r, 1, csv, json);
+}
+
+/* The suites. "standard": the cloth from 64 x 64 to 1024 x 1024, tet boxes of 1,000 to
+ * 100,000 particles, and every shipped scene; "quick": two small scenes (for tests). */
+static const char *const standard_scenes[] = {"@cloth-64",      "@cloth-128",      "@cloth-256",
+                                              "@cloth-512",     "@cloth-1024",     "@boxes-1x1000",
+                                              "@boxes-1x10000", "@boxes-1x100000", NULL};
+static const char *const quick_scenes[] = {"@cloth-64", "@boxes-1x1000", NULL};
+
+static int cmp_name(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* ms per step against particles for the cloth sweep, one line per backend and solver. */
+static int plot_sweep(const pbd_bench_row *rows, int n, const char *path)
+{
+    double x[4][16], y[4][16];
+    int cnt[4] = {0, 0, 0, 0};
+    static const char *const labels[4] = {"OpenCL, Gauss-Seidel", "CPU reference, Gauss-Seidel",
+                                          "OpenCL, Jacobi", "CPU reference, Jacobi"};
+    for (int k = 0; k < n; ++k) {
+        if (strncmp(rows[k].scene, "@cloth-", 7) != 0)
+            continue;
+        int s = (rows[k].solver == PBD_SOLVER_JACOBI) * 2 + (rows[k].backend == PBD_BACKEND_CPU);
+        if (cnt[s] < 16) {
+            x[s][cnt[s]] = rows[k].particles;
+            y[s][cnt[s]++] = rows[k].ms_median;
+        }
+    }
+    pbd_plot_series ser[4];
+    int ns = 0;
+    for (int s = 0; s < 4; ++s)
+        if (cnt[s] > 0)
+            ser[ns++] = (pbd_plot_series){labels[s], x[s], y[s], cnt[s], 0, s % 2};
+    if (ns == 0) {
+        fprintf(stderr, "pbd: %s: the suite has no cloth rows to plot\n", path);
+        return 1;
+    }
+    pbd_plot p = {.title = "Cloth, 10 iterations: time per step",
+                  .xlabel = "particles",
+                  .ylabel = "ms per step",
+                  .series = ser,
+                  .num_series = ns,
+                  .log_y = 1,
+                  .log_x = 1};
+    pbd_error err = {0};
+    if (pbd_plot_png(&p, path, &err) != PBD_OK) {
+        fprintf(stderr, "pbd: %s\n", err.message);
+        return 1;
+    }
+    return 0;
+}
+
+int pbd_cli_bench_suite(const char *name, const char *scenes_dir, const pbd_solver_desc *desc,
+                        int runs, int frames, pbd_bench_tweak tweak, const void *ctx,
+                        const char *csv, const char *json, const char *plot)
+{
+    const char *const *list = strcmp(name, "standard") == 0 ? standard_scenes
+                              : strcmp(name, "quick") == 0  ? quick_scenes
+                                                            : NULL;
+    if (!list) {
+        fprintf(stderr, "pbd: --suite: found '%s', expected standard or quick\n", name);
+        return 2;
+    }
+    char *scenes[96];
+    int ns = 0;
+    for (; list[ns] && ns < 64; ++ns)
+        scenes[ns] = strdup(list[ns]);
+    if (strcmp(name, "standard") == 0) {
+        DIR *d = opendir(scenes_dir);
+        struct dirent *e;
+        int first = ns;
+        while (d && (e = readdir(d)) && ns < 96) {
+            size_t len = strlen(e->d_name);
+            if (len > 5 && strcmp(e->d_name + len - 5, ".json") == 0) {
+                size_t n = strlen(scenes_dir) + len + 2;
+                scenes[ns] = malloc(n);
+                if (scenes[ns])
+                    snprintf(scenes[ns++], n, "%s/%s", scenes_dir, e->d_name);
+            }
+        }
+        if (d)
+            closedir(d);
+        else
+            fprintf(stderr,
+                    "pbd: %s: cannot list the shipped scenes; measuring the built-in "
+                    "ones only\n",
+                    scenes_dir);
+        qsort(scenes + first, (size_t)(ns - first), sizeof scenes[0], cmp_name);
+    }
+    int nrows = 0, rc = 1;
+    pbd_bench_row *rows = calloc((size_t)ns * 4, sizeof *rows);
+    if (!rows)
+        goto done;
+    printf("%-34s %-4s %-6s %9s %11s %11s %9s %8s %9s %10s %9s\n", "scene", "back", "solver",
+           "particles", "ms/step", "Mproj/s", "launches", "B/part", "mean|C|/l", "momentum%",
+           "cpu/cl");
+    for (int k = 0; k < ns; ++k) {
+        const char *scene = scenes[k];
+        for (int solver = 0; solver < 2; ++solver) {
+            for (int backend = 0; backend < 2; ++backend) {
+                pbd_solver_desc d = *desc;
+                d.backend = backend ? PBD_BACKEND_CPU : PBD_BACKEND_CL;
+                pbd_error err = {0};
+                pbd_bench_row *r = &rows[nrows];
+                fprintf(stderr, "pbd: bench %s, %s, %s\n", scene, backend ? "cpu" : "cl",
+                        solver ? "jacobi" : "gs");
+                if (pbd_cli_bench_row(scene, &d, solver, runs, frames, tweak, ctx, r, &err)) {
+                    fprintf(stderr, "pbd: %s\n", err.message);
+                    pbd_error_clear(&err);
+                    goto done;
+                }
+                ++nrows;
+                const char *short_name = strrchr(scene, '/') ? strrchr(scene, '/') + 1 : scene;
+                char ratio[32] = "";
+                if (backend == 1 && r->ms_median > 0.0)
+                    snprintf(ratio, sizeof ratio, "%.2fx",
+                             r->ms_median / rows[nrows - 2].ms_median);
+                printf("%-34s %-4s %-6s %9d %11.3f %11.1f %9ld %8.0f %9.3g %9.2f%% %9s\n",
+                       short_name, backend_name(r->backend), solver_name(r->solver), r->particles,
+                       r->ms_median, r->projections_per_s * 1e-6, r->launches,
+                       r->bytes_per_particle, r->mean_rel_error,
+                       r->device_ms > 0 ? 100.0 * r->momentum_ms / r->device_ms : 0.0, ratio);
+                fflush(stdout);
+            }
+        }
+    }
+    rc = write_rows(rows, nrows, csv, json);
+    if (rc == 0 && plot)
+        rc = plot_sweep(rows, nrows, plot);
+done:
+    for (int k = 0; k < ns; ++k)
+        free(scenes[k]);
+    free(rows);
+    return rc;
+}

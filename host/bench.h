@@ -1,0 +1,54 @@
+/* `pbd bench`: timing one scene or a named suite (part of the CLI). */
+#ifndef PBD_BENCH_H
+#define PBD_BENCH_H
+
+#include "pbd.h"
+#include "solver/solver_impl.h"
+
+/* One measured configuration. Times are per step (frame); device times from profiling. */
+typedef struct pbd_bench_row {
+    char scene[160];
+    char device[128];
+    pbd_backend_kind backend;
+    pbd_solver_kind solver;
+    int particles, constraints, colors, iterations, substeps, preserved_bodies;
+    int runs, frames; /* timed runs of `frames` steps */
+    double ms_median, ms_min, ms_max;
+    double projections_per_s;  /* constraint projections per second at the median */
+    long launches;             /* per step */
+    double bytes_per_particle; /* memory where it steps / particles */
+    double mean_rel_error;     /* mean |C| / rest after the runs */
+    double max_error;          /* max |C|, m */
+    double device_ms;          /* all kernels' device time per step (profiled run) */
+    double momentum_ms;        /* the correction's share of it, see pbd_cli_profile */
+    double kernel_ms[PBD_STAGE_COUNT];
+    long kernel_launches[PBD_STAGE_COUNT]; /* per step */
+} pbd_bench_row;
+
+/* Changes a scene's configuration before it is measured (the command line's overrides). */
+typedef void (*pbd_bench_tweak)(const void *ctx, pbd_config *c);
+
+/* Measures `scene` (a path or a built-in name) with `solver` (-1: the scene's) on the backend
+ * of `desc`: 3 frames of warm-up, `runs` timed runs of `frames` steps (0: about 0.25 s a
+ * run), the constraint error after them, then a profiled run for the device times. */
+int pbd_cli_bench_row(const char *scene, const pbd_solver_desc *desc, int solver, int runs,
+                      int frames, pbd_bench_tweak tweak, const void *ctx, pbd_bench_row *row,
+                      pbd_error *err);
+
+/* Device time per step (profiling events) of all kernels and of the momentum correction:
+ * body_reduce, body_solve, momentum_apply, plus what the folded-in broadcast adds to predict
+ * (predict's time less that of a run with momentum off). Per-kernel times (ms and launches
+ * per step, PBD_STAGE_COUNT entries) go to kernel_ms / kernel_launches when not NULL. */
+int pbd_cli_profile(const pbd_scene *s, const pbd_solver_desc *desc, int frames, double *total_ms,
+                    double *momentum_ms, double *kernel_ms, long *kernel_launches, pbd_error *err);
+
+/* `pbd bench --suite NAME`: the rows of a named suite on both backends and solvers, printed
+ * as a table and written to csv / json / a plot (each may be NULL). Returns the exit code. */
+int pbd_cli_bench_suite(const char *name, const char *scenes_dir, const pbd_solver_desc *desc,
+                        int runs, int frames, pbd_bench_tweak tweak, const void *ctx,
+                        const char *csv, const char *json, const char *plot);
+
+/* Prints one row in detail (per-kernel breakdown) and writes csv / json when given. */
+int pbd_cli_bench_print(const pbd_bench_row *row, const char *csv, const char *json);
+
+#endif
