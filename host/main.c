@@ -462,7 +462,8 @@ static int cmd_run(const options *o)
     if (!o->quiet) {
         printf("scene        %s\n", o->scene);
         printf("device       %s\n", pbd_solver_device_name(solver));
-        printf("particles    %d in %d bodies\n", m->num_particles, m->num_bodies);
+        printf("particles    %d in %d bod%s\n", m->num_particles, m->num_bodies,
+               m->num_bodies == 1 ? "y" : "ies");
         printf("constraints  %d distance, %d colours, %d planes\n", m->num_distance,
                pbd_solver_num_colors(solver), m->num_planes);
         printf("solver       %s, %d iterations, %d substeps, dt %g s\n",
@@ -472,9 +473,10 @@ static int cmd_run(const options *o)
         int preserved = 0;
         for (int b = 0; b < m->num_bodies; ++b)
             preserved += c->momentum && m->bodies[b].momentum && m->bodies[b].pinned == 0;
-        printf("momentum     %s (%d of %d bodies preserved; a pinned body is held by the world)"
-               "\n",
-               c->momentum ? "on" : "off", preserved, m->num_bodies);
+        printf("momentum     %s (%d of %d bod%s preserved; a body with pinned particles is held "
+               "by the world)\n",
+               c->momentum ? "on" : "off", preserved, m->num_bodies,
+               m->num_bodies == 1 ? "y" : "ies");
         printf("damping      %s", damping_names[c->damping]);
         if (c->damping != PBD_DAMPING_NONE)
             printf(", k = %g per substep", (double)c->damping_k);
