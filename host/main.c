@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,11 +88,16 @@ static void on_signal(int sig)
     interrupted = 1;
 }
 
-static int usage_error(const char *fmt, const char *a, const char *b)
+/* Prints "pbd: MESSAGE" and where to find the usage; returns the usage exit code. */
+static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int usage_error(const char *fmt, ...)
 {
+    va_list ap;
+    va_start(ap, fmt);
     fprintf(stderr, "pbd: ");
-    fprintf(stderr, fmt, a, b);
+    vfprintf(stderr, fmt, ap);
     fprintf(stderr, "\n(run 'pbd --help' for usage)\n");
+    va_end(ap);
     return EXIT_USAGE;
 }
 
@@ -141,7 +147,7 @@ static int parse_args(int argc, char **argv, options *o)
     o->stats_every = 1;
     o->runs = 5;
     if (argc < 2)
-        return usage_error("missing command%s%s", "", "");
+        return usage_error("missing command");
     o->command = argv[1];
     for (int i = 2; i < argc; ++i) {
         const char *a = argv[i];
@@ -149,7 +155,7 @@ static int parse_args(int argc, char **argv, options *o)
         int rc = 0;
 #define NEEDS_VALUE                                                                                \
     if (!val)                                                                                      \
-        return usage_error("%s: missing value%s", a, "");                                          \
+        return usage_error("%s: missing value", a);                                                \
     ++i
         if (strcmp(a, "--frames") == 0) {
             NEEDS_VALUE;
@@ -170,17 +176,16 @@ static int parse_args(int argc, char **argv, options *o)
             else if (strcmp(val, "jacobi") == 0)
                 o->solver = PBD_SOLVER_JACOBI;
             else
-                return usage_error("--solver: found '%s', expected gs or jacobi%s", val, "");
+                return usage_error("--solver: found '%s', expected gs or jacobi", val);
         } else if (strcmp(a, "--momentum") == 0) {
             NEEDS_VALUE;
             if ((o->momentum = pick(val, (const char *const[]){"off", "on", NULL})) < 0)
-                return usage_error("--momentum: found '%s', expected on or off%s", val, "");
+                return usage_error("--momentum: found '%s', expected on or off", val);
         } else if (strcmp(a, "--damping") == 0) {
             NEEDS_VALUE;
             o->damping = pick(val, (const char *const[]){"none", "point", "rigid", NULL});
             if (o->damping < 0)
-                return usage_error("--damping: found '%s', expected none, point or rigid%s", val,
-                                   "");
+                return usage_error("--damping: found '%s', expected none, point or rigid", val);
         } else if (strcmp(a, "--damping-k") == 0) {
             NEEDS_VALUE;
             char *end;
@@ -195,8 +200,8 @@ static int parse_args(int argc, char **argv, options *o)
             o->velocity_update = pick(val, (const char *const[]){"first_order", "bdf2", NULL});
             if (o->velocity_update < 0)
                 return usage_error("--velocity-update: found '%s', expected first_order or "
-                                   "bdf2%s",
-                                   val, "");
+                                   "bdf2",
+                                   val);
         } else if (strcmp(a, "--backend") == 0) {
             NEEDS_VALUE;
             if (strcmp(val, "cl") == 0)
@@ -204,7 +209,7 @@ static int parse_args(int argc, char **argv, options *o)
             else if (strcmp(val, "cpu") == 0)
                 o->desc.backend = PBD_BACKEND_CPU;
             else
-                return usage_error("--backend: found '%s', expected cl or cpu%s", val, "");
+                return usage_error("--backend: found '%s', expected cl or cpu", val);
         } else if (strcmp(a, "--device") == 0) {
             NEEDS_VALUE;
             o->desc.device = val;
@@ -246,7 +251,7 @@ static int parse_args(int argc, char **argv, options *o)
             NEEDS_VALUE;
             o->scenes_dir = val;
         } else if (a[0] == '-' && a[1]) {
-            return usage_error("unknown option '%s'%s", a, "");
+            return usage_error("unknown option '%s'", a);
         } else if (!o->scene) {
             o->scene = a;
         } else {
@@ -310,7 +315,7 @@ static void apply_overrides(const options *o, pbd_config *c);
 static int load_scene(const options *o, pbd_scene *scene, pbd_error *err)
 {
     if (!o->scene)
-        return usage_error("%s: missing SCENE (a .json file)%s", o->command, "");
+        return usage_error("%s: missing SCENE (a .json file)", o->command);
     if (pbd_scene_load(o->scene, scene, err) != PBD_OK)
         return fail(err);
     apply_overrides(o, &scene->config);
@@ -509,16 +514,14 @@ static int cmd_bench(const options *o)
     const char *scenes = o->scenes_dir ? o->scenes_dir : PBD_DEFAULT_SCENES;
     if (o->suite) {
         if (o->scene)
-            return usage_error("bench: give a SCENE or --suite, not both (found '%s')%s", o->scene,
-                               "");
+            return usage_error("bench: give a SCENE or --suite, not both (found '%s')", o->scene);
         return pbd_cli_bench_suite(o->suite, scenes, &o->desc, (int)o->runs, (int)o->bench_frames,
                                    tweak_config, o, o->csv, o->json, o->plot);
     }
     if (!o->scene)
-        return usage_error("bench: missing SCENE (a .json file or @name) or --suite NAME%s%s", "",
-                           "");
+        return usage_error("bench: missing SCENE (a .json file or @name) or --suite NAME");
     if (o->plot)
-        return usage_error("bench: --plot needs --suite (it plots a size sweep)%s%s", "", "");
+        return usage_error("bench: --plot needs --suite (it plots a size sweep)");
     pbd_bench_row row;
     pbd_error err = {0};
     if (pbd_cli_bench_row(o->scene, &o->desc, -1, (int)o->runs, (int)o->bench_frames, tweak_config,
@@ -554,10 +557,10 @@ int main(int argc, char **argv)
         return cmd_bench(&o);
     if (strcmp(o.command, "experiments") == 0) {
         if (!o.scene)
-            return usage_error("experiments: missing OUTDIR (the folder to write to)%s%s", "", "");
+            return usage_error("experiments: missing OUTDIR (the folder to write to)");
         return pbd_cli_experiments(o.scene, o.scenes_dir ? o.scenes_dir : PBD_DEFAULT_SCENES,
                                    &o.desc, o.quick);
     }
-    return usage_error("unknown command '%s'%s (expected run, bench, devices or experiments)",
-                       o.command, "");
+    return usage_error("unknown command '%s' (expected run, bench, devices or experiments)",
+                       o.command);
 }
