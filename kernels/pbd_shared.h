@@ -8,7 +8,7 @@
  * device built with correctly rounded divide and sqrt where it offers them.
  *
  * Every struct here holds 4-byte scalars only, padding written out; sizes are checked with
- * _Static_assert on the host and by a probe kernel in tests/test_layout.c. */
+ * _Static_assert on the host and by a probe kernel (tests/test_cl.c, layout_probe). */
 #ifndef PBD_SHARED_H
 #define PBD_SHARED_H
 

@@ -2,6 +2,7 @@
 #define _POSIX_C_SOURCE 200809L /* mkdtemp, setenv */
 
 #include <ctype.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -345,12 +346,85 @@ static void kernel_missing(void **state)
     assert_non_null(strstr(err.message, "probe"));
 }
 
+/* The shared structs have the same sizes and field offsets on the device as on the host:
+ * a probe kernel, built after the real sources, reports them. */
+#define LAYOUT_PROBE                                                                               \
+    "\n__kernel void layout_probe(__global int *o)\n"                                              \
+    "{\n"                                                                                          \
+    "    pbd_distance d;\n"                                                                        \
+    "    pbd_segment s;\n"                                                                         \
+    "    o[0] = sizeof(pbd_float4);\n"                                                             \
+    "    o[1] = sizeof(pbd_distance);\n"                                                           \
+    "    o[2] = (int)((char *)&d.a - (char *)&d);\n"                                               \
+    "    o[3] = (int)((char *)&d.b - (char *)&d);\n"                                               \
+    "    o[4] = (int)((char *)&d.rest - (char *)&d);\n"                                            \
+    "    o[5] = (int)((char *)&d.compliance - (char *)&d);\n"                                      \
+    "    o[6] = sizeof(pbd_segment);\n"                                                            \
+    "    o[7] = (int)((char *)&s.body - (char *)&s);\n"                                            \
+    "    o[8] = (int)((char *)&s.first - (char *)&s);\n"                                           \
+    "    o[9] = (int)((char *)&s.count - (char *)&s);\n"                                           \
+    "    o[10] = sizeof(pbd_acc);\n"                                                               \
+    "    o[11] = PBD_SUM_COUNT;\n"                                                                 \
+    "    o[12] = PBD_OUT_COUNT;\n"                                                                 \
+    "    o[13] = PBD_SEGMENT;\n"                                                                   \
+    "}\n"
+
+static void layout_probe(void **state)
+{
+    (void)state;
+    char dir[64];
+    pbd_cl cl;
+    pbd_error err = {0};
+    cl_kernel k = NULL;
+    cl_int rc = CL_SUCCESS;
+    make_kernel_dir(dir, sizeof dir, 1, LAYOUT_PROBE);
+    assert_int_equal(pbd_cl_open(&cl, NULL, 0, &err), PBD_OK);
+    pbd_status st = pbd_cl_build(&cl, dir, NULL, &err);
+    if (st != PBD_OK)
+        print_error("%s\n%s\n", err.message, err.log ? err.log : "");
+    assert_int_equal(st, PBD_OK);
+    remove_kernel_dir(dir);
+    assert_int_equal(pbd_cl_kernel(&cl, "layout_probe", &k, &err), PBD_OK);
+    cl_mem buf = clCreateBuffer(cl.context, CL_MEM_WRITE_ONLY, 14 * sizeof(cl_int), NULL, &rc);
+    assert_int_equal(rc, CL_SUCCESS);
+    assert_int_equal(clSetKernelArg(k, 0, sizeof buf, &buf), CL_SUCCESS);
+    size_t global = 1;
+    assert_int_equal(clEnqueueNDRangeKernel(cl.queue, k, 1, NULL, &global, NULL, 0, NULL, NULL),
+                     CL_SUCCESS);
+    cl_int o[14] = {0};
+    assert_int_equal(clEnqueueReadBuffer(cl.queue, buf, CL_TRUE, 0, sizeof o, o, 0, NULL, NULL),
+                     CL_SUCCESS);
+    const int host[14] = {(int)sizeof(pbd_float4),
+                          (int)sizeof(pbd_distance),
+                          (int)offsetof(pbd_distance, a),
+                          (int)offsetof(pbd_distance, b),
+                          (int)offsetof(pbd_distance, rest),
+                          (int)offsetof(pbd_distance, compliance),
+                          (int)sizeof(pbd_segment),
+                          (int)offsetof(pbd_segment, body),
+                          (int)offsetof(pbd_segment, first),
+                          (int)offsetof(pbd_segment, count),
+                          cl.info.fp64 ? 8 : 4, /* the device's accumulator */
+                          PBD_SUM_COUNT,
+                          PBD_OUT_COUNT,
+                          PBD_SEGMENT};
+    for (int i = 0; i < 14; ++i)
+        if (o[i] != host[i])
+            fail_msg("layout entry %d: device %d, host %d", i, o[i], host[i]);
+    print_message("%s: layouts match (pbd_distance %d bytes, pbd_segment %d, accumulator %d)\n",
+                  cl.info.name, o[1], o[6], o[10]);
+    clReleaseMemObject(buf);
+    clReleaseKernel(k);
+    pbd_cl_close(&cl);
+}
+
 static const struct CMUnitTest tests[] = {
-    cmocka_unit_test(list_devices),      cmocka_unit_test(select_real),
-    cmocka_unit_test(select_synthetic),  cmocka_unit_test(open_close),
-    cmocka_unit_test(open_errors),       cmocka_unit_test(error_names),
-    cmocka_unit_test(build_broken),      cmocka_unit_test(build_and_run),
-    cmocka_unit_test(build_missing_dir), cmocka_unit_test(kernel_missing),
+    cmocka_unit_test(layout_probe),   cmocka_unit_test(list_devices),
+    cmocka_unit_test(select_real),    cmocka_unit_test(select_synthetic),
+    cmocka_unit_test(open_close),     cmocka_unit_test(open_errors),
+    cmocka_unit_test(error_names),    cmocka_unit_test(build_broken),
+    cmocka_unit_test(build_and_run),  cmocka_unit_test(build_missing_dir),
+    cmocka_unit_test(kernel_missing),
 };
 
 PBD_TEST_MAIN("cl", tests, 1)
