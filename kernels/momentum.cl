@@ -1,9 +1,11 @@
 /* Global momentum preservation (Dahl & Bargteil 2019, Algorithm 2) and per-body statistics,
- * in three launches whatever the number of bodies:
+ * in three stages whatever the number of bodies:
  *   body_reduce:    per segment (a piece of one body's particles): sums;
  *   body_solve:     per body: the body's segments in a fixed order, then the per-body solve
  *                   (com, inertia, P_pbd, L_pbd, tracking, v_cor, w_cor);
- *   momentum_apply: one work-item per particle: v += v_cor + w_cor x (x - com).
+ *   momentum_apply: one work-item per particle: v += v_cor + w_cor x (x - com). The step
+ *                   folds this into the next substep's predict (predict.cl), so a substep
+ *                   costs two extra launches; it runs alone only before the state is read.
  * Fixed orders and no atomics: the sums, and so the corrections, are the same on every run.
  * Each of the first two comes in two layouts: a work-group and a tree per item (GPUs), or a
  * work-item per item summing in order (CPU devices, and bodies small enough). The CPU
