@@ -79,8 +79,11 @@ int pbd_cli_profile(const pbd_scene *s, const pbd_solver_desc *desc, int frames,
     c.damping = c.damping == PBD_DAMPING_RIGID ? PBD_DAMPING_NONE : c.damping;
     if (profiled(s, &c, desc, frames, off, loff, err))
         return 1;
-    if (on[PBD_STAGE_PREDICT] > off[PBD_STAGE_PREDICT])
-        *momentum_ms += on[PBD_STAGE_PREDICT] - off[PBD_STAGE_PREDICT];
+    /* The broadcast rides on predict; on CPU devices the sums ride on update_velocity. */
+    const int hosts[2] = {PBD_STAGE_PREDICT, PBD_STAGE_UPDATE};
+    for (int k = 0; k < 2; ++k)
+        if (on[hosts[k]] > off[hosts[k]])
+            *momentum_ms += on[hosts[k]] - off[hosts[k]];
     return 0;
 }
 

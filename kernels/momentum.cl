@@ -31,6 +31,121 @@ static void reduce_rows(__local pbd_acc *rows, int l)
     barrier(CLK_LOCAL_MEM_FENCE);
 }
 
+#ifndef PBD_ACC_COMPENSATED
+/* pbd_particle_sums in double4 / double8 lanes: each lane does that function's operations in
+ * its order, so the sums are the same bits as the CPU reference's, in fewer instructions. */
+typedef struct vsums {
+    double4 mx, p, l, j, lj;
+    double8 s;
+    double m, ke, err;
+} vsums;
+
+static void vsums_zero(vsums *a)
+{
+    a->mx = a->p = a->l = a->j = a->lj = (double4)(0.0);
+    a->s = (double8)(0.0);
+    a->m = a->ke = a->err = 0.0;
+}
+
+static void vsums_add(vsums *a, float4 x, float4 v, float4 dx, double4 rd, int with_dx, int stats,
+                      float err, float inv_h)
+{
+    double m = (double)v.w;
+    double4 rr = convert_double4(x) - rd;
+    double4 vv = convert_double4(v);
+    rr.w = 0.0;
+    vv.w = 0.0;
+    double4 mp = m * vv;
+    double4 mr = m * rr;
+    a->m = a->m + m;
+    a->mx = a->mx + mr;
+    a->p = a->p + mp;
+    a->l = a->l + (rr.yzxw * mp.zxyw - rr.zxyw * mp.yzxw);
+    a->s = a->s + (double8)(mr.x, mr.x, mr.x, mr.y, mr.y, mr.z, 0.0, 0.0) *
+                      (double8)(rr.x, rr.y, rr.z, rr.y, rr.z, rr.z, 0.0, 0.0);
+    if (with_dx) {
+        double4 jd = m * convert_double4(dx * inv_h);
+        jd.w = 0.0;
+        a->j = a->j + jd;
+        a->lj = a->lj + (rr.yzxw * jd.zxyw - rr.zxyw * jd.yzxw);
+    }
+    if (stats) {
+        double4 pv = mp * vv;
+        double e = (double)err;
+        a->ke = a->ke + 0.5 * ((pv.x + pv.y) + pv.z);
+        a->err = a->err > e ? a->err : e;
+    }
+}
+
+static void vsums_store(const vsums *a, pbd_acc *acc)
+{
+    acc[PBD_SUM_M] = a->m;
+    acc[PBD_SUM_MX + 0] = a->mx.x;
+    acc[PBD_SUM_MX + 1] = a->mx.y;
+    acc[PBD_SUM_MX + 2] = a->mx.z;
+    acc[PBD_SUM_P + 0] = a->p.x;
+    acc[PBD_SUM_P + 1] = a->p.y;
+    acc[PBD_SUM_P + 2] = a->p.z;
+    acc[PBD_SUM_XCP + 0] = a->l.x;
+    acc[PBD_SUM_XCP + 1] = a->l.y;
+    acc[PBD_SUM_XCP + 2] = a->l.z;
+    acc[PBD_SUM_KE] = a->ke;
+    acc[PBD_SUM_XX + 0] = a->s.s0;
+    acc[PBD_SUM_XX + 1] = a->s.s1;
+    acc[PBD_SUM_XX + 2] = a->s.s2;
+    acc[PBD_SUM_XX + 3] = a->s.s3;
+    acc[PBD_SUM_XX + 4] = a->s.s4;
+    acc[PBD_SUM_XX + 5] = a->s.s5;
+    acc[PBD_SUM_J + 0] = a->j.x;
+    acc[PBD_SUM_J + 1] = a->j.y;
+    acc[PBD_SUM_J + 2] = a->j.z;
+    acc[PBD_SUM_XCJ + 0] = a->lj.x;
+    acc[PBD_SUM_XCJ + 1] = a->lj.y;
+    acc[PBD_SUM_XCJ + 2] = a->lj.z;
+    acc[PBD_SUM_ERR] = a->err;
+}
+
+/* update_velocity and body_reduce_serial in one pass, for CPU devices with fp64 sums: one
+ * work-item per segment updates its particles (update.cl's work) and sums them from the
+ * registers, saving the reduction a second read of x and v (half its cost on PoCL). The
+ * same operations in the same order as the two kernels: the same bits. */
+__kernel void
+update_reduce_serial(__global const pbd_segment *segments, __global pbd_float4 *particle_x,
+                     __global const pbd_float4 *particle_p, __global pbd_float4 *particle_v,
+                     __global pbd_float4 *particle_xp, __global pbd_float4 *particle_vp,
+                     __global const pbd_float4 *particle_dx, __global const pbd_float4 *body_ref,
+                     float inv_h, float damping, int bdf2, int keep_prev, int with_dx,
+                     __global pbd_acc *segment_sums, int num_segments)
+{
+    int g = get_global_id(0);
+    if (g >= num_segments)
+        return;
+    pbd_segment seg = segments[g];
+    const double4 rd = convert_double4(body_ref[seg.body]);
+    vsums a;
+    vsums_zero(&a);
+    for (int i = seg.first; i < seg.first + seg.count; ++i) {
+        pbd_float4 x = particle_x[i];
+        pbd_float4 p = particle_p[i];
+        pbd_float4 v = particle_v[i];
+        pbd_float4 xp = bdf2 ? particle_xp[i] : x;
+        if (keep_prev) {
+            particle_xp[i] = x;
+            particle_vp[i] = v;
+        }
+        pbd_float4 vn = pbd_update_velocity(x, p, xp, bdf2, v.w, inv_h, damping);
+        particle_v[i] = vn;
+        particle_x[i] = p;
+        vsums_add(&a, p, vn, with_dx ? particle_dx[i] : (float4)(0.0f), rd, with_dx, 0, 0.0f,
+                  inv_h);
+    }
+    pbd_acc acc[PBD_SUM_COUNT];
+    vsums_store(&a, acc);
+    for (int q = 0; q < PBD_SUM_COUNT; ++q)
+        segment_sums[g * PBD_SUM_COUNT + q] = acc[q];
+}
+#endif
+
 /* Adds particles first + start, first + start + stride, ... below first + count to acc
  * (PBD_SUM_* layout). With `stats`, the kinetic energy and the largest |C| too (they read
  * every constraint: statistics only). */
@@ -57,68 +172,18 @@ static void sum_particles(int first, int start, int count, int stride,
     }
     pbd_sums_fold(acc, comp);
 #else
-    /* pbd_particle_sums in double4 / double8 lanes: each lane does that function's operations
-     * in its order, so the sums are the same bits as the CPU reference's, in fewer
-     * instructions. */
-    double4 a_mx = 0.0, a_p = 0.0, a_l = 0.0, a_j = 0.0, a_lj = 0.0;
-    double8 a_s = 0.0;
-    double a_m = 0.0, a_ke = 0.0, a_err = 0.0;
+    vsums a;
+    vsums_zero(&a);
     const double4 rd = convert_double4(r);
     for (int k = start; k < count; k += stride) {
         int i = first + k;
-        float4 x = particle_x[i];
-        float4 v = particle_v[i];
-        double m = (double)v.w;
-        double4 rr = convert_double4(x) - rd;
-        double4 vv = convert_double4(v);
-        rr.w = 0.0;
-        vv.w = 0.0;
-        double4 mp = m * vv;
-        double4 mr = m * rr;
-        a_m = a_m + m;
-        a_mx = a_mx + mr;
-        a_p = a_p + mp;
-        a_l = a_l + (rr.yzxw * mp.zxyw - rr.zxyw * mp.yzxw);
-        a_s = a_s + (double8)(mr.x, mr.x, mr.x, mr.y, mr.y, mr.z, 0.0, 0.0) *
-                        (double8)(rr.x, rr.y, rr.z, rr.y, rr.z, rr.z, 0.0, 0.0);
-        if (with_dx) {
-            double4 jd = m * convert_double4(particle_dx[i] * inv_h);
-            jd.w = 0.0;
-            a_j = a_j + jd;
-            a_lj = a_lj + (rr.yzxw * jd.zxyw - rr.zxyw * jd.yzxw);
-        }
-        if (stats) {
-            double4 pv = mp * vv;
-            double e = (double)pbd_particle_error(particle_x, distance, csr_slots, csr_offsets[i],
-                                                  csr_offsets[i + 1]);
-            a_ke = a_ke + 0.5 * ((pv.x + pv.y) + pv.z);
-            a_err = a_err > e ? a_err : e;
-        }
+        float e = stats ? pbd_particle_error(particle_x, distance, csr_slots, csr_offsets[i],
+                                             csr_offsets[i + 1])
+                        : 0.0f;
+        vsums_add(&a, particle_x[i], particle_v[i], with_dx ? particle_dx[i] : (float4)(0.0f), rd,
+                  with_dx, stats, e, inv_h);
     }
-    acc[PBD_SUM_M] = a_m;
-    acc[PBD_SUM_MX + 0] = a_mx.x;
-    acc[PBD_SUM_MX + 1] = a_mx.y;
-    acc[PBD_SUM_MX + 2] = a_mx.z;
-    acc[PBD_SUM_P + 0] = a_p.x;
-    acc[PBD_SUM_P + 1] = a_p.y;
-    acc[PBD_SUM_P + 2] = a_p.z;
-    acc[PBD_SUM_XCP + 0] = a_l.x;
-    acc[PBD_SUM_XCP + 1] = a_l.y;
-    acc[PBD_SUM_XCP + 2] = a_l.z;
-    acc[PBD_SUM_KE] = a_ke;
-    acc[PBD_SUM_XX + 0] = a_s.s0;
-    acc[PBD_SUM_XX + 1] = a_s.s1;
-    acc[PBD_SUM_XX + 2] = a_s.s2;
-    acc[PBD_SUM_XX + 3] = a_s.s3;
-    acc[PBD_SUM_XX + 4] = a_s.s4;
-    acc[PBD_SUM_XX + 5] = a_s.s5;
-    acc[PBD_SUM_J + 0] = a_j.x;
-    acc[PBD_SUM_J + 1] = a_j.y;
-    acc[PBD_SUM_J + 2] = a_j.z;
-    acc[PBD_SUM_XCJ + 0] = a_lj.x;
-    acc[PBD_SUM_XCJ + 1] = a_lj.y;
-    acc[PBD_SUM_XCJ + 2] = a_lj.z;
-    acc[PBD_SUM_ERR] = a_err;
+    vsums_store(&a, acc);
 #endif
 }
 

@@ -23,6 +23,7 @@ typedef struct cl_impl {
     int num_events;
     int pending;  /* a momentum correction is computed but not yet applied to v */
     size_t bytes; /* device memory allocated */
+    int fused;    /* the update also sums for the correction (update_reduce_serial) */
     pbd_kernel_time times[PBD_STAGE_COUNT];
 } cl_impl;
 
@@ -134,14 +135,21 @@ static pbd_status cl_gather_jacobi(void *impl, pbd_error *err)
     return launch(c, PBD_STAGE_GATHER, (size_t)c->plan->num_particles, c->wg, err);
 }
 
+static size_t serial_local(const cl_impl *c, size_t items);
+
 static pbd_status cl_update(void *impl, int bdf2, int keep_prev, pbd_error *err)
 {
     cl_impl *c = impl;
     pbd_status status = PBD_OK;
     cl_int b = bdf2, k = keep_prev;
-    ARG(PBD_STAGE_UPDATE, 7, b);
-    ARG(PBD_STAGE_UPDATE, 8, k);
-    status = launch(c, PBD_STAGE_UPDATE, (size_t)c->plan->num_particles, c->wg, err);
+    size_t nseg = (size_t)c->plan->num_segments;
+    /* The two kernels take bdf2 and keep_prev at different positions. */
+    ARG(PBD_STAGE_UPDATE, c->fused ? 10 : 7, b);
+    ARG(PBD_STAGE_UPDATE, c->fused ? 11 : 8, k);
+    if (c->fused)
+        status = launch(c, PBD_STAGE_UPDATE, nseg, serial_local(c, nseg), err);
+    else
+        status = launch(c, PBD_STAGE_UPDATE, (size_t)c->plan->num_particles, c->wg, err);
 cleanup:
     return status;
 }
@@ -155,8 +163,9 @@ static size_t serial_local(const cl_impl *c, size_t items)
     return per < 1 ? 1 : per > 64 ? 64 : per;
 }
 
-/* Queues body_reduce and body_solve in `mode`, writing the records to `out`. */
-static pbd_status reduce_and_solve(cl_impl *c, int mode, cl_mem out, pbd_error *err)
+/* Queues body_reduce (unless `summed`: the fused update did it) and body_solve in `mode`,
+ * writing the records to `out`. */
+static pbd_status reduce_and_solve(cl_impl *c, int mode, int summed, cl_mem out, pbd_error *err)
 {
     const pbd_plan *pl = c->plan;
     pbd_status status = PBD_OK;
@@ -168,7 +177,9 @@ static pbd_status reduce_and_solve(cl_impl *c, int mode, cl_mem out, pbd_error *
     ARG(PBD_STAGE_SOLVE, 5, m);
     ARG(PBD_STAGE_SOLVE, 7, out);
     size_t nseg = (size_t)pl->num_segments, nb = (size_t)pl->num_bodies;
-    if (pl->reduce_serial)
+    if (summed)
+        status = PBD_OK;
+    else if (pl->reduce_serial)
         status = launch(c, PBD_STAGE_REDUCE, nseg, serial_local(c, nseg), err);
     else
         status = launch(c, PBD_STAGE_REDUCE, nseg * wg, wg, err);
@@ -184,7 +195,7 @@ cleanup:
 static pbd_status cl_momentum(void *impl, pbd_error *err)
 {
     cl_impl *c = impl;
-    pbd_status status = reduce_and_solve(c, PBD_SOLVE_STEP, c->out_step, err);
+    pbd_status status = reduce_and_solve(c, PBD_SOLVE_STEP, c->fused, c->out_step, err);
     if (status == PBD_OK)
         c->pending = 1;
     return status;
@@ -197,7 +208,7 @@ static pbd_status cl_body_solve(void *impl, int mode, double *out, pbd_error *er
     cl_mem src = mode >= 0 ? c->out_other : c->out_step;
     void *buf = NULL;
     if (mode >= 0 && ((status = flush(c, err)) != PBD_OK ||
-                      (status = reduce_and_solve(c, mode, c->out_other, err)) != PBD_OK))
+                      (status = reduce_and_solve(c, mode, 0, c->out_other, err)) != PBD_OK))
         return status;
     if (!out)
         return PBD_OK;
@@ -361,6 +372,10 @@ pbd_status pbd_cl_solver_create(const pbd_model *m, pbd_plan *plan, const pbd_so
         names[PBD_STAGE_SOLVE] = "body_solve_serial";
     const pbd_device_info *info = &c->cl.info;
     int float_sums = desc->float_sums || !info->fp64;
+    /* CPU devices with fp64 sums: the velocity update also sums for the correction. */
+    c->fused = plan->reduce_serial && plan->momentum_active && !float_sums;
+    if (c->fused)
+        names[PBD_STAGE_UPDATE] = "update_reduce_serial";
     if (status == PBD_OK)
         status = pbd_cl_build(&c->cl, desc->kernel_dir,
                               float_sums && info->fp64 ? "-DPBD_FLOAT_ACC=1" : NULL, err);
@@ -491,17 +506,36 @@ pbd_status pbd_cl_solver_create(const pbd_model *m, pbd_plan *plan, const pbd_so
     ARG(PBD_STAGE_GATHER, 7, npl);
     ARG(PBD_STAGE_GATHER, 8, track);
     ARG(PBD_STAGE_GATHER, 9, n);
-    ARG(PBD_STAGE_UPDATE, 0, c->x);
-    ARG(PBD_STAGE_UPDATE, 1, c->p);
-    ARG(PBD_STAGE_UPDATE, 2, c->v);
-    ARG(PBD_STAGE_UPDATE, 3, c->xp);
-    ARG(PBD_STAGE_UPDATE, 4, c->vp);
-    ARG(PBD_STAGE_UPDATE, 5, inv_h);
-    ARG(PBD_STAGE_UPDATE, 6, point);
-    ARG(PBD_STAGE_UPDATE, 7, zero);
-    ARG(PBD_STAGE_UPDATE, 8, zero);
-    ARG(PBD_STAGE_UPDATE, 9, n);
     cl_int nseg = plan->num_segments;
+    cl_int with_dx = plan->num_planes > 0;
+    if (c->fused) {
+        ARG(PBD_STAGE_UPDATE, 0, c->segments);
+        ARG(PBD_STAGE_UPDATE, 1, c->x);
+        ARG(PBD_STAGE_UPDATE, 2, c->p);
+        ARG(PBD_STAGE_UPDATE, 3, c->v);
+        ARG(PBD_STAGE_UPDATE, 4, c->xp);
+        ARG(PBD_STAGE_UPDATE, 5, c->vp);
+        ARG(PBD_STAGE_UPDATE, 6, c->dx);
+        ARG(PBD_STAGE_UPDATE, 7, c->body_ref);
+        ARG(PBD_STAGE_UPDATE, 8, inv_h);
+        ARG(PBD_STAGE_UPDATE, 9, point);
+        ARG(PBD_STAGE_UPDATE, 10, zero);
+        ARG(PBD_STAGE_UPDATE, 11, zero);
+        ARG(PBD_STAGE_UPDATE, 12, with_dx);
+        ARG(PBD_STAGE_UPDATE, 13, c->segment_sums);
+        ARG(PBD_STAGE_UPDATE, 14, nseg);
+    } else {
+        ARG(PBD_STAGE_UPDATE, 0, c->x);
+        ARG(PBD_STAGE_UPDATE, 1, c->p);
+        ARG(PBD_STAGE_UPDATE, 2, c->v);
+        ARG(PBD_STAGE_UPDATE, 3, c->xp);
+        ARG(PBD_STAGE_UPDATE, 4, c->vp);
+        ARG(PBD_STAGE_UPDATE, 5, inv_h);
+        ARG(PBD_STAGE_UPDATE, 6, point);
+        ARG(PBD_STAGE_UPDATE, 7, zero);
+        ARG(PBD_STAGE_UPDATE, 8, zero);
+        ARG(PBD_STAGE_UPDATE, 9, n);
+    }
     cl_float4 gh = {{g[0], g[1], g[2], h}};
     ARG(PBD_STAGE_REDUCE, 0, c->segments);
     ARG(PBD_STAGE_REDUCE, 1, c->x);
