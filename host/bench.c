@@ -269,10 +269,10 @@ int pbd_cli_bench_print(const pbd_bench_row *r, const char *csv, const char *jso
                    r->kernel_ms[k],
                    r->device_ms > 0 ? 100.0 * r->kernel_ms[k] / r->device_ms : 0.0);
     printf("%-26s %12s %12.4f\n", "total (device time)", "", r->device_ms);
-    printf("momentum correction: %.4f ms per step, %.2f%% of the step's device time (%d bodies "
-           "preserved; includes what the broadcast adds to predict)\n",
+    printf("momentum correction: %.4f ms per step, %.2f%% of the step's device time (%d bod%s "
+           "preserved; includes what it adds to predict and update_velocity)\n",
            r->momentum_ms, r->device_ms > 0 ? 100.0 * r->momentum_ms / r->device_ms : 0.0,
-           r->preserved_bodies);
+           r->preserved_bodies, r->preserved_bodies == 1 ? "y" : "ies");
     return write_rows(r, 1, csv, json);
 }
 
