@@ -37,8 +37,9 @@ int pbd_cli_bench_row(const char *scene, const pbd_solver_desc *desc, int solver
 
 /* Device time per step (profiling events) of all kernels and of the momentum correction:
  * body_reduce, body_solve, momentum_apply, plus what the folded-in broadcast and sums add to
- * predict and update_velocity (their time less that of a run with momentum off). Per-kernel times (ms and launches
- * per step, PBD_STAGE_COUNT entries) go to kernel_ms / kernel_launches when not NULL. */
+ * predict and update_velocity (their time less that of a run with momentum off). Per-kernel times
+ * (ms and launches per step, PBD_STAGE_COUNT entries) go to kernel_ms / kernel_launches when not
+ * NULL. */
 int pbd_cli_profile(const pbd_scene *s, const pbd_solver_desc *desc, int frames, double *total_ms,
                     double *momentum_ms, double *kernel_ms, long *kernel_launches, pbd_error *err);
 

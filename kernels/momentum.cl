@@ -125,17 +125,9 @@ update_reduce_serial(__global const pbd_segment *segments, __global pbd_float4 *
     vsums a;
     vsums_zero(&a);
     for (int i = seg.first; i < seg.first + seg.count; ++i) {
-        pbd_float4 x = particle_x[i];
-        pbd_float4 p = particle_p[i];
-        pbd_float4 v = particle_v[i];
-        pbd_float4 xp = bdf2 ? particle_xp[i] : x;
-        if (keep_prev) {
-            particle_xp[i] = x;
-            particle_vp[i] = v;
-        }
-        pbd_float4 vn = pbd_update_velocity(x, p, xp, bdf2, v.w, inv_h, damping);
-        particle_v[i] = vn;
-        particle_x[i] = p;
+        pbd_float4 p;
+        pbd_float4 vn = pbd_update_particle(i, particle_x, particle_p, particle_v, particle_xp,
+                                            particle_vp, bdf2, keep_prev, inv_h, damping, &p);
         vsums_add(&a, p, vn, with_dx ? particle_dx[i] : (float4)(0.0f), rd, with_dx, 0, 0.0f,
                   inv_h);
     }

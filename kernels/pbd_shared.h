@@ -221,6 +221,28 @@ PBD_INLINE pbd_float4 pbd_update_velocity(pbd_float4 x, pbd_float4 p, pbd_float4
                   (3.0f * p.z - 4.0f * x.z + xp.z) * g, v_w);
 }
 
+/* The update stage for particle i, on the arrays: keeps x and v for BDF2 when asked, writes
+ * the new velocity and x = p, and returns the new velocity (and, in *pos, the new position)
+ * for callers that go on with them. */
+PBD_INLINE pbd_float4 pbd_update_particle(int i, PBD_GLOBAL pbd_float4 *x,
+                                          PBD_GLOBAL const pbd_float4 *p, PBD_GLOBAL pbd_float4 *v,
+                                          PBD_GLOBAL pbd_float4 *xp, PBD_GLOBAL pbd_float4 *vp,
+                                          int bdf2, int keep_prev, float inv_h, float damping,
+                                          pbd_float4 *pos)
+{
+    pbd_float4 xo = x[i], po = p[i], vo = v[i];
+    pbd_float4 xprev = bdf2 ? xp[i] : xo;
+    if (keep_prev) {
+        xp[i] = xo;
+        vp[i] = vo;
+    }
+    pbd_float4 vn = pbd_update_velocity(xo, po, xprev, bdf2, vo.w, inv_h, damping);
+    v[i] = vn;
+    x[i] = po;
+    *pos = po;
+    return vn;
+}
+
 /* Records a collision's displacement (p1 - p0) in dx, the impulse J = m dx / h that the
  * momentum tracker adds to the body's P_r and L_r. */
 PBD_INLINE pbd_float4 pbd_add_displacement(pbd_float4 dx, pbd_float4 p0, pbd_float4 p1)

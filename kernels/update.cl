@@ -10,14 +10,7 @@ __kernel void update_velocity(__global pbd_float4 *particle_x,
     int i = get_global_id(0);
     if (i >= num_particles)
         return;
-    pbd_float4 x = particle_x[i];
-    pbd_float4 p = particle_p[i];
-    pbd_float4 v = particle_v[i];
-    pbd_float4 xp = bdf2 ? particle_xp[i] : x;
-    if (keep_prev) {
-        particle_xp[i] = x;
-        particle_vp[i] = v;
-    }
-    particle_v[i] = pbd_update_velocity(x, p, xp, bdf2, v.w, inv_h, damping);
-    particle_x[i] = p;
+    pbd_float4 p;
+    pbd_update_particle(i, particle_x, particle_p, particle_v, particle_xp, particle_vp, bdf2,
+                        keep_prev, inv_h, damping, &p);
 }

@@ -166,16 +166,10 @@ static pbd_status cpu_update(void *impl, int bdf2, int keep_prev, pbd_error *err
     cpu_impl *c = impl;
     const pbd_plan *pl = c->plan;
     double t0 = now_ms();
-    for (int i = 0; i < pl->num_particles; ++i) {
-        pbd_float4 x = c->x[i], v = c->v[i];
-        pbd_float4 xp = bdf2 ? c->xp[i] : x;
-        if (keep_prev) {
-            c->xp[i] = x;
-            c->vp[i] = v;
-        }
-        c->v[i] = pbd_update_velocity(x, c->p[i], xp, bdf2, v.w, pl->inv_h, pl->point_damping);
-        c->x[i] = c->p[i];
-    }
+    pbd_float4 pos;
+    for (int i = 0; i < pl->num_particles; ++i)
+        pbd_update_particle(i, c->x, c->p, c->v, c->xp, c->vp, bdf2, keep_prev, pl->inv_h,
+                            pl->point_damping, &pos);
     charge(c, PBD_STAGE_UPDATE, t0);
     return PBD_OK;
 }
