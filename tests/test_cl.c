@@ -265,14 +265,15 @@ static void build_broken(void **state)
     remove_kernel_dir(dir);
 }
 
-/* Builds a probe program from a temp dir into an opened `cl`. */
-static void build_probe(pbd_cl *cl)
+/* Opens the default device into `cl` and builds a program from a temp dir: the embedded
+ * sources (`copy`) or empty files, with `tail` appended to the last. */
+static void build_probe(pbd_cl *cl, int copy, const char *tail, const char *options)
 {
     char dir[64];
     pbd_error err = {0};
-    make_kernel_dir(dir, sizeof dir, 0, PROBE_KERNEL);
+    make_kernel_dir(dir, sizeof dir, copy, tail);
     assert_int_equal(pbd_cl_open(cl, NULL, 0, &err), PBD_OK);
-    pbd_status st = pbd_cl_build(cl, dir, "-DPBD_PROBE_OPTION=1", &err);
+    pbd_status st = pbd_cl_build(cl, dir, options, &err);
     if (st != PBD_OK)
         print_error("%s\n%s\n", err.message, err.log ? err.log : "");
     assert_int_equal(st, PBD_OK);
@@ -280,14 +281,30 @@ static void build_probe(pbd_cl *cl)
     remove_kernel_dir(dir);
 }
 
+/* Runs kernel `name(__global int *o)` over `global` work-items and reads n ints of o back. */
+static void run_int_kernel(pbd_cl *cl, const char *name, size_t global, cl_int *out, size_t n)
+{
+    pbd_error err = {0};
+    cl_kernel k = NULL;
+    cl_int rc = CL_SUCCESS;
+    assert_int_equal(pbd_cl_kernel(cl, name, &k, &err), PBD_OK);
+    cl_mem buf = clCreateBuffer(cl->context, CL_MEM_WRITE_ONLY, n * sizeof(cl_int), NULL, &rc);
+    assert_int_equal(rc, CL_SUCCESS);
+    assert_int_equal(clSetKernelArg(k, 0, sizeof buf, &buf), CL_SUCCESS);
+    assert_int_equal(clEnqueueNDRangeKernel(cl->queue, k, 1, NULL, &global, NULL, 0, NULL, NULL),
+                     CL_SUCCESS);
+    assert_int_equal(
+        clEnqueueReadBuffer(cl->queue, buf, CL_TRUE, 0, n * sizeof(cl_int), out, 0, NULL, NULL),
+        CL_SUCCESS);
+    clReleaseMemObject(buf);
+    clReleaseKernel(k);
+}
+
 static void build_and_run(void **state)
 {
     (void)state;
     pbd_cl cl;
-    pbd_error err = {0};
-    cl_kernel k = NULL;
-    cl_int rc = CL_SUCCESS;
-    build_probe(&cl);
+    build_probe(&cl, 0, PROBE_KERNEL, "-DPBD_PROBE_OPTION=1");
 
     /* The options the device was given: the standard, fp64 iff the device has it, extras. */
     char options[1024] = {0};
@@ -298,20 +315,10 @@ static void build_and_run(void **state)
     assert_int_equal(strstr(options, "-DPBD_HAS_FP64=1") != NULL, cl.info.fp64);
     assert_non_null(strstr(options, "-DPBD_PROBE_OPTION=1"));
 
-    assert_int_equal(pbd_cl_kernel(&cl, "probe", &k, &err), PBD_OK);
-    cl_mem buf = clCreateBuffer(cl.context, CL_MEM_WRITE_ONLY, 4 * sizeof(cl_int), NULL, &rc);
-    assert_int_equal(rc, CL_SUCCESS);
-    assert_int_equal(clSetKernelArg(k, 0, sizeof buf, &buf), CL_SUCCESS);
-    size_t global = 4;
-    assert_int_equal(clEnqueueNDRangeKernel(cl.queue, k, 1, NULL, &global, NULL, 0, NULL, NULL),
-                     CL_SUCCESS);
     cl_int out[4] = {0};
-    assert_int_equal(clEnqueueReadBuffer(cl.queue, buf, CL_TRUE, 0, sizeof out, out, 0, NULL, NULL),
-                     CL_SUCCESS);
+    run_int_kernel(&cl, "probe", 4, out, 4);
     for (int i = 0; i < 4; ++i)
         assert_int_equal(out[i], 42);
-    clReleaseMemObject(buf);
-    clReleaseKernel(k);
     pbd_cl_close(&cl);
 }
 
@@ -336,7 +343,7 @@ static void kernel_missing(void **state)
     pbd_cl cl;
     pbd_error err = {0};
     cl_kernel k = NULL;
-    build_probe(&cl);
+    build_probe(&cl, 0, PROBE_KERNEL, "-DPBD_PROBE_OPTION=1");
     assert_int_equal(pbd_cl_kernel(&cl, "no_such_kernel", &k, &err), PBD_ERR_CL);
     assert_non_null(strstr(err.message, "no_such_kernel"));
     assert_non_null(strstr(err.message, "clCreateKernel"));
@@ -372,28 +379,10 @@ static void kernel_missing(void **state)
 static void layout_probe(void **state)
 {
     (void)state;
-    char dir[64];
     pbd_cl cl;
-    pbd_error err = {0};
-    cl_kernel k = NULL;
-    cl_int rc = CL_SUCCESS;
-    make_kernel_dir(dir, sizeof dir, 1, LAYOUT_PROBE);
-    assert_int_equal(pbd_cl_open(&cl, NULL, 0, &err), PBD_OK);
-    pbd_status st = pbd_cl_build(&cl, dir, NULL, &err);
-    if (st != PBD_OK)
-        print_error("%s\n%s\n", err.message, err.log ? err.log : "");
-    assert_int_equal(st, PBD_OK);
-    remove_kernel_dir(dir);
-    assert_int_equal(pbd_cl_kernel(&cl, "layout_probe", &k, &err), PBD_OK);
-    cl_mem buf = clCreateBuffer(cl.context, CL_MEM_WRITE_ONLY, 14 * sizeof(cl_int), NULL, &rc);
-    assert_int_equal(rc, CL_SUCCESS);
-    assert_int_equal(clSetKernelArg(k, 0, sizeof buf, &buf), CL_SUCCESS);
-    size_t global = 1;
-    assert_int_equal(clEnqueueNDRangeKernel(cl.queue, k, 1, NULL, &global, NULL, 0, NULL, NULL),
-                     CL_SUCCESS);
+    build_probe(&cl, 1, LAYOUT_PROBE, NULL);
     cl_int o[14] = {0};
-    assert_int_equal(clEnqueueReadBuffer(cl.queue, buf, CL_TRUE, 0, sizeof o, o, 0, NULL, NULL),
-                     CL_SUCCESS);
+    run_int_kernel(&cl, "layout_probe", 1, o, 14);
     const int host[14] = {(int)sizeof(pbd_float4),
                           (int)sizeof(pbd_distance),
                           (int)offsetof(pbd_distance, a),
@@ -413,8 +402,6 @@ static void layout_probe(void **state)
             fail_msg("layout entry %d: device %d, host %d", i, o[i], host[i]);
     print_message("%s: layouts match (pbd_distance %d bytes, pbd_segment %d, accumulator %d)\n",
                   cl.info.name, o[1], o[6], o[10]);
-    clReleaseMemObject(buf);
-    clReleaseKernel(k);
     pbd_cl_close(&cl);
 }
 
