@@ -142,10 +142,31 @@ PBD_INLINE pbd_float4 pbd_predict(pbd_float4 x, pbd_float4 v, pbd_float4 xp, pbd
                   a * x.z - b * xp.z + c * h * vz, x.w);
 }
 
-/* Projects one distance constraint on predictions pa, pb (w = inverse mass).
+/* One distance constraint's step in scalars, for d = pa - pb and inverse masses wa, wb.
  * XPBD (compliance >= 0): dlambda = (-C - at lambda) / (wa + wb + at), at = compliance / h^2;
- * PBD (compliance < 0): the hard correction scaled by the stiffness -compliance.
- * Writes the position corrections of a and b and the multiplier increment. */
+ * PBD (compliance < 0): s = -compliance (-C) / (wa + wb), the hard correction scaled by the
+ * stiffness -compliance. Returns the gain g = s / |d|, so that pa moves by wa g d and pb by
+ * -wb g d, and writes the multiplier increment (0 for PBD). A degenerate constraint (both
+ * ends pinned, or |d| < PBD_MIN_LENGTH) gets g = 0. Written without branches or vector
+ * types, so that a CPU OpenCL compiler can vectorise it across work-items. */
+PBD_INLINE float pbd_distance_gain(float dx, float dy, float dz, float wa, float wb, float rest,
+                                   float compliance, float lambda, float inv_h2, float *dlambda)
+{
+    float len = pbd_sqrtf(dx * dx + dy * dy + dz * dz);
+    float wsum = wa + wb;
+    float c = len - rest;
+    float at = compliance * inv_h2;
+    int xpbd = compliance >= 0.0f;
+    int ok = wsum > 0.0f && len >= PBD_MIN_LENGTH;
+    float num = xpbd ? -c - at * lambda : -compliance * -c;
+    float den = xpbd ? wsum + at : wsum;
+    float s = ok ? num / den : 0.0f;
+    *dlambda = xpbd ? s : 0.0f;
+    return ok ? s / len : 0.0f;
+}
+
+/* Projects one distance constraint on predictions pa, pb (w = inverse mass): writes the
+ * position corrections of a and b and the multiplier increment (pbd_distance_gain). */
 PBD_INLINE void pbd_project_distance(pbd_float4 pa, pbd_float4 pb, float rest, float compliance,
                                      float lambda, float inv_h2, pbd_float4 *da, pbd_float4 *db,
                                      float *dlambda)
@@ -153,29 +174,11 @@ PBD_INLINE void pbd_project_distance(pbd_float4 pa, pbd_float4 pb, float rest, f
     float dx = pa.x - pb.x;
     float dy = pa.y - pb.y;
     float dz = pa.z - pb.z;
-    float len = pbd_sqrtf(dx * dx + dy * dy + dz * dz);
-    float wsum = pa.w + pb.w;
-    *da = PBD_F4(0.0f, 0.0f, 0.0f, 0.0f);
-    *db = PBD_F4(0.0f, 0.0f, 0.0f, 0.0f);
-    *dlambda = 0.0f;
-    if (wsum <= 0.0f || len < PBD_MIN_LENGTH)
-        return;
-    float c = len - rest;
-    float s;
-    if (compliance >= 0.0f) {
-        float at = compliance * inv_h2;
-        s = (-c - at * lambda) / (wsum + at);
-        *dlambda = s;
-    } else {
-        s = -compliance * (-c / wsum);
-    }
-    float nx = dx / len;
-    float ny = dy / len;
-    float nz = dz / len;
-    float sa = pa.w * s;
-    float sb = pb.w * s;
-    *da = PBD_F4(sa * nx, sa * ny, sa * nz, 0.0f);
-    *db = PBD_F4(-sb * nx, -sb * ny, -sb * nz, 0.0f);
+    float g = pbd_distance_gain(dx, dy, dz, pa.w, pb.w, rest, compliance, lambda, inv_h2, dlambda);
+    float ga = pa.w * g;
+    float gb = -pb.w * g;
+    *da = PBD_F4(ga * dx, ga * dy, ga * dz, 0.0f);
+    *db = PBD_F4(gb * dx, gb * dy, gb * dz, 0.0f);
 }
 
 /* |C| of a distance constraint, m. */
