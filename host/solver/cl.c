@@ -24,7 +24,6 @@ typedef struct cl_impl {
     int pending;  /* a momentum correction is computed but not yet applied to v */
     size_t bytes; /* device memory allocated */
     int fused;    /* the update also sums for the correction (update_reduce_serial) */
-    int lanes;    /* CPU device: the projections run as *_lanes kernels (project_distance.cl) */
     pbd_kernel_time times[PBD_STAGE_COUNT];
 } cl_impl;
 
@@ -379,8 +378,8 @@ pbd_status pbd_cl_solver_create(const pbd_model *m, pbd_plan *plan, const pbd_so
         names[PBD_STAGE_UPDATE] = "update_reduce_serial";
     /* CPU devices: projections that the OpenCL C compiler can vectorise across work-items
      * (bit-identical; about 20 % faster on PoCL 3.1). GPUs keep the float4 kernels. */
-    c->lanes = plan->reduce_serial;
-    if (c->lanes) {
+    int lanes = plan->reduce_serial;
+    if (lanes) {
         names[PBD_STAGE_PROJECT_GS] = "project_distance_gs_lanes";
         names[PBD_STAGE_PROJECT_JACOBI] = "project_distance_jacobi_lanes";
     }
@@ -504,7 +503,7 @@ pbd_status pbd_cl_solver_create(const pbd_model *m, pbd_plan *plan, const pbd_so
     ARG(PBD_STAGE_PROJECT_JACOBI, 4, ncons);
     ARG(PBD_STAGE_PROJECT_JACOBI, 5, inv_h2);
     ARG(PBD_STAGE_PROJECT_JACOBI, 6, zero);
-    if (c->lanes) {
+    if (lanes) {
         cl_int one = 1;
         ARG(PBD_STAGE_PROJECT_GS, 7, one);
         ARG(PBD_STAGE_PROJECT_JACOBI, 7, one);
