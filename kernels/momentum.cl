@@ -8,8 +8,9 @@
  *                   costs two extra launches; it runs alone only before the state is read.
  * Fixed orders and no atomics: the sums, and so the corrections, are the same on every run.
  * Each of the first two comes in two layouts: a work-group and a tree per item (GPUs), or a
- * work-item per item summing in order (CPU devices, and bodies small enough). The CPU
- * reference reduces in exactly the chosen layout's order. Built after pbd_shared.h. */
+ * work-item per item (CPU devices, and bodies small enough) summing a segment in
+ * PBD_SUM_LANES double8 lanes and a body's segments in order. The CPU reference reduces in
+ * exactly the chosen layout's order. Built after pbd_shared.h and vec8.cl. */
 
 /* Tree reduction of PBD_REDUCE_WG rows of PBD_SUM_COUNT values in local memory; row 0 ends
  * with the result. */
@@ -105,10 +106,246 @@ static void vsums_store(const vsums *a, pbd_acc *acc)
     acc[PBD_SUM_ERR] = a->err;
 }
 
+/* The same sums for 8 particles at once, lane j of every double8 for particle j: the
+ * PBD_SUM_LANES layout of CPU devices. Each lane does pbd_particle_sums' operations in its
+ * order, so lane j's sums are the CPU reference's lane j. */
+typedef struct sums8 {
+    double8 m, mx, my, mz, px, py, pz, lx, ly, lz, ke;
+    double8 xx, xy, xz, yy, yz, zz, jx, jy, jz, ljx, ljy, ljz, err;
+} sums8;
+
+/* 8 particles' x, v (w: mass), dx and |C|, lane j for particle j, for sums8_add. */
+typedef struct part8 {
+    float8 x, y, z, vx, vy, vz, m, dx, dy, dz, e;
+} part8;
+
+static void sums8_zero(sums8 *a)
+{
+    a->m = a->mx = a->my = a->mz = a->px = a->py = a->pz = a->lx = a->ly = a->lz = a->ke =
+        (double8)(0.0);
+    a->xx = a->xy = a->xz = a->yy = a->yz = a->zz = a->jx = a->jy = a->jz = a->ljx = a->ljy =
+        a->ljz = a->err = (double8)(0.0);
+}
+
+static void sums8_add(sums8 *a, const part8 *q, double4 rd, int with_dx, int stats, float inv_h)
+{
+    double8 m = convert_double8(q->m);
+    double8 rx = convert_double8(q->x) - rd.x;
+    double8 ry = convert_double8(q->y) - rd.y;
+    double8 rz = convert_double8(q->z) - rd.z;
+    double8 vx = convert_double8(q->vx), vy = convert_double8(q->vy), vz = convert_double8(q->vz);
+    double8 px = m * vx, py = m * vy, pz = m * vz;
+    double8 mx = m * rx, my = m * ry, mz = m * rz;
+    a->m = a->m + m;
+    a->mx = a->mx + mx;
+    a->my = a->my + my;
+    a->mz = a->mz + mz;
+    a->px = a->px + px;
+    a->py = a->py + py;
+    a->pz = a->pz + pz;
+    a->lx = a->lx + (ry * pz - rz * py);
+    a->ly = a->ly + (rz * px - rx * pz);
+    a->lz = a->lz + (rx * py - ry * px);
+    if (stats) {
+        a->ke = a->ke + 0.5 * ((px * vx + py * vy) + pz * vz);
+        a->err = fmax(a->err, convert_double8(q->e));
+    }
+    a->xx = a->xx + mx * rx;
+    a->xy = a->xy + mx * ry;
+    a->xz = a->xz + mx * rz;
+    a->yy = a->yy + my * ry;
+    a->yz = a->yz + my * rz;
+    a->zz = a->zz + mz * rz;
+    if (with_dx) {
+        double8 jx = m * convert_double8(q->dx * inv_h);
+        double8 jy = m * convert_double8(q->dy * inv_h);
+        double8 jz = m * convert_double8(q->dz * inv_h);
+        a->jx = a->jx + jx;
+        a->jy = a->jy + jy;
+        a->jz = a->jz + jz;
+        a->ljx = a->ljx + (ry * jz - rz * jy);
+        a->ljy = a->ljy + (rz * jx - rx * jz);
+        a->ljz = a->ljz + (rx * jy - ry * jx);
+    }
+}
+
+/* Lanes 0..7 added in order. */
+static double lanes_sum(double8 v)
+{
+    return ((((((v.s0 + v.s1) + v.s2) + v.s3) + v.s4) + v.s5) + v.s6) + v.s7;
+}
+
+static void sums8_store(const sums8 *a, __global pbd_acc *out)
+{
+    out[PBD_SUM_M] = lanes_sum(a->m);
+    out[PBD_SUM_MX + 0] = lanes_sum(a->mx);
+    out[PBD_SUM_MX + 1] = lanes_sum(a->my);
+    out[PBD_SUM_MX + 2] = lanes_sum(a->mz);
+    out[PBD_SUM_P + 0] = lanes_sum(a->px);
+    out[PBD_SUM_P + 1] = lanes_sum(a->py);
+    out[PBD_SUM_P + 2] = lanes_sum(a->pz);
+    out[PBD_SUM_XCP + 0] = lanes_sum(a->lx);
+    out[PBD_SUM_XCP + 1] = lanes_sum(a->ly);
+    out[PBD_SUM_XCP + 2] = lanes_sum(a->lz);
+    out[PBD_SUM_KE] = lanes_sum(a->ke);
+    out[PBD_SUM_XX + 0] = lanes_sum(a->xx);
+    out[PBD_SUM_XX + 1] = lanes_sum(a->xy);
+    out[PBD_SUM_XX + 2] = lanes_sum(a->xz);
+    out[PBD_SUM_XX + 3] = lanes_sum(a->yy);
+    out[PBD_SUM_XX + 4] = lanes_sum(a->yz);
+    out[PBD_SUM_XX + 5] = lanes_sum(a->zz);
+    out[PBD_SUM_J + 0] = lanes_sum(a->jx);
+    out[PBD_SUM_J + 1] = lanes_sum(a->jy);
+    out[PBD_SUM_J + 2] = lanes_sum(a->jz);
+    out[PBD_SUM_XCJ + 0] = lanes_sum(a->ljx);
+    out[PBD_SUM_XCJ + 1] = lanes_sum(a->ljy);
+    out[PBD_SUM_XCJ + 2] = lanes_sum(a->ljz);
+    double4 e4 = fmax(a->err.lo, a->err.hi);
+    double2 e2 = fmax(e4.lo, e4.hi);
+    out[PBD_SUM_ERR] = fmax(e2.lo, e2.hi);
+}
+
+/* Runs LANE(j) for the 8 lanes (literal j, for the .s##j swizzles). */
+#define LANES8(LANE)                                                                               \
+    LANE(0);                                                                                       \
+    LANE(1);                                                                                       \
+    LANE(2);                                                                                       \
+    LANE(3);                                                                                       \
+    LANE(4);                                                                                       \
+    LANE(5);                                                                                       \
+    LANE(6);                                                                                       \
+    LANE(7)
+
+/* Particles i .. i + 7 below end (lanes past end get the neutral particle at r), updated
+ * first when `update` (update_velocity's work, the same operations as that kernel), into q. */
+static void part8_gather(part8 *q, int i, int end, int update, __global pbd_float4 *x,
+                         __global const pbd_float4 *p, __global pbd_float4 *v,
+                         __global pbd_float4 *xp, __global pbd_float4 *vp,
+                         __global const pbd_float4 *dx, float4 r, int bdf2, int keep_prev,
+                         float inv_h, float damping, int with_dx, int stats,
+                         __global const int *csr_offsets, __global const int *csr_slots,
+                         __global const pbd_distance *distance)
+{
+#define PART8_LANE(j)                                                                              \
+    do {                                                                                           \
+        int k = i + j;                                                                             \
+        float4 xk = (float4)(r.x, r.y, r.z, 0.0f), vk = (float4)(0.0f), dk = (float4)(0.0f);       \
+        float ek = 0.0f;                                                                           \
+        if (k < end) {                                                                             \
+            if (update)                                                                            \
+                vk =                                                                               \
+                    pbd_update_particle(k, x, p, v, xp, vp, bdf2, keep_prev, inv_h, damping, &xk); \
+            else {                                                                                 \
+                xk = x[k];                                                                         \
+                vk = v[k];                                                                         \
+            }                                                                                      \
+            if (with_dx)                                                                           \
+                dk = dx[k];                                                                        \
+            if (stats)                                                                             \
+                ek = pbd_particle_error(x, distance, csr_slots, csr_offsets[k],                    \
+                                        csr_offsets[k + 1]);                                       \
+        }                                                                                          \
+        q->x.s##j = xk.x;                                                                          \
+        q->y.s##j = xk.y;                                                                          \
+        q->z.s##j = xk.z;                                                                          \
+        q->vx.s##j = vk.x;                                                                         \
+        q->vy.s##j = vk.y;                                                                         \
+        q->vz.s##j = vk.z;                                                                         \
+        q->m.s##j = vk.w;                                                                          \
+        q->dx.s##j = dk.x;                                                                         \
+        q->dy.s##j = dk.y;                                                                         \
+        q->dz.s##j = dk.z;                                                                         \
+        q->e.s##j = ek;                                                                            \
+    } while (0)
+    LANES8(PART8_LANE);
+#undef PART8_LANE
+}
+
+/* pbd_update_particle for particles i .. i + 7 in float8 lanes, the same operations per
+ * lane (pbd_update_velocity's), leaving the new positions and velocities in q. */
+static void update8(part8 *q, int i, __global pbd_float4 *x, __global const pbd_float4 *p,
+                    __global pbd_float4 *v, __global pbd_float4 *xp, __global pbd_float4 *vp,
+                    int bdf2, int keep_prev, float inv_h, float damping)
+{
+    float8 xx, xy, xz, xw, px, py, pz, pw, vx, vy, vz, vw;
+    load8(x, i, &xx, &xy, &xz, &xw);
+    load8(p, i, &px, &py, &pz, &pw);
+    load8(v, i, &vx, &vy, &vz, &vw);
+    float f = 1.0f - damping;
+    if (!bdf2) {
+        q->vx = (px - xx) * inv_h * f;
+        q->vy = (py - xy) * inv_h * f;
+        q->vz = (pz - xz) * inv_h * f;
+    } else {
+        float8 ax, ay, az, aw;
+        load8(xp, i, &ax, &ay, &az, &aw);
+        float g = 0.5f * inv_h * f;
+        q->vx = (3.0f * px - 4.0f * xx + ax) * g;
+        q->vy = (3.0f * py - 4.0f * xy + ay) * g;
+        q->vz = (3.0f * pz - 4.0f * xz + az) * g;
+    }
+    if (keep_prev) {
+        store8(xp, i, xx, xy, xz, xw);
+        store8(vp, i, vx, vy, vz, vw);
+    }
+    store8(v, i, q->vx, q->vy, q->vz, vw);
+    store8(x, i, px, py, pz, pw);
+    q->x = px;
+    q->y = py;
+    q->z = pz;
+    q->m = vw;
+}
+
+/* A segment's sums in the PBD_SUM_LANES layout, after updating its particles when `update`. */
+static void sum_segment8(pbd_segment seg, int update, __global pbd_float4 *x,
+                         __global const pbd_float4 *p, __global pbd_float4 *v,
+                         __global pbd_float4 *xp, __global pbd_float4 *vp,
+                         __global const pbd_float4 *dx, float4 r, int bdf2, int keep_prev,
+                         float inv_h, float damping, int with_dx, int stats,
+                         __global const int *csr_offsets, __global const int *csr_slots,
+                         __global const pbd_distance *distance, __global pbd_acc *out)
+{
+    const double4 rd = convert_double4(r);
+    sums8 a;
+    sums8_zero(&a);
+    int end = seg.first + seg.count, i = seg.first;
+    /* Full groups of 8 in vector loads and stores; the rest lane by lane. */
+    for (; i + 8 <= end; i += 8) {
+        part8 q;
+        float8 unused;
+        if (update)
+            update8(&q, i, x, p, v, xp, vp, bdf2, keep_prev, inv_h, damping);
+        else {
+            load8(x, i, &q.x, &q.y, &q.z, &unused);
+            load8(v, i, &q.vx, &q.vy, &q.vz, &q.m);
+        }
+        if (with_dx)
+            load8(dx, i, &q.dx, &q.dy, &q.dz, &unused);
+        else
+            q.dx = q.dy = q.dz = (float8)(0.0f);
+        q.e = (float8)(0.0f);
+        if (stats) {
+#define ERR_LANE(j)                                                                                \
+    q.e.s##j =                                                                                     \
+        pbd_particle_error(x, distance, csr_slots, csr_offsets[i + j], csr_offsets[i + j + 1])
+            LANES8(ERR_LANE);
+#undef ERR_LANE
+        }
+        sums8_add(&a, &q, rd, with_dx, stats, inv_h);
+    }
+    if (i < end) {
+        part8 q;
+        part8_gather(&q, i, end, update, x, p, v, xp, vp, dx, r, bdf2, keep_prev, inv_h, damping,
+                     with_dx, stats, csr_offsets, csr_slots, distance);
+        sums8_add(&a, &q, rd, with_dx, stats, inv_h);
+    }
+    sums8_store(&a, out);
+}
+
 /* update_velocity and body_reduce_serial in one pass, for CPU devices with fp64 sums: one
- * work-item per segment updates its particles (update.cl's work) and sums them from the
- * registers, saving the reduction a second read of x and v (half its cost on PoCL). The
- * same operations in the same order as the two kernels: the same bits. */
+ * work-item per segment updates its particles (update.cl's work, 8 at a time in float8
+ * lanes) and sums them from the registers, saving the reduction a second read of x and v.
+ * The same operations in the same order as the two kernels: the same bits. */
 __kernel void
 update_reduce_serial(__global const pbd_segment *segments, __global pbd_float4 *particle_x,
                      __global const pbd_float4 *particle_p, __global pbd_float4 *particle_v,
@@ -121,20 +358,9 @@ update_reduce_serial(__global const pbd_segment *segments, __global pbd_float4 *
     if (g >= num_segments)
         return;
     pbd_segment seg = segments[g];
-    const double4 rd = convert_double4(body_ref[seg.body]);
-    vsums a;
-    vsums_zero(&a);
-    for (int i = seg.first; i < seg.first + seg.count; ++i) {
-        pbd_float4 p;
-        pbd_float4 vn = pbd_update_particle(i, particle_x, particle_p, particle_v, particle_xp,
-                                            particle_vp, bdf2, keep_prev, inv_h, damping, &p);
-        vsums_add(&a, p, vn, with_dx ? particle_dx[i] : (float4)(0.0f), rd, with_dx, 0, 0.0f,
-                  inv_h);
-    }
-    pbd_acc acc[PBD_SUM_COUNT];
-    vsums_store(&a, acc);
-    for (int q = 0; q < PBD_SUM_COUNT; ++q)
-        segment_sums[g * PBD_SUM_COUNT + q] = acc[q];
+    sum_segment8(seg, 1, particle_x, particle_p, particle_v, particle_xp, particle_vp, particle_dx,
+                 body_ref[seg.body], bdf2, keep_prev, inv_h, damping, with_dx, 0, NULL, NULL, NULL,
+                 segment_sums + g * PBD_SUM_COUNT);
 }
 #endif
 
@@ -202,9 +428,10 @@ body_reduce(__global const pbd_segment *segments, __global const pbd_float4 *par
         segment_sums[g * PBD_SUM_COUNT + l] = rows[l];
 }
 
-/* Stage one, for CPU devices: one work-item per segment, its particles in order. A CPU
- * device runs a work-group as a loop; the tree's barriers and its 64 x 24 partial sums cost
- * more there than the particles themselves. */
+/* Stage one, for CPU devices: one work-item per segment, its particles 8 at a time in the
+ * PBD_SUM_LANES layout (fp64), or in order (compensated float). A CPU device runs a
+ * work-group as a loop; the tree's barriers and its 64 x 24 partial sums cost more there
+ * than the particles themselves. */
 __kernel void body_reduce_serial(__global const pbd_segment *segments,
                                  __global const pbd_float4 *particle_x,
                                  __global const pbd_float4 *particle_v,
@@ -218,11 +445,18 @@ __kernel void body_reduce_serial(__global const pbd_segment *segments,
     if (g >= num_segments)
         return;
     pbd_segment seg = segments[g];
+#ifdef PBD_ACC_COMPENSATED
     pbd_acc acc[PBD_SUM_COUNT];
     sum_particles(seg.first, 0, seg.count, 1, particle_x, particle_v, particle_dx,
                   body_ref[seg.body], csr_offsets, csr_slots, distance, inv_h, with_dx, stats, acc);
     for (int q = 0; q < PBD_SUM_COUNT; ++q)
         segment_sums[g * PBD_SUM_COUNT + q] = acc[q];
+#else
+    /* Reads only, with update = 0 (the casts drop const for the shared signature). */
+    sum_segment8(seg, 0, (__global pbd_float4 *)particle_x, NULL, (__global pbd_float4 *)particle_v,
+                 NULL, NULL, particle_dx, body_ref[seg.body], 0, 0, inv_h, 0.0f, with_dx, stats,
+                 csr_offsets, csr_slots, distance, segment_sums + g * PBD_SUM_COUNT);
+#endif
 }
 
 /* The per-body solve on the summed s, shared by both body_solve variants; also leaves the

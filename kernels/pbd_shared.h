@@ -68,6 +68,11 @@ typedef struct pbd_segment {
 #define PBD_REDUCE_WG 64
 #define PBD_SEGMENT   (PBD_REDUCE_WG * 16)
 
+/* On CPU devices (and in the CPU reference), a segment's fp64 sums run in this many lanes:
+ * lane j adds the segment's particles j, j + 8, ... in order, and the lanes are then added
+ * in order 0..7. The device does it in double8 registers, 8 particles an instruction. */
+#define PBD_SUM_LANES 8
+
 /* Bodies of at most this many segments are summed by one work-item each in body_solve (one
  * launch covers 64 bodies); larger ones get a work-group and a tree. */
 #define PBD_SERIAL_SEGMENTS 64

@@ -24,6 +24,7 @@ typedef struct cl_impl {
     int pending;  /* a momentum correction is computed but not yet applied to v */
     size_t bytes; /* device memory allocated */
     int fused;    /* the update also sums for the correction (update_reduce_serial) */
+    int eight;    /* predict runs as predict8, 8 particles a work-item (CPU devices) */
     pbd_kernel_time times[PBD_STAGE_COUNT];
 } cl_impl;
 
@@ -73,6 +74,15 @@ cleanup:
 #define ARG(kernel, index, value)                                                                  \
     PBD_CL_CHECK(clSetKernelArg(c->kernels[kernel], index, sizeof(value), &(value)))
 
+/* Work-group size for `items` independent work-items on a CPU device: a few groups per
+ * compute unit, since each group costs a task (about 1.5 us on PoCL) but all units must get
+ * work. */
+static size_t serial_local(const cl_impl *c, size_t items)
+{
+    size_t per = items / (4 * (size_t)c->cl.info.compute_units);
+    return per < 1 ? 1 : per > 64 ? 64 : per;
+}
+
 static pbd_status cl_predict(void *impl, int bdf2, pbd_error *err)
 {
     cl_impl *c = impl;
@@ -80,7 +90,11 @@ static pbd_status cl_predict(void *impl, int bdf2, pbd_error *err)
     cl_int b = bdf2, apply = c->pending;
     ARG(PBD_STAGE_PREDICT, 9, apply);
     ARG(PBD_STAGE_PREDICT, 15, b);
-    status = launch(c, PBD_STAGE_PREDICT, (size_t)c->plan->num_particles, c->wg, err);
+    size_t n = (size_t)c->plan->num_particles;
+    if (c->eight)
+        status = launch(c, PBD_STAGE_PREDICT, (n + 7) / 8, serial_local(c, (n + 7) / 8), err);
+    else
+        status = launch(c, PBD_STAGE_PREDICT, n, c->wg, err);
     if (status == PBD_OK)
         c->pending = 0;
 cleanup:
@@ -135,8 +149,6 @@ static pbd_status cl_gather_jacobi(void *impl, pbd_error *err)
     return launch(c, PBD_STAGE_GATHER, (size_t)c->plan->num_particles, c->wg, err);
 }
 
-static size_t serial_local(const cl_impl *c, size_t items);
-
 static pbd_status cl_update(void *impl, int bdf2, int keep_prev, pbd_error *err)
 {
     cl_impl *c = impl;
@@ -152,15 +164,6 @@ static pbd_status cl_update(void *impl, int bdf2, int keep_prev, pbd_error *err)
         status = launch(c, PBD_STAGE_UPDATE, (size_t)c->plan->num_particles, c->wg, err);
 cleanup:
     return status;
-}
-
-/* Work-group size for `items` independent work-items on a CPU device: a few groups per
- * compute unit, since each group costs a task (about 1.5 us on PoCL) but all units must get
- * work. */
-static size_t serial_local(const cl_impl *c, size_t items)
-{
-    size_t per = items / (4 * (size_t)c->cl.info.compute_units);
-    return per < 1 ? 1 : per > 64 ? 64 : per;
 }
 
 /* Queues body_reduce (unless `summed`: the fused update did it) and body_solve in `mode`,
@@ -382,6 +385,8 @@ pbd_status pbd_cl_solver_create(const pbd_model *m, pbd_plan *plan, const pbd_so
     if (lanes) {
         names[PBD_STAGE_PROJECT_GS] = "project_distance_gs_lanes";
         names[PBD_STAGE_PROJECT_JACOBI] = "project_distance_jacobi_lanes";
+        names[PBD_STAGE_PREDICT] = "predict8";
+        c->eight = 1;
     }
     if (status == PBD_OK)
         status = pbd_cl_build(&c->cl, desc->kernel_dir,
@@ -461,7 +466,8 @@ pbd_status pbd_cl_solver_create(const pbd_model *m, pbd_plan *plan, const pbd_so
     cl_int n = plan->num_particles, ncons = plan->num_distance, npl = plan->num_planes;
     cl_int nbodies = plan->num_bodies;
     cl_int keep_v = plan->cfg.velocity_update == PBD_VELOCITY_BDF2;
-    cl_int zero = 0, track = plan->momentum_active;
+    /* Collision displacements are recorded only where there is something to collide with. */
+    cl_int zero = 0, track = plan->momentum_active && plan->num_planes > 0;
     const float *g = plan->cfg.gravity;
     float h = plan->h, inv_h = plan->inv_h, inv_h2 = plan->inv_h2, omega = plan->cfg.omega;
     float point = plan->point_damping, rigid = plan->rigid_damping;

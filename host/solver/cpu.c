@@ -201,13 +201,17 @@ static void body_reduce(cpu_impl *c, int with_dx, int stats)
                             : 0.0f;
             pbd_particle_sums(c->x[i], c->v[i], with_dx ? c->dx[i] : zero, c->body_ref[seg.body], e,
                               stats, pl->inv_h, s);
-            /* body_reduce_serial adds in order; body_reduce by lanes, then its tree. */
-            pbd_sums_add(lanes[pl->reduce_serial ? 0 : k % PBD_REDUCE_WG], s);
+            /* As the device: body_reduce_serial by PBD_SUM_LANES lanes, then the lanes in
+             * order; body_reduce by work-item lanes, then its tree. */
+            pbd_sums_add(lanes[k % (pl->reduce_serial ? PBD_SUM_LANES : PBD_REDUCE_WG)], s);
         }
-        if (pl->reduce_serial)
+        if (pl->reduce_serial) {
             memcpy(out, lanes[0], sizeof lanes[0]);
-        else
+            for (int j = 1; j < PBD_SUM_LANES; ++j)
+                pbd_sums_add(out, lanes[j]);
+        } else {
             reduce_lanes(lanes, out);
+        }
     }
 }
 
