@@ -30,18 +30,22 @@ typedef void (*pbd_bench_tweak)(const void *ctx, pbd_config *c);
 
 /* Measures `scene` (a path or a built-in name) with `solver` (-1: the scene's) on the backend
  * of `desc`: 3 frames of warm-up, `runs` timed runs of `frames` steps (0: about 0.25 s a
- * run), the constraint error after them, then a profiled run for the device times. */
+ * run), the constraint error after them, then `runs` profiled runs for the device times
+ * (pbd_cli_profile). */
 int pbd_cli_bench_row(const char *scene, const pbd_solver_desc *desc, int solver, int runs,
                       int frames, pbd_bench_tweak tweak, const void *ctx, pbd_bench_row *row,
                       pbd_error *err);
 
-/* Device time per step (profiling events) of all kernels and of the momentum correction:
- * body_reduce, body_solve, momentum_apply, plus what the folded-in broadcast and sums add to
- * predict and update_velocity (their time less that of a run with momentum off). Per-kernel times
- * (ms and launches per step, PBD_STAGE_COUNT entries) go to kernel_ms / kernel_launches when not
- * NULL. */
-int pbd_cli_profile(const pbd_scene *s, const pbd_solver_desc *desc, int frames, double *total_ms,
-                    double *momentum_ms, double *kernel_ms, long *kernel_launches, pbd_error *err);
+/* Device time per step (profiling events) of all kernels and of the momentum correction, the
+ * medians of `runs` profiled runs of `frames` steps (at most 15): body_reduce, body_solve,
+ * momentum_apply, plus what the folded-in broadcast and sums add to predict and
+ * update_velocity (their time less that of a run with momentum off, each run paired with
+ * one, the median of the paired differences; at least the correction's own kernels). Per-kernel
+ * times (ms and launches per step, PBD_STAGE_COUNT entries) go to kernel_ms / kernel_launches
+ * when not NULL. */
+int pbd_cli_profile(const pbd_scene *s, const pbd_solver_desc *desc, int frames, int runs,
+                    double *total_ms, double *momentum_ms, double *kernel_ms, long *kernel_launches,
+                    pbd_error *err);
 
 /* `pbd bench --suite NAME`: the rows of a named suite on both backends and solvers, printed
  * as a table and written to csv / json / a plot (each may be NULL). Returns the exit code. */
