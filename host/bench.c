@@ -73,7 +73,11 @@ int pbd_cli_profile(const pbd_scene *s, const pbd_solver_desc *desc, int frames,
     pbd_config c_off = s->config;
     c_off.momentum = 0;
     c_off.damping = c_off.damping == PBD_DAMPING_RIGID ? PBD_DAMPING_NONE : c_off.damping;
-    int preserved = 1;
+    /* The correction runs when a body is preserved or rigid damping is on (pbd_plan_build). */
+    int active = s->config.damping == PBD_DAMPING_RIGID && s->config.damping_k > 0.0f;
+    for (int b = 0; b < s->model.num_bodies; ++b)
+        active |=
+            s->config.momentum && s->model.bodies[b].momentum && s->model.bodies[b].pinned == 0;
     for (int r = 0; r < runs; ++r) {
         if (profiled(s, &s->config, desc, frames, on[r], lon, err))
             return 1;
@@ -83,13 +87,12 @@ int pbd_cli_profile(const pbd_scene *s, const pbd_solver_desc *desc, int frames,
             if (is_momentum_stage(k))
                 corr[r] += on[r][k];
         }
-        if (r == 0 && corr[0] == 0.0)
-            preserved = 0; /* nothing preserved, nothing folded into predict */
-        if (!preserved)
+        if (!active)
             continue;
-        /* The broadcast rides on predict; on CPU devices the sums ride on update_velocity:
-         * what they add is measured against a run with momentum off, alternating with the
-         * runs with it on so that both see the same machine. */
+        /* The broadcast rides on predict; on CPU devices the sums (and for bodies of one
+         * segment the solve) ride on update_velocity: what they add is measured against a
+         * run with momentum off, alternating with the runs with it on so that both see the
+         * same machine. */
         if (profiled(s, &c_off, desc, frames, off, loff, err))
             return 1;
         corr[r] += (on[r][PBD_STAGE_PREDICT] - off[PBD_STAGE_PREDICT]) +

@@ -6,6 +6,8 @@
  *   momentum_apply: one work-item per particle: v += v_cor + w_cor x (x - com). The step
  *                   folds this into the next substep's predict (predict.cl), so a substep
  *                   costs two extra launches; it runs alone only before the state is read.
+ * On CPU devices with fp64 the update also does body_reduce's work (update_reduce_serial),
+ * and, when every body is one segment, body_solve's: then no launch of its own at all.
  * Fixed orders and no atomics: the sums, and so the corrections, are the same on every run.
  * Each of the first two comes in two layouts: a work-group and a tree per item (GPUs), or a
  * work-item per item (CPU devices, and bodies small enough) summing a segment in
@@ -30,6 +32,29 @@ static void reduce_rows(__local pbd_acc *rows, int l)
         }
     }
     barrier(CLK_LOCAL_MEM_FENCE);
+}
+
+/* The per-body solve on the summed s, shared by both body_solve variants and
+ * update_reduce_serial; also leaves the float4 record momentum_apply reads. */
+static void solve_body(int b, const pbd_acc *s, __global pbd_float4 *body_ref,
+                       __global pbd_acc *body_track, __global const int *body_flags, int mode,
+                       float4 gh, __global pbd_acc *body_out, __global pbd_float4 *body_apply)
+{
+    pbd_acc track[6], out[PBD_OUT_COUNT];
+    pbd_float4 rec[PBD_APPLY_COUNT];
+    for (int k = 0; k < 6; ++k)
+        track[k] = body_track[b * 6 + k];
+    pbd_body_solve(s, body_ref[b], track, body_flags[b], mode, gh.x, gh.y, gh.z, gh.w, out);
+    for (int k = 0; k < 6; ++k)
+        body_track[b * 6 + k] = track[k];
+    for (int q = 0; q < PBD_OUT_COUNT; ++q)
+        body_out[b * PBD_OUT_COUNT + q] = out[q];
+    if (mode == PBD_SOLVE_STATS)
+        return;
+    pbd_apply_record(out, rec);
+    for (int k = 0; k < PBD_APPLY_COUNT; ++k)
+        body_apply[b * PBD_APPLY_COUNT + k] = rec[k];
+    body_ref[b] = rec[0];
 }
 
 #ifndef PBD_ACC_COMPENSATED
@@ -127,7 +152,8 @@ static void sums8_zero(sums8 *a)
         a->ljz = a->err = (double8)(0.0);
 }
 
-static void sums8_add(sums8 *a, const part8 *q, double4 rd, int with_dx, int stats, float inv_h)
+VEC8_INLINE void sums8_add(sums8 *a, const part8 *q, double4 rd, int with_dx, int stats,
+                           float inv_h)
 {
     double8 m = convert_double8(q->m);
     double8 rx = convert_double8(q->x) - rd.x;
@@ -169,13 +195,15 @@ static void sums8_add(sums8 *a, const part8 *q, double4 rd, int with_dx, int sta
     }
 }
 
-/* Lanes 0..7 added in order. */
+/* The lanes added as a tree: lane j + lane j + 4, then j + j + 2, then 0 + 1. */
 static double lanes_sum(double8 v)
 {
-    return ((((((v.s0 + v.s1) + v.s2) + v.s3) + v.s4) + v.s5) + v.s6) + v.s7;
+    double4 s4 = v.lo + v.hi;
+    double2 s2 = s4.lo + s4.hi;
+    return s2.lo + s2.hi;
 }
 
-static void sums8_store(const sums8 *a, __global pbd_acc *out)
+static void sums8_store(const sums8 *a, pbd_acc *out)
 {
     out[PBD_SUM_M] = lanes_sum(a->m);
     out[PBD_SUM_MX + 0] = lanes_sum(a->mx);
@@ -205,72 +233,17 @@ static void sums8_store(const sums8 *a, __global pbd_acc *out)
     out[PBD_SUM_ERR] = fmax(e2.lo, e2.hi);
 }
 
-/* Runs LANE(j) for the 8 lanes (literal j, for the .s##j swizzles). */
-#define LANES8(LANE)                                                                               \
-    LANE(0);                                                                                       \
-    LANE(1);                                                                                       \
-    LANE(2);                                                                                       \
-    LANE(3);                                                                                       \
-    LANE(4);                                                                                       \
-    LANE(5);                                                                                       \
-    LANE(6);                                                                                       \
-    LANE(7)
-
-/* Particles i .. i + 7 below end (lanes past end get the neutral particle at r), updated
- * first when `update` (update_velocity's work, the same operations as that kernel), into q. */
-static void part8_gather(part8 *q, int i, int end, int update, __global pbd_float4 *x,
-                         __global const pbd_float4 *p, __global pbd_float4 *v,
-                         __global pbd_float4 *xp, __global pbd_float4 *vp,
-                         __global const pbd_float4 *dx, float4 r, int bdf2, int keep_prev,
-                         float inv_h, float damping, int with_dx, int stats,
-                         __global const int *csr_offsets, __global const int *csr_slots,
-                         __global const pbd_distance *distance)
-{
-#define PART8_LANE(j)                                                                              \
-    do {                                                                                           \
-        int k = i + j;                                                                             \
-        float4 xk = (float4)(r.x, r.y, r.z, 0.0f), vk = (float4)(0.0f), dk = (float4)(0.0f);       \
-        float ek = 0.0f;                                                                           \
-        if (k < end) {                                                                             \
-            if (update)                                                                            \
-                vk =                                                                               \
-                    pbd_update_particle(k, x, p, v, xp, vp, bdf2, keep_prev, inv_h, damping, &xk); \
-            else {                                                                                 \
-                xk = x[k];                                                                         \
-                vk = v[k];                                                                         \
-            }                                                                                      \
-            if (with_dx)                                                                           \
-                dk = dx[k];                                                                        \
-            if (stats)                                                                             \
-                ek = pbd_particle_error(x, distance, csr_slots, csr_offsets[k],                    \
-                                        csr_offsets[k + 1]);                                       \
-        }                                                                                          \
-        q->x.s##j = xk.x;                                                                          \
-        q->y.s##j = xk.y;                                                                          \
-        q->z.s##j = xk.z;                                                                          \
-        q->vx.s##j = vk.x;                                                                         \
-        q->vy.s##j = vk.y;                                                                         \
-        q->vz.s##j = vk.z;                                                                         \
-        q->m.s##j = vk.w;                                                                          \
-        q->dx.s##j = dk.x;                                                                         \
-        q->dy.s##j = dk.y;                                                                         \
-        q->dz.s##j = dk.z;                                                                         \
-        q->e.s##j = ek;                                                                            \
-    } while (0)
-    LANES8(PART8_LANE);
-#undef PART8_LANE
-}
-
-/* pbd_update_particle for particles i .. i + 7 in float8 lanes, the same operations per
+/* pbd_update_particle for particles i .. i + n - 1 in float8 lanes, the same operations per
  * lane (pbd_update_velocity's), leaving the new positions and velocities in q. */
-static void update8(part8 *q, int i, __global pbd_float4 *x, __global const pbd_float4 *p,
-                    __global pbd_float4 *v, __global pbd_float4 *xp, __global pbd_float4 *vp,
-                    int bdf2, int keep_prev, float inv_h, float damping)
+VEC8_INLINE void update8(part8 *q, int i, int n, __global pbd_float4 *x,
+                         __global const pbd_float4 *p, __global pbd_float4 *v,
+                         __global pbd_float4 *xp, __global pbd_float4 *vp, int bdf2, int keep_prev,
+                         float inv_h, float damping)
 {
     float8 xx, xy, xz, xw, px, py, pz, pw, vx, vy, vz, vw;
-    load8(x, i, &xx, &xy, &xz, &xw);
-    load8(p, i, &px, &py, &pz, &pw);
-    load8(v, i, &vx, &vy, &vz, &vw);
+    load8(x, i, n, &xx, &xy, &xz, &xw);
+    load8(p, i, n, &px, &py, &pz, &pw);
+    load8(v, i, n, &vx, &vy, &vz, &vw);
     float f = 1.0f - damping;
     if (!bdf2) {
         q->vx = (px - xx) * inv_h * f;
@@ -278,22 +251,72 @@ static void update8(part8 *q, int i, __global pbd_float4 *x, __global const pbd_
         q->vz = (pz - xz) * inv_h * f;
     } else {
         float8 ax, ay, az, aw;
-        load8(xp, i, &ax, &ay, &az, &aw);
+        load8(xp, i, n, &ax, &ay, &az, &aw);
         float g = 0.5f * inv_h * f;
         q->vx = (3.0f * px - 4.0f * xx + ax) * g;
         q->vy = (3.0f * py - 4.0f * xy + ay) * g;
         q->vz = (3.0f * pz - 4.0f * xz + az) * g;
     }
     if (keep_prev) {
-        store8(xp, i, xx, xy, xz, xw);
-        store8(vp, i, vx, vy, vz, vw);
+        store8(xp, i, n, xx, xy, xz, xw);
+        store8(vp, i, n, vx, vy, vz, vw);
     }
-    store8(v, i, q->vx, q->vy, q->vz, vw);
-    store8(x, i, px, py, pz, pw);
+    store8(v, i, n, q->vx, q->vy, q->vz, vw);
+    store8(x, i, n, px, py, pz, pw);
     q->x = px;
     q->y = py;
     q->z = pz;
     q->m = vw;
+}
+
+/* Adds particles i .. i + n - 1 (1 <= n <= 8) to a, after updating them when `update`. Lanes
+ * from n on get the neutral particle at r (m = 0, x = r, v = dx = 0): every term is +0, which
+ * leaves the sums' bits alone. */
+VEC8_INLINE void sum_group8(sums8 *a, int i, int n, int update, __global pbd_float4 *x,
+                            __global const pbd_float4 *p, __global pbd_float4 *v,
+                            __global pbd_float4 *xp, __global pbd_float4 *vp,
+                            __global const pbd_float4 *dx, float4 r, double4 rd, int bdf2,
+                            int keep_prev, float inv_h, float damping, int with_dx, int stats,
+                            __global const int *csr_offsets, __global const int *csr_slots,
+                            __global const pbd_distance *distance)
+{
+    part8 q;
+    float8 unused;
+    if (update)
+        update8(&q, i, n, x, p, v, xp, vp, bdf2, keep_prev, inv_h, damping);
+    else {
+        load8(x, i, n, &q.x, &q.y, &q.z, &unused);
+        load8(v, i, n, &q.vx, &q.vy, &q.vz, &q.m);
+    }
+    if (with_dx)
+        load8(dx, i, n, &q.dx, &q.dy, &q.dz, &unused);
+    else
+        q.dx = q.dy = q.dz = (float8)(0.0f);
+    q.e = (float8)(0.0f);
+    if (stats) {
+        float e[8];
+        for (int j = 0; j < 8; ++j) {
+            int k = i + min(j, n - 1);
+            e[j] = pbd_particle_error(x, distance, csr_slots, csr_offsets[k], csr_offsets[k + 1]);
+        }
+        q.e = vload8(0, e);
+    }
+    if (n < 8) {
+        int8 out = (int8)(0, 1, 2, 3, 4, 5, 6, 7) >= n;
+        float8 zero = (float8)(0.0f);
+        q.x = select(q.x, (float8)(r.x), out);
+        q.y = select(q.y, (float8)(r.y), out);
+        q.z = select(q.z, (float8)(r.z), out);
+        q.vx = select(q.vx, zero, out);
+        q.vy = select(q.vy, zero, out);
+        q.vz = select(q.vz, zero, out);
+        q.m = select(q.m, zero, out);
+        q.dx = select(q.dx, zero, out);
+        q.dy = select(q.dy, zero, out);
+        q.dz = select(q.dz, zero, out);
+        q.e = select(q.e, zero, out);
+    }
+    sums8_add(a, &q, rd, with_dx, stats, inv_h);
 }
 
 /* A segment's sums in the PBD_SUM_LANES layout, after updating its particles when `update`. */
@@ -303,64 +326,53 @@ static void sum_segment8(pbd_segment seg, int update, __global pbd_float4 *x,
                          __global const pbd_float4 *dx, float4 r, int bdf2, int keep_prev,
                          float inv_h, float damping, int with_dx, int stats,
                          __global const int *csr_offsets, __global const int *csr_slots,
-                         __global const pbd_distance *distance, __global pbd_acc *out)
+                         __global const pbd_distance *distance, pbd_acc *out)
 {
     const double4 rd = convert_double4(r);
     sums8 a;
     sums8_zero(&a);
     int end = seg.first + seg.count, i = seg.first;
-    /* Full groups of 8 in vector loads and stores; the rest lane by lane. */
-    for (; i + 8 <= end; i += 8) {
-        part8 q;
-        float8 unused;
-        if (update)
-            update8(&q, i, x, p, v, xp, vp, bdf2, keep_prev, inv_h, damping);
-        else {
-            load8(x, i, &q.x, &q.y, &q.z, &unused);
-            load8(v, i, &q.vx, &q.vy, &q.vz, &q.m);
-        }
-        if (with_dx)
-            load8(dx, i, &q.dx, &q.dy, &q.dz, &unused);
-        else
-            q.dx = q.dy = q.dz = (float8)(0.0f);
-        q.e = (float8)(0.0f);
-        if (stats) {
-#define ERR_LANE(j)                                                                                \
-    q.e.s##j =                                                                                     \
-        pbd_particle_error(x, distance, csr_slots, csr_offsets[i + j], csr_offsets[i + j + 1])
-            LANES8(ERR_LANE);
-#undef ERR_LANE
-        }
-        sums8_add(&a, &q, rd, with_dx, stats, inv_h);
-    }
-    if (i < end) {
-        part8 q;
-        part8_gather(&q, i, end, update, x, p, v, xp, vp, dx, r, bdf2, keep_prev, inv_h, damping,
-                     with_dx, stats, csr_offsets, csr_slots, distance);
-        sums8_add(&a, &q, rd, with_dx, stats, inv_h);
-    }
+    /* Full groups (n = 8: whole-vector loads and stores), then the rest. */
+    for (; i + 8 <= end; i += 8)
+        sum_group8(&a, i, 8, update, x, p, v, xp, vp, dx, r, rd, bdf2, keep_prev, inv_h, damping,
+                   with_dx, stats, csr_offsets, csr_slots, distance);
+    if (i < end)
+        sum_group8(&a, i, end - i, update, x, p, v, xp, vp, dx, r, rd, bdf2, keep_prev, inv_h,
+                   damping, with_dx, stats, csr_offsets, csr_slots, distance);
     sums8_store(&a, out);
 }
 
 /* update_velocity and body_reduce_serial in one pass, for CPU devices with fp64 sums: one
  * work-item per segment updates its particles (update.cl's work, 8 at a time in float8
  * lanes) and sums them from the registers, saving the reduction a second read of x and v.
- * The same operations in the same order as the two kernels: the same bits. */
+ * With `solve` (every body is one segment) it goes on to body_solve_serial's work for the
+ * segment's body, saving that launch. The same operations in the same order as the
+ * separate kernels: the same bits. */
 __kernel void
 update_reduce_serial(__global const pbd_segment *segments, __global pbd_float4 *particle_x,
                      __global const pbd_float4 *particle_p, __global pbd_float4 *particle_v,
                      __global pbd_float4 *particle_xp, __global pbd_float4 *particle_vp,
-                     __global const pbd_float4 *particle_dx, __global const pbd_float4 *body_ref,
+                     __global const pbd_float4 *particle_dx, __global pbd_float4 *body_ref,
                      float inv_h, float damping, int bdf2, int keep_prev, int with_dx,
-                     __global pbd_acc *segment_sums, int num_segments)
+                     __global pbd_acc *segment_sums, int num_segments, int solve,
+                     __global pbd_acc *body_track, __global const int *body_flags, float4 gh,
+                     __global pbd_acc *body_out, __global pbd_float4 *body_apply)
 {
     int g = get_global_id(0);
     if (g >= num_segments)
         return;
     pbd_segment seg = segments[g];
+    pbd_acc acc[PBD_SUM_COUNT];
     sum_segment8(seg, 1, particle_x, particle_p, particle_v, particle_xp, particle_vp, particle_dx,
                  body_ref[seg.body], bdf2, keep_prev, inv_h, damping, with_dx, 0, NULL, NULL, NULL,
-                 segment_sums + g * PBD_SUM_COUNT);
+                 acc);
+    if (solve) {
+        solve_body(seg.body, acc, body_ref, body_track, body_flags, PBD_SOLVE_STEP, gh, body_out,
+                   body_apply);
+        return;
+    }
+    for (int q = 0; q < PBD_SUM_COUNT; ++q)
+        segment_sums[g * PBD_SUM_COUNT + q] = acc[q];
 }
 #endif
 
@@ -445,41 +457,18 @@ __kernel void body_reduce_serial(__global const pbd_segment *segments,
     if (g >= num_segments)
         return;
     pbd_segment seg = segments[g];
-#ifdef PBD_ACC_COMPENSATED
     pbd_acc acc[PBD_SUM_COUNT];
+#ifdef PBD_ACC_COMPENSATED
     sum_particles(seg.first, 0, seg.count, 1, particle_x, particle_v, particle_dx,
                   body_ref[seg.body], csr_offsets, csr_slots, distance, inv_h, with_dx, stats, acc);
-    for (int q = 0; q < PBD_SUM_COUNT; ++q)
-        segment_sums[g * PBD_SUM_COUNT + q] = acc[q];
 #else
     /* Reads only, with update = 0 (the casts drop const for the shared signature). */
     sum_segment8(seg, 0, (__global pbd_float4 *)particle_x, NULL, (__global pbd_float4 *)particle_v,
                  NULL, NULL, particle_dx, body_ref[seg.body], 0, 0, inv_h, 0.0f, with_dx, stats,
-                 csr_offsets, csr_slots, distance, segment_sums + g * PBD_SUM_COUNT);
+                 csr_offsets, csr_slots, distance, acc);
 #endif
-}
-
-/* The per-body solve on the summed s, shared by both body_solve variants; also leaves the
- * float4 record momentum_apply reads. */
-static void solve_body(int b, const pbd_acc *s, __global pbd_float4 *body_ref,
-                       __global pbd_acc *body_track, __global const int *body_flags, int mode,
-                       float4 gh, __global pbd_acc *body_out, __global pbd_float4 *body_apply)
-{
-    pbd_acc track[6], out[PBD_OUT_COUNT];
-    pbd_float4 rec[PBD_APPLY_COUNT];
-    for (int k = 0; k < 6; ++k)
-        track[k] = body_track[b * 6 + k];
-    pbd_body_solve(s, body_ref[b], track, body_flags[b], mode, gh.x, gh.y, gh.z, gh.w, out);
-    for (int k = 0; k < 6; ++k)
-        body_track[b * 6 + k] = track[k];
-    for (int q = 0; q < PBD_OUT_COUNT; ++q)
-        body_out[b * PBD_OUT_COUNT + q] = out[q];
-    if (mode == PBD_SOLVE_STATS)
-        return;
-    pbd_apply_record(out, rec);
-    for (int k = 0; k < PBD_APPLY_COUNT; ++k)
-        body_apply[b * PBD_APPLY_COUNT + k] = rec[k];
-    body_ref[b] = rec[0];
+    for (int q = 0; q < PBD_SUM_COUNT; ++q)
+        segment_sums[g * PBD_SUM_COUNT + q] = acc[q];
 }
 
 /* Stage two and the solve, one work-group per body (bodies of more than PBD_SERIAL_SEGMENTS

@@ -70,7 +70,8 @@ typedef struct pbd_segment {
 
 /* On CPU devices (and in the CPU reference), a segment's fp64 sums run in this many lanes:
  * lane j adds the segment's particles j, j + 8, ... in order, and the lanes are then added
- * in order 0..7. The device does it in double8 registers, 8 particles an instruction. */
+ * as a tree (j + j + 4, then j + j + 2, then 0 + 1). The device does it in double8
+ * registers, 8 particles an instruction. */
 #define PBD_SUM_LANES 8
 
 /* Bodies of at most this many segments are summed by one work-item each in body_solve (one

@@ -63,8 +63,8 @@ __kernel void predict8(__global const pbd_float4 *particle_x, __global pbd_float
         return;
     }
     float8 xx, xy, xz, xw, vx, vy, vz, vw;
-    load8(particle_x, i, &xx, &xy, &xz, &xw);
-    load8(particle_v, i, &vx, &vy, &vz, &vw);
+    load8(particle_x, i, 8, &xx, &xy, &xz, &xw);
+    load8(particle_v, i, 8, &vx, &vy, &vz, &vw);
     int8 pinned = xw <= 0.0f;
     if (apply) {
         __global const pbd_float4 *rec = body_apply + particle_body[i] * PBD_APPLY_COUNT;
@@ -83,7 +83,7 @@ __kernel void predict8(__global const pbd_float4 *particle_x, __global pbd_float
         vy = select(ny, vy, pinned);
         vz = select(nz, vz, pinned);
         if (keep_v)
-            store8(particle_v, i, vx, vy, vz, vw);
+            store8(particle_v, i, 8, vx, vy, vz, vw);
     }
     float8 px, py, pz;
     if (!bdf2) {
@@ -93,8 +93,8 @@ __kernel void predict8(__global const pbd_float4 *particle_x, __global pbd_float
     } else {
         const float a = 4.0f / 3.0f, b = 1.0f / 3.0f, c = 2.0f / 3.0f;
         float8 ax, ay, az, aw, bx, by, bz, bw;
-        load8(particle_xp, i, &ax, &ay, &az, &aw);
-        load8(particle_vp, i, &bx, &by, &bz, &bw);
+        load8(particle_xp, i, 8, &ax, &ay, &az, &aw);
+        load8(particle_vp, i, 8, &bx, &by, &bz, &bw);
         float8 ux = a * vx - b * bx + c * h * gx;
         float8 uy = a * vy - b * by + c * h * gy;
         float8 uz = a * vz - b * bz + c * h * gz;
@@ -102,7 +102,7 @@ __kernel void predict8(__global const pbd_float4 *particle_x, __global pbd_float
         py = a * xy - b * ay + c * h * uy;
         pz = a * xz - b * az + c * h * uz;
     }
-    store8(particle_p, i, select(px, xx, pinned), select(py, xy, pinned), select(pz, xz, pinned),
+    store8(particle_p, i, 8, select(px, xx, pinned), select(py, xy, pinned), select(pz, xz, pinned),
            xw);
     if (track) {
         __global float *d = (__global float *)(particle_dx + i);

@@ -25,6 +25,7 @@ typedef struct cl_impl {
     size_t bytes; /* device memory allocated */
     int fused;    /* the update also sums for the correction (update_reduce_serial) */
     int eight;    /* predict runs as predict8, 8 particles a work-item (CPU devices) */
+    int solved;   /* the fused update also solves (every body is one segment) */
     pbd_kernel_time times[PBD_STAGE_COUNT];
 } cl_impl;
 
@@ -180,6 +181,8 @@ static pbd_status reduce_and_solve(cl_impl *c, int mode, int summed, cl_mem out,
     ARG(PBD_STAGE_SOLVE, 5, m);
     ARG(PBD_STAGE_SOLVE, 7, out);
     size_t nseg = (size_t)pl->num_segments, nb = (size_t)pl->num_bodies;
+    if (summed && mode == PBD_SOLVE_STEP && c->solved)
+        return PBD_OK; /* the update did it all */
     if (summed)
         status = PBD_OK;
     else if (pl->reduce_serial)
@@ -379,6 +382,9 @@ pbd_status pbd_cl_solver_create(const pbd_model *m, pbd_plan *plan, const pbd_so
     c->fused = plan->reduce_serial && plan->momentum_active && !float_sums;
     if (c->fused)
         names[PBD_STAGE_UPDATE] = "update_reduce_serial";
+    /* Bodies of one segment each: the update's work-item holds the body's whole sums, so it
+     * solves it too, and a substep's correction costs no launch of its own. */
+    c->solved = c->fused && plan->num_segments == plan->num_bodies;
     /* CPU devices: projections that the OpenCL C compiler can vectorise across work-items
      * (bit-identical; about 20 % faster on PoCL 3.1). GPUs keep the float4 kernels. */
     int lanes = plan->reduce_serial;
@@ -526,6 +532,7 @@ pbd_status pbd_cl_solver_create(const pbd_model *m, pbd_plan *plan, const pbd_so
     ARG(PBD_STAGE_GATHER, 9, n);
     cl_int nseg = plan->num_segments;
     cl_int with_dx = plan->num_planes > 0;
+    cl_float4 gh = {{g[0], g[1], g[2], h}};
     if (c->fused) {
         ARG(PBD_STAGE_UPDATE, 0, c->segments);
         ARG(PBD_STAGE_UPDATE, 1, c->x);
@@ -542,6 +549,13 @@ pbd_status pbd_cl_solver_create(const pbd_model *m, pbd_plan *plan, const pbd_so
         ARG(PBD_STAGE_UPDATE, 12, with_dx);
         ARG(PBD_STAGE_UPDATE, 13, c->segment_sums);
         ARG(PBD_STAGE_UPDATE, 14, nseg);
+        cl_int solved = c->solved;
+        ARG(PBD_STAGE_UPDATE, 15, solved);
+        ARG(PBD_STAGE_UPDATE, 16, c->body_track);
+        ARG(PBD_STAGE_UPDATE, 17, c->body_flags);
+        ARG(PBD_STAGE_UPDATE, 18, gh);
+        ARG(PBD_STAGE_UPDATE, 19, c->out_step);
+        ARG(PBD_STAGE_UPDATE, 20, c->body_apply);
     } else {
         ARG(PBD_STAGE_UPDATE, 0, c->x);
         ARG(PBD_STAGE_UPDATE, 1, c->p);
@@ -554,7 +568,6 @@ pbd_status pbd_cl_solver_create(const pbd_model *m, pbd_plan *plan, const pbd_so
         ARG(PBD_STAGE_UPDATE, 8, zero);
         ARG(PBD_STAGE_UPDATE, 9, n);
     }
-    cl_float4 gh = {{g[0], g[1], g[2], h}};
     ARG(PBD_STAGE_REDUCE, 0, c->segments);
     ARG(PBD_STAGE_REDUCE, 1, c->x);
     ARG(PBD_STAGE_REDUCE, 2, c->v);

@@ -177,9 +177,10 @@ static pbd_status cpu_update(void *impl, int bdf2, int keep_prev, pbd_error *err
 /* The device's reduction order, exactly: PBD_REDUCE_WG lanes, lane l summing items l, l + WG,
  * ... in turn, then a tree that adds lane l + w into lane l for w = WG/2, ..., 1. With the
  * same (IEEE double) arithmetic the CPU and an fp64 device give the same bits. */
-static void reduce_lanes(double (*lanes)[PBD_SUM_COUNT], double *out)
+/* The device's tree over `count` lanes (a power of two): lane l + lane l + count / 2, ... */
+static void reduce_lanes(double (*lanes)[PBD_SUM_COUNT], int count, double *out)
 {
-    for (int w = PBD_REDUCE_WG / 2; w > 0; w >>= 1)
+    for (int w = count / 2; w > 0; w >>= 1)
         for (int l = 0; l < w; ++l)
             pbd_sums_add(lanes[l], lanes[l + w]);
     memcpy(out, lanes[0], sizeof lanes[0]);
@@ -201,17 +202,11 @@ static void body_reduce(cpu_impl *c, int with_dx, int stats)
                             : 0.0f;
             pbd_particle_sums(c->x[i], c->v[i], with_dx ? c->dx[i] : zero, c->body_ref[seg.body], e,
                               stats, pl->inv_h, s);
-            /* As the device: body_reduce_serial by PBD_SUM_LANES lanes, then the lanes in
-             * order; body_reduce by work-item lanes, then its tree. */
+            /* As the device: body_reduce_serial by PBD_SUM_LANES lanes, then their
+             * tree; body_reduce by work-item lanes, then its tree. */
             pbd_sums_add(lanes[k % (pl->reduce_serial ? PBD_SUM_LANES : PBD_REDUCE_WG)], s);
         }
-        if (pl->reduce_serial) {
-            memcpy(out, lanes[0], sizeof lanes[0]);
-            for (int j = 1; j < PBD_SUM_LANES; ++j)
-                pbd_sums_add(out, lanes[j]);
-        } else {
-            reduce_lanes(lanes, out);
-        }
+        reduce_lanes(lanes, pl->reduce_serial ? PBD_SUM_LANES : PBD_REDUCE_WG, out);
     }
 }
 
@@ -232,7 +227,7 @@ static void body_solve(cpu_impl *c, int mode, double *out)
             for (int gi = first; gi < pl->body_segments[b + 1]; ++gi)
                 pbd_sums_add(lanes[(gi - first) % PBD_REDUCE_WG],
                              c->segment_sums + (size_t)gi * PBD_SUM_COUNT);
-            reduce_lanes(lanes, s);
+            reduce_lanes(lanes, PBD_REDUCE_WG, s);
         }
         double *o = out + (size_t)b * PBD_OUT_COUNT;
         const float *g = pl->cfg.gravity;
