@@ -43,7 +43,7 @@ __kernel void predict(__global const pbd_float4 *particle_x, __global pbd_float4
 
 /* The same for CPU devices, particles 8i .. 8i + 7 a work-item in float8 lanes (vec8.cl),
  * each lane doing predict_one's operations (pbd_apply_rigid's and pbd_predict's) in their
- * order: the same bits. Eight particles of two bodies, and the last few, go one by one. */
+ * order: the same bits. The last few particles go one by one. */
 __kernel void predict8(__global const pbd_float4 *particle_x, __global pbd_float4 *particle_p,
                        __global pbd_float4 *particle_v, __global const pbd_float4 *particle_xp,
                        __global const pbd_float4 *particle_vp, __global pbd_float4 *particle_dx,
@@ -54,9 +54,8 @@ __kernel void predict8(__global const pbd_float4 *particle_x, __global pbd_float
     int i = 8 * get_global_id(0);
     if (i >= num_particles)
         return;
-    if (i + 8 > num_particles || (apply && particle_body[i] != particle_body[i + 7])) {
-        int end = min(i + 8, num_particles);
-        for (int k = i; k < end; ++k)
+    if (i + 8 > num_particles) {
+        for (int k = i; k < num_particles; ++k)
             predict_one(k, particle_x, particle_p, particle_v, particle_xp, particle_vp,
                         particle_dx, particle_body, body_apply, rigid_k, apply, keep_v, gx, gy, gz,
                         h, bdf2, track);
@@ -67,17 +66,24 @@ __kernel void predict8(__global const pbd_float4 *particle_x, __global pbd_float
     load8(particle_v, i, 8, &vx, &vy, &vz, &vw);
     int8 pinned = xw <= 0.0f;
     if (apply) {
-        __global const pbd_float4 *rec = body_apply + particle_body[i] * PBD_APPLY_COUNT;
-        float4 com = rec[0], vc = rec[1], wc = rec[2];
-        float8 rx = xx - com.x, ry = xy - com.y, rz = xz - com.z;
-        float8 nx = vx + (vc.x + (wc.y * rz - wc.z * ry));
-        float8 ny = vy + (vc.y + (wc.z * rx - wc.x * rz));
-        float8 nz = vz + (vc.z + (wc.x * ry - wc.y * rx));
+        /* Each lane's body record (com, v_cor, w_cor, rigid v, rigid w): one body's,
+         * broadcast, or where the eight straddle two bodies, gathered lane by lane. */
+        int8 rec = vload8(0, particle_body + i) * PBD_APPLY_COUNT;
+        int same = particle_body[i] == particle_body[i + 7];
+        float8 cx, cy, cz, ux, uy, uz, wx, wy, wz;
+        record8(body_apply, rec, same, &cx, &cy, &cz);
+        record8(body_apply, rec + 1, same, &ux, &uy, &uz);
+        record8(body_apply, rec + 2, same, &wx, &wy, &wz);
+        float8 rx = xx - cx, ry = xy - cy, rz = xz - cz;
+        float8 nx = vx + (ux + (wy * rz - wz * ry));
+        float8 ny = vy + (uy + (wz * rx - wx * rz));
+        float8 nz = vz + (uz + (wx * ry - wy * rx));
         if (rigid_k > 0.0f) {
-            float4 vr = rec[3], wr = rec[4];
-            nx = nx + rigid_k * (vr.x + (wr.y * rz - wr.z * ry) - nx);
-            ny = ny + rigid_k * (vr.y + (wr.z * rx - wr.x * rz) - ny);
-            nz = nz + rigid_k * (vr.z + (wr.x * ry - wr.y * rx) - nz);
+            record8(body_apply, rec + 3, same, &ux, &uy, &uz);
+            record8(body_apply, rec + 4, same, &wx, &wy, &wz);
+            nx = nx + rigid_k * (ux + (wy * rz - wz * ry) - nx);
+            ny = ny + rigid_k * (uy + (wz * rx - wx * rz) - ny);
+            nz = nz + rigid_k * (uz + (wx * ry - wy * rx) - nz);
         }
         vx = select(nx, vx, pinned);
         vy = select(ny, vy, pinned);

@@ -49,3 +49,22 @@ VEC8_INLINE void store8(__global pbd_float4 *a, int i, int n, float8 x, float8 y
     for (int j = 0; j < n; ++j)
         a[i + j] = r[j];
 }
+
+/* The xyz of records a[k.s0], ..., a[k.s7] as three float8: a gather, or where every lane
+ * has the same record (`same`), a broadcast of a[k.s0]. */
+VEC8_INLINE void record8(__global const pbd_float4 *a, int8 k, int same, float8 *x, float8 *y,
+                         float8 *z)
+{
+    if (same) {
+        float4 v = a[k.s0];
+        *x = (float8)(v.x);
+        *y = (float8)(v.y);
+        *z = (float8)(v.z);
+        return;
+    }
+    float16 lo = (float16)(a[k.s0], a[k.s1], a[k.s2], a[k.s3]);
+    float16 hi = (float16)(a[k.s4], a[k.s5], a[k.s6], a[k.s7]);
+    *x = (float8)(lo.s048c, hi.s048c);
+    *y = (float8)(lo.s159d, hi.s159d);
+    *z = (float8)(lo.s26ae, hi.s26ae);
+}
