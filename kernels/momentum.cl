@@ -58,80 +58,7 @@ static void solve_body(int b, const pbd_acc *s, __global pbd_float4 *body_ref,
 }
 
 #ifndef PBD_ACC_COMPENSATED
-/* pbd_particle_sums in double4 / double8 lanes: each lane does that function's operations in
- * its order, so the sums are the same bits as the CPU reference's, in fewer instructions. */
-typedef struct vsums {
-    double4 mx, p, l, j, lj;
-    double8 s;
-    double m, ke, err;
-} vsums;
-
-static void vsums_zero(vsums *a)
-{
-    a->mx = a->p = a->l = a->j = a->lj = (double4)(0.0);
-    a->s = (double8)(0.0);
-    a->m = a->ke = a->err = 0.0;
-}
-
-static void vsums_add(vsums *a, float4 x, float4 v, float4 dx, double4 rd, int with_dx, int stats,
-                      float err, float inv_h)
-{
-    double m = (double)v.w;
-    double4 rr = convert_double4(x) - rd;
-    double4 vv = convert_double4(v);
-    rr.w = 0.0;
-    vv.w = 0.0;
-    double4 mp = m * vv;
-    double4 mr = m * rr;
-    a->m = a->m + m;
-    a->mx = a->mx + mr;
-    a->p = a->p + mp;
-    a->l = a->l + (rr.yzxw * mp.zxyw - rr.zxyw * mp.yzxw);
-    a->s = a->s + (double8)(mr.x, mr.x, mr.x, mr.y, mr.y, mr.z, 0.0, 0.0) *
-                      (double8)(rr.x, rr.y, rr.z, rr.y, rr.z, rr.z, 0.0, 0.0);
-    if (with_dx) {
-        double4 jd = m * convert_double4(dx * inv_h);
-        jd.w = 0.0;
-        a->j = a->j + jd;
-        a->lj = a->lj + (rr.yzxw * jd.zxyw - rr.zxyw * jd.yzxw);
-    }
-    if (stats) {
-        double4 pv = mp * vv;
-        double e = (double)err;
-        a->ke = a->ke + 0.5 * ((pv.x + pv.y) + pv.z);
-        a->err = a->err > e ? a->err : e;
-    }
-}
-
-static void vsums_store(const vsums *a, pbd_acc *acc)
-{
-    acc[PBD_SUM_M] = a->m;
-    acc[PBD_SUM_MX + 0] = a->mx.x;
-    acc[PBD_SUM_MX + 1] = a->mx.y;
-    acc[PBD_SUM_MX + 2] = a->mx.z;
-    acc[PBD_SUM_P + 0] = a->p.x;
-    acc[PBD_SUM_P + 1] = a->p.y;
-    acc[PBD_SUM_P + 2] = a->p.z;
-    acc[PBD_SUM_XCP + 0] = a->l.x;
-    acc[PBD_SUM_XCP + 1] = a->l.y;
-    acc[PBD_SUM_XCP + 2] = a->l.z;
-    acc[PBD_SUM_KE] = a->ke;
-    acc[PBD_SUM_XX + 0] = a->s.s0;
-    acc[PBD_SUM_XX + 1] = a->s.s1;
-    acc[PBD_SUM_XX + 2] = a->s.s2;
-    acc[PBD_SUM_XX + 3] = a->s.s3;
-    acc[PBD_SUM_XX + 4] = a->s.s4;
-    acc[PBD_SUM_XX + 5] = a->s.s5;
-    acc[PBD_SUM_J + 0] = a->j.x;
-    acc[PBD_SUM_J + 1] = a->j.y;
-    acc[PBD_SUM_J + 2] = a->j.z;
-    acc[PBD_SUM_XCJ + 0] = a->lj.x;
-    acc[PBD_SUM_XCJ + 1] = a->lj.y;
-    acc[PBD_SUM_XCJ + 2] = a->lj.z;
-    acc[PBD_SUM_ERR] = a->err;
-}
-
-/* The same sums for 8 particles at once, lane j of every double8 for particle j: the
+/* pbd_particle_sums for 8 particles at once, lane j of every double8 for particle j: the
  * PBD_SUM_LANES layout of CPU devices. Each lane does pbd_particle_sums' operations in its
  * order, so lane j's sums are the CPU reference's lane j. */
 typedef struct sums8 {
@@ -387,7 +314,6 @@ static void sum_particles(int first, int start, int count, int stride,
                           __global const pbd_distance *distance, float inv_h, int with_dx,
                           int stats, pbd_acc *acc)
 {
-#ifdef PBD_ACC_COMPENSATED
     pbd_acc s[PBD_SUM_COUNT], comp[PBD_SUM_COUNT];
     for (int q = 0; q < PBD_SUM_COUNT; ++q)
         acc[q] = comp[q] = 0;
@@ -398,22 +324,14 @@ static void sum_particles(int first, int start, int count, int stride,
                         : 0.0f;
         pbd_float4 dx = with_dx ? particle_dx[i] : PBD_F4(0.0f, 0.0f, 0.0f, 0.0f);
         pbd_particle_sums(particle_x[i], particle_v[i], dx, r, e, stats, inv_h, s);
+#ifdef PBD_ACC_COMPENSATED
         pbd_sums_add_compensated(acc, comp, s);
-    }
-    pbd_sums_fold(acc, comp);
 #else
-    vsums a;
-    vsums_zero(&a);
-    const double4 rd = convert_double4(r);
-    for (int k = start; k < count; k += stride) {
-        int i = first + k;
-        float e = stats ? pbd_particle_error(particle_x, distance, csr_slots, csr_offsets[i],
-                                             csr_offsets[i + 1])
-                        : 0.0f;
-        vsums_add(&a, particle_x[i], particle_v[i], with_dx ? particle_dx[i] : (float4)(0.0f), rd,
-                  with_dx, stats, e, inv_h);
+        pbd_sums_add(acc, s);
+#endif
     }
-    vsums_store(&a, acc);
+#ifdef PBD_ACC_COMPENSATED
+    pbd_sums_fold(acc, comp);
 #endif
 }
 
