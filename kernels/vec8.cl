@@ -7,6 +7,22 @@
  * pass the float8 values through memory. */
 #define VEC8_INLINE static inline __attribute__((always_inline))
 
+/* Records a[k.s0], ..., a[k.s7] (float4) as two float16: a gather. */
+VEC8_INLINE void gather8(__global const pbd_float4 *a, int8 k, float16 *lo, float16 *hi)
+{
+    *lo = (float16)(a[k.s0], a[k.s1], a[k.s2], a[k.s3]);
+    *hi = (float16)(a[k.s4], a[k.s5], a[k.s6], a[k.s7]);
+}
+
+/* Eight float4 records, held as two float16, as four float8, one per component. */
+VEC8_INLINE void split8(float16 lo, float16 hi, float8 *x, float8 *y, float8 *z, float8 *w)
+{
+    *x = (float8)(lo.s048c, hi.s048c);
+    *y = (float8)(lo.s159d, hi.s159d);
+    *z = (float8)(lo.s26ae, hi.s26ae);
+    *w = (float8)(lo.s37bf, hi.s37bf);
+}
+
 /* Particles i .. i + n - 1 of a (float4 records, 1 <= n <= 8) as four float8, one per
  * component. Lanes from n on repeat particle i + n - 1 (no read past the n records). */
 VEC8_INLINE void load8(__global const pbd_float4 *a, int i, int n, float8 *x, float8 *y, float8 *z,
@@ -18,14 +34,9 @@ VEC8_INLINE void load8(__global const pbd_float4 *a, int i, int n, float8 *x, fl
         lo = vload16(0, f);
         hi = vload16(1, f);
     } else {
-        int l = n - 1;
-        lo = (float16)(a[i], a[i + min(1, l)], a[i + min(2, l)], a[i + min(3, l)]);
-        hi = (float16)(a[i + min(4, l)], a[i + min(5, l)], a[i + min(6, l)], a[i + min(7, l)]);
+        gather8(a, i + min((int8)(0, 1, 2, 3, 4, 5, 6, 7), n - 1), &lo, &hi);
     }
-    *x = (float8)(lo.s048c, hi.s048c);
-    *y = (float8)(lo.s159d, hi.s159d);
-    *z = (float8)(lo.s26ae, hi.s26ae);
-    *w = (float8)(lo.s37bf, hi.s37bf);
+    split8(lo, hi, x, y, z, w);
 }
 
 /* The inverse of load8: lanes 0 .. n - 1 to particles i .. i + n - 1. */
@@ -62,9 +73,8 @@ VEC8_INLINE void record8(__global const pbd_float4 *a, int8 k, int same, float8 
         *z = (float8)(v.z);
         return;
     }
-    float16 lo = (float16)(a[k.s0], a[k.s1], a[k.s2], a[k.s3]);
-    float16 hi = (float16)(a[k.s4], a[k.s5], a[k.s6], a[k.s7]);
-    *x = (float8)(lo.s048c, hi.s048c);
-    *y = (float8)(lo.s159d, hi.s159d);
-    *z = (float8)(lo.s26ae, hi.s26ae);
+    float16 lo, hi;
+    float8 unused;
+    gather8(a, k, &lo, &hi);
+    split8(lo, hi, x, y, z, &unused);
 }
