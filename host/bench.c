@@ -55,6 +55,16 @@ done:
     return rc;
 }
 
+/* Bodies whose momentum the scene preserves: free ones that did not opt out (pbd_plan_build's
+ * rule). */
+static int preserved_bodies(const pbd_scene *s)
+{
+    int n = 0;
+    for (int b = 0; b < s->model.num_bodies; ++b)
+        n += s->config.momentum && s->model.bodies[b].momentum && s->model.bodies[b].pinned == 0;
+    return n;
+}
+
 static double median(double *v, int n)
 {
     qsort(v, (size_t)n, sizeof *v, cmp_double);
@@ -74,10 +84,8 @@ int pbd_cli_profile(const pbd_scene *s, const pbd_solver_desc *desc, int frames,
     c_off.momentum = 0;
     c_off.damping = c_off.damping == PBD_DAMPING_RIGID ? PBD_DAMPING_NONE : c_off.damping;
     /* The correction runs when a body is preserved or rigid damping is on (pbd_plan_build). */
-    int active = s->config.damping == PBD_DAMPING_RIGID && s->config.damping_k > 0.0f;
-    for (int b = 0; b < s->model.num_bodies; ++b)
-        active |=
-            s->config.momentum && s->model.bodies[b].momentum && s->model.bodies[b].pinned == 0;
+    int active = preserved_bodies(s) > 0 ||
+                 (s->config.damping == PBD_DAMPING_RIGID && s->config.damping_k > 0.0f);
     for (int r = 0; r < runs; ++r) {
         if (profiled(s, &s->config, desc, frames, on[r], lon, err))
             return 1;
@@ -165,9 +173,7 @@ int pbd_cli_bench_row(const char *scene, const pbd_solver_desc *desc, int solver
     row->colors = pbd_solver_num_colors(sv);
     row->iterations = s.config.iterations;
     row->substeps = s.config.substeps;
-    for (int b = 0; b < s.model.num_bodies; ++b)
-        row->preserved_bodies +=
-            s.config.momentum && s.model.bodies[b].momentum && s.model.bodies[b].pinned == 0;
+    row->preserved_bodies = preserved_bodies(&s);
     row->runs = runs;
     row->frames = frames;
     row->ms_median = runs % 2 ? ms[runs / 2] : 0.5 * (ms[runs / 2 - 1] + ms[runs / 2]);

@@ -24,7 +24,6 @@ typedef struct cl_impl {
     int pending;  /* a momentum correction is computed but not yet applied to v */
     size_t bytes; /* device memory allocated */
     int fused;    /* the update also sums for the correction (update_reduce_serial) */
-    int eight;    /* predict runs as predict8, 8 particles a work-item (CPU devices) */
     int solved;   /* the fused update also solves (every body is one segment) */
     pbd_kernel_time times[PBD_STAGE_COUNT];
 } cl_impl;
@@ -92,7 +91,7 @@ static pbd_status cl_predict(void *impl, int bdf2, pbd_error *err)
     ARG(PBD_STAGE_PREDICT, 9, apply);
     ARG(PBD_STAGE_PREDICT, 15, b);
     size_t n = (size_t)c->plan->num_particles;
-    if (c->eight)
+    if (c->plan->reduce_serial) /* CPU devices: predict8, 8 particles a work-item */
         status = launch(c, PBD_STAGE_PREDICT, (n + 7) / 8, serial_local(c, (n + 7) / 8), err);
     else
         status = launch(c, PBD_STAGE_PREDICT, n, c->wg, err);
@@ -392,7 +391,6 @@ pbd_status pbd_cl_solver_create(const pbd_model *m, pbd_plan *plan, const pbd_so
         names[PBD_STAGE_PROJECT_GS] = "project_distance_gs_lanes";
         names[PBD_STAGE_PROJECT_JACOBI] = "project_distance_jacobi_lanes";
         names[PBD_STAGE_PREDICT] = "predict8";
-        c->eight = 1;
     }
     if (status == PBD_OK)
         status = pbd_cl_build(&c->cl, desc->kernel_dir,
