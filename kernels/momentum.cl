@@ -167,10 +167,16 @@ VEC8_INLINE void update8(part8 *q, int i, int n, __global pbd_float4 *x,
                          __global pbd_float4 *xp, __global pbd_float4 *vp, int bdf2, int keep_prev,
                          float inv_h, float damping)
 {
+    /* x, p and v stay as loaded too: the new x is p and the kept previous state x and v,
+     * copied without a transposition; only the new v is transposed back. */
+    float16 xlo, xhi, plo, phi, vlo, vhi;
     float8 xx, xy, xz, xw, px, py, pz, pw, vx, vy, vz, vw;
-    load8(x, i, n, &xx, &xy, &xz, &xw);
-    load8(p, i, n, &px, &py, &pz, &pw);
-    load8(v, i, n, &vx, &vy, &vz, &vw);
+    load_raw8(x, i, n, &xlo, &xhi);
+    load_raw8(p, i, n, &plo, &phi);
+    load_raw8(v, i, n, &vlo, &vhi);
+    split8(xlo, xhi, &xx, &xy, &xz, &xw);
+    split8(plo, phi, &px, &py, &pz, &pw);
+    split8(vlo, vhi, &vx, &vy, &vz, &vw);
     float f = 1.0f - damping;
     if (!bdf2) {
         q->vx = (px - xx) * inv_h * f;
@@ -185,11 +191,11 @@ VEC8_INLINE void update8(part8 *q, int i, int n, __global pbd_float4 *x,
         q->vz = (3.0f * pz - 4.0f * xz + az) * g;
     }
     if (keep_prev) {
-        store8(xp, i, n, xx, xy, xz, xw);
-        store8(vp, i, n, vx, vy, vz, vw);
+        store_raw8(xp, i, n, xlo, xhi);
+        store_raw8(vp, i, n, vlo, vhi);
     }
     store8(v, i, n, q->vx, q->vy, q->vz, vw);
-    store8(x, i, n, px, py, pz, pw);
+    store_raw8(x, i, n, plo, phi);
     q->x = px;
     q->y = py;
     q->z = pz;

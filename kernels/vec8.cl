@@ -23,19 +23,42 @@ VEC8_INLINE void split8(float16 lo, float16 hi, float8 *x, float8 *y, float8 *z,
     *w = (float8)(lo.s37bf, hi.s37bf);
 }
 
-/* Particles i .. i + n - 1 of a (float4 records, 1 <= n <= 8) as four float8, one per
- * component. Lanes from n on repeat particle i + n - 1 (no read past the n records). */
+/* 16 floats at float4 alignment: four records in one unaligned vector access, where
+ * vload16 may become many narrow ones. */
+typedef float vec8_f16 __attribute__((ext_vector_type(16), aligned(16)));
+
+/* Particles i .. i + n - 1 of a (float4 records, 1 <= n <= 8) as they are, two float16.
+ * Lanes from n on repeat particle i + n - 1 (no read past the n records). */
+VEC8_INLINE void load_raw8(__global const pbd_float4 *a, int i, int n, float16 *lo, float16 *hi)
+{
+    if (n == 8) {
+        *lo = *(__global const vec8_f16 *)(a + i);
+        *hi = *(__global const vec8_f16 *)(a + i + 4);
+    } else {
+        gather8(a, i + min((int8)(0, 1, 2, 3, 4, 5, 6, 7), n - 1), lo, hi);
+    }
+}
+
+/* The inverse of load_raw8: records 0 .. n - 1 of lo, hi to particles i .. i + n - 1. */
+VEC8_INLINE void store_raw8(__global pbd_float4 *a, int i, int n, float16 lo, float16 hi)
+{
+    if (n == 8) {
+        *(__global vec8_f16 *)(a + i) = lo;
+        *(__global vec8_f16 *)(a + i + 4) = hi;
+        return;
+    }
+    const float4 r[8] = {lo.s0123, lo.s4567, lo.s89ab, lo.scdef,
+                         hi.s0123, hi.s4567, hi.s89ab, hi.scdef};
+    for (int j = 0; j < n; ++j)
+        a[i + j] = r[j];
+}
+
+/* Particles i .. i + n - 1 of a as four float8, one per component (load_raw8's lanes). */
 VEC8_INLINE void load8(__global const pbd_float4 *a, int i, int n, float8 *x, float8 *y, float8 *z,
                        float8 *w)
 {
     float16 lo, hi;
-    if (n == 8) {
-        __global const float *f = (__global const float *)(a + i);
-        lo = vload16(0, f);
-        hi = vload16(1, f);
-    } else {
-        gather8(a, i + min((int8)(0, 1, 2, 3, 4, 5, 6, 7), n - 1), &lo, &hi);
-    }
+    load_raw8(a, i, n, &lo, &hi);
     split8(lo, hi, x, y, z, w);
 }
 
@@ -47,18 +70,8 @@ VEC8_INLINE void store8(__global pbd_float4 *a, int i, int n, float8 x, float8 y
                            x.s6, y.s6, x.s7, y.s7);
     float16 zw = (float16)(z.s0, w.s0, z.s1, w.s1, z.s2, w.s2, z.s3, w.s3, z.s4, w.s4, z.s5, w.s5,
                            z.s6, w.s6, z.s7, w.s7);
-    float16 lo = (float16)(xy.s01, zw.s01, xy.s23, zw.s23, xy.s45, zw.s45, xy.s67, zw.s67);
-    float16 hi = (float16)(xy.s89, zw.s89, xy.sab, zw.sab, xy.scd, zw.scd, xy.sef, zw.sef);
-    if (n == 8) {
-        __global float *f = (__global float *)(a + i);
-        vstore16(lo, 0, f);
-        vstore16(hi, 1, f);
-        return;
-    }
-    const float4 r[8] = {lo.s0123, lo.s4567, lo.s89ab, lo.scdef,
-                         hi.s0123, hi.s4567, hi.s89ab, hi.scdef};
-    for (int j = 0; j < n; ++j)
-        a[i + j] = r[j];
+    store_raw8(a, i, n, (float16)(xy.s01, zw.s01, xy.s23, zw.s23, xy.s45, zw.s45, xy.s67, zw.s67),
+               (float16)(xy.s89, zw.s89, xy.sab, zw.sab, xy.scd, zw.scd, xy.sef, zw.sef));
 }
 
 /* The xyz of records a[k.s0], ..., a[k.s7] as three float8: a gather, or where every lane
