@@ -252,14 +252,15 @@ VEC8_INLINE void sum_group8(sums8 *a, int i, int n, int update, __global pbd_flo
     sums8_add(a, &q, rd, with_dx, stats, inv_h);
 }
 
-/* A segment's sums in the PBD_SUM_LANES layout, after updating its particles when `update`. */
-static void sum_segment8(pbd_segment seg, int update, __global pbd_float4 *x,
-                         __global const pbd_float4 *p, __global pbd_float4 *v,
-                         __global pbd_float4 *xp, __global pbd_float4 *vp,
-                         __global const pbd_float4 *dx, float4 r, int bdf2, int keep_prev,
-                         float inv_h, float damping, int with_dx, int stats,
-                         __global const int *csr_offsets, __global const int *csr_slots,
-                         __global const pbd_distance *distance, pbd_acc *out)
+/* A segment's sums in the PBD_SUM_LANES layout, after updating its particles when `update`.
+ * Inlined, so that a caller passing constant flags gets a loop without their branches. */
+VEC8_INLINE void sum_segment8(pbd_segment seg, int update, __global pbd_float4 *x,
+                              __global const pbd_float4 *p, __global pbd_float4 *v,
+                              __global pbd_float4 *xp, __global pbd_float4 *vp,
+                              __global const pbd_float4 *dx, float4 r, int bdf2, int keep_prev,
+                              float inv_h, float damping, int with_dx, int stats,
+                              __global const int *csr_offsets, __global const int *csr_slots,
+                              __global const pbd_distance *distance, pbd_acc *out)
 {
     const double4 rd = convert_double4(r);
     sums8 a;
@@ -296,9 +297,15 @@ update_reduce_serial(__global const pbd_segment *segments, __global pbd_float4 *
         return;
     pbd_segment seg = segments[g];
     pbd_acc acc[PBD_SUM_COUNT];
-    sum_segment8(seg, 1, particle_x, particle_p, particle_v, particle_xp, particle_vp, particle_dx,
-                 body_ref[seg.body], bdf2, keep_prev, inv_h, damping, with_dx, 0, NULL, NULL, NULL,
-                 acc);
+    /* The usual substep (first order, no planes) gets a loop of its own. */
+    if (!bdf2 && !keep_prev && !with_dx)
+        sum_segment8(seg, 1, particle_x, particle_p, particle_v, particle_xp, particle_vp,
+                     particle_dx, body_ref[seg.body], 0, 0, inv_h, damping, 0, 0, NULL, NULL, NULL,
+                     acc);
+    else
+        sum_segment8(seg, 1, particle_x, particle_p, particle_v, particle_xp, particle_vp,
+                     particle_dx, body_ref[seg.body], bdf2, keep_prev, inv_h, damping, with_dx, 0,
+                     NULL, NULL, NULL, acc);
     if (solve) {
         solve_body(seg.body, acc, body_ref, body_track, body_flags, PBD_SOLVE_STEP, gh, body_out,
                    body_apply);

@@ -74,13 +74,17 @@ cleanup:
 #define ARG(kernel, index, value)                                                                  \
     PBD_CL_CHECK(clSetKernelArg(c->kernels[kernel], index, sizeof(value), &(value)))
 
-/* Work-group size for `items` independent work-items on a CPU device: a few groups per
+/* Work-group size for `items` independent work-items on a CPU device: about four groups per
  * compute unit, since each group costs a task (about 1.5 us on PoCL) but all units must get
- * work. */
+ * work, and groups of equal size (rounded up), so no unit is left with an extra one (100
+ * items on 2 units: 8 groups of 13, not 9 of 12). */
 static size_t serial_local(const cl_impl *c, size_t items)
 {
-    size_t per = items / (4 * (size_t)c->cl.info.compute_units);
-    return per < 1 ? 1 : per > 64 ? 64 : per;
+    size_t groups = 4 * (size_t)c->cl.info.compute_units;
+    if (groups > items)
+        groups = items;
+    size_t per = (items + groups - 1) / groups;
+    return per > 64 ? 64 : per;
 }
 
 static pbd_status cl_predict(void *impl, int bdf2, pbd_error *err)
