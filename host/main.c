@@ -36,6 +36,8 @@ static const char usage_text[] =
     "  --damping-k K       damping fraction per substep, in [0, 1]\n"
     "  --velocity-update first_order|bdf2\n"
     "  --backend cl|cpu    OpenCL device (default) or the CPU reference\n"
+    "  --sums tree|lanes   CPU reference: add the per-body sums in the order of GPUs (tree,\n"
+    "                      default) or of CPU OpenCL devices (lanes), to match one bit for bit\n"
     "  --device SPEC       P:D, cpu, gpu or a name substring (env PBD_DEVICE)\n"
     "  --kernel-dir DIR    read the kernel sources from DIR instead of the built-in copy\n"
     "  --stats FILE        write per-body statistics (CSV) every --stats-every frames\n"
@@ -66,6 +68,7 @@ typedef struct options {
     double damping_k;    /* < 0: the scene's */
     int velocity_update; /* -1 or a pbd_velocity_update */
     pbd_solver_desc desc;
+    const char *sums; /* --sums as given, or NULL */
     const char *stats;
     long stats_every;
     const char *dump;
@@ -210,6 +213,13 @@ static int parse_args(int argc, char **argv, options *o)
                 o->desc.backend = PBD_BACKEND_CPU;
             else
                 return usage_error("--backend: found '%s', expected cl or cpu", val);
+        } else if (strcmp(a, "--sums") == 0) {
+            NEEDS_VALUE;
+            int k = pick(val, (const char *const[]){"tree", "lanes", NULL});
+            if (k < 0)
+                return usage_error("--sums: found '%s', expected tree or lanes", val);
+            o->desc.sums = k == 1 ? PBD_SUMS_LANES : PBD_SUMS_TREE;
+            o->sums = val;
         } else if (strcmp(a, "--device") == 0) {
             NEEDS_VALUE;
             o->desc.device = val;
@@ -261,6 +271,10 @@ static int parse_args(int argc, char **argv, options *o)
         if (rc)
             return rc;
     }
+    if (o->sums && o->desc.backend != PBD_BACKEND_CPU)
+        return usage_error("--sums %s: found with the OpenCL backend, expected --backend cpu (a "
+                           "device adds in its own order)",
+                           o->sums);
     return 0;
 }
 

@@ -195,6 +195,14 @@ pbd_status pbd_device_select(const pbd_device_info *list, int count, const char 
 
 /* ---- solver ------------------------------------------------------------------------------ */
 
+/* The order in which the per-body fp64 sums of the momentum correction are added. Every
+ * device adds in a fixed order, so a run repeats itself bit for bit; the CPU reference
+ * can take either device's order and then matches it bit for bit too. */
+typedef enum pbd_sum_layout {
+    PBD_SUMS_TREE = 0, /* GPUs: 64 work-item lanes a segment, then a tree over them */
+    PBD_SUMS_LANES = 1 /* CPU OpenCL devices: PBD_SUM_LANES lanes a segment, then a tree */
+} pbd_sum_layout;
+
 typedef struct pbd_solver_desc {
     pbd_backend_kind backend;
     const char *device;     /* device SPEC for the CL backend (see pbd_device_select) */
@@ -202,6 +210,8 @@ typedef struct pbd_solver_desc {
     int profile;            /* 1: record per-kernel times (CL_QUEUE_PROFILING_ENABLE) */
     int float_sums;         /* 1: compensated float per-body sums even where the device has
                                fp64 (the path of devices without it; for tests) */
+    pbd_sum_layout sums;    /* CPU backend: the order of the per-body sums, to match a
+                               device's bit for bit (the CL backend uses its device's) */
 } pbd_solver_desc;
 
 typedef struct pbd_body_stats {
@@ -249,6 +259,9 @@ pbd_status pbd_solver_momentum(pbd_solver *s, pbd_body_momentum *out, pbd_error 
 /* Launches per frame spent on momentum preservation: 2 per substep (body_reduce, body_solve;
  * the broadcast is folded into the next substep's predict), or 0. */
 long pbd_solver_momentum_launches_per_frame(const pbd_solver *s);
+/* The order of the per-body sums the solver uses (its device's, or desc->sums for the CPU
+ * backend). */
+pbd_sum_layout pbd_solver_sum_layout(const pbd_solver *s);
 /* Bytes the solver holds where it steps (device buffers for the CL backend). */
 size_t pbd_solver_memory_bytes(const pbd_solver *s);
 /* Error of the distance constraints in the current state: the mean of |C| / rest over the

@@ -162,7 +162,7 @@ static void sums8_store(const sums8 *a, pbd_acc *out)
 
 /* pbd_update_particle for particles i .. i + n - 1 in float8 lanes, the same operations per
  * lane (pbd_update_velocity's), leaving the new positions and velocities in q. */
-VEC8_INLINE void update8(part8 *q, int i, int n, __global pbd_float4 *x,
+VEC8_INLINE void update8(part8 *q, int i, int n, int skip, __global pbd_float4 *x,
                          __global const pbd_float4 *p, __global pbd_float4 *v,
                          __global pbd_float4 *xp, __global pbd_float4 *vp, int bdf2, int keep_prev,
                          float inv_h, float damping)
@@ -190,22 +190,41 @@ VEC8_INLINE void update8(part8 *q, int i, int n, __global pbd_float4 *x,
         q->vy = (3.0f * py - 4.0f * xy + ay) * g;
         q->vz = (3.0f * pz - 4.0f * xz + az) * g;
     }
-    if (keep_prev) {
-        store_raw8(xp, i, n, xlo, xhi);
-        store_raw8(vp, i, n, vlo, vhi);
+    if (skip > 0) {
+        /* Lanes below skip hold particles this work-item has updated already: their x is
+         * p by now, so storing p again and their loaded v leaves them as they are. */
+        int8 done = (int8)(0, 1, 2, 3, 4, 5, 6, 7) < skip;
+        if (keep_prev) {
+            const float4 ox[8] = {xlo.s0123, xlo.s4567, xlo.s89ab, xlo.scdef,
+                                  xhi.s0123, xhi.s4567, xhi.s89ab, xhi.scdef};
+            const float4 ov[8] = {vlo.s0123, vlo.s4567, vlo.s89ab, vlo.scdef,
+                                  vhi.s0123, vhi.s4567, vhi.s89ab, vhi.scdef};
+            for (int j = skip; j < 8; ++j) {
+                xp[i + j] = ox[j];
+                vp[i + j] = ov[j];
+            }
+        }
+        store8(v, i, 8, select(q->vx, vx, done), select(q->vy, vy, done), select(q->vz, vz, done),
+               vw);
+        store_raw8(x, i, 8, plo, phi);
+    } else {
+        if (keep_prev) {
+            store_raw8(xp, i, n, xlo, xhi);
+            store_raw8(vp, i, n, vlo, vhi);
+        }
+        store8(v, i, n, q->vx, q->vy, q->vz, vw);
+        store_raw8(x, i, n, plo, phi);
     }
-    store8(v, i, n, q->vx, q->vy, q->vz, vw);
-    store_raw8(x, i, n, plo, phi);
     q->x = px;
     q->y = py;
     q->z = pz;
     q->m = vw;
 }
 
-/* Adds particles i .. i + n - 1 (1 <= n <= 8) to a, after updating them when `update`. Lanes
- * from n on get the neutral particle at r (m = 0, x = r, v = dx = 0): every term is +0, which
- * leaves the sums' bits alone. */
-VEC8_INLINE void sum_group8(sums8 *a, int i, int n, int update, __global pbd_float4 *x,
+/* Adds particles i + skip .. i + n - 1 (1 <= n <= 8; skip > 0 only with n = 8) to a, after
+ * updating them when `update`. Lanes below skip or from n on get the neutral particle at r
+ * (m = 0, x = r, v = dx = 0): every term is +0, which leaves the sums' bits alone. */
+VEC8_INLINE void sum_group8(sums8 *a, int i, int n, int skip, int update, __global pbd_float4 *x,
                             __global const pbd_float4 *p, __global pbd_float4 *v,
                             __global pbd_float4 *xp, __global pbd_float4 *vp,
                             __global const pbd_float4 *dx, float4 r, double4 rd, int bdf2,
@@ -216,7 +235,7 @@ VEC8_INLINE void sum_group8(sums8 *a, int i, int n, int update, __global pbd_flo
     part8 q;
     float8 unused;
     if (update)
-        update8(&q, i, n, x, p, v, xp, vp, bdf2, keep_prev, inv_h, damping);
+        update8(&q, i, n, skip, x, p, v, xp, vp, bdf2, keep_prev, inv_h, damping);
     else {
         load8(x, i, n, &q.x, &q.y, &q.z, &unused);
         load8(v, i, n, &q.vx, &q.vy, &q.vz, &q.m);
@@ -234,8 +253,9 @@ VEC8_INLINE void sum_group8(sums8 *a, int i, int n, int update, __global pbd_flo
         }
         q.e = vload8(0, e);
     }
-    if (n < 8) {
-        int8 out = (int8)(0, 1, 2, 3, 4, 5, 6, 7) >= n;
+    if (n < 8 || skip > 0) {
+        int8 lane = (int8)(0, 1, 2, 3, 4, 5, 6, 7);
+        int8 out = lane >= n || lane < skip;
         float8 zero = (float8)(0.0f);
         q.x = select(q.x, (float8)(r.x), out);
         q.y = select(q.y, (float8)(r.y), out);
@@ -266,12 +286,17 @@ VEC8_INLINE void sum_segment8(pbd_segment seg, int update, __global pbd_float4 *
     sums8 a;
     sums8_zero(&a);
     int end = seg.first + seg.count, i = seg.first;
-    /* Full groups (n = 8: whole-vector loads and stores), then the rest. */
+    /* Full groups (n = 8: whole-vector loads and stores), then the rest: the segment's last
+     * 8 particles with the ones already summed masked (pbd_sum_lane), or, in a segment of
+     * fewer than 8, a clamped gather and per-lane stores. */
     for (; i + 8 <= end; i += 8)
-        sum_group8(&a, i, 8, update, x, p, v, xp, vp, dx, r, rd, bdf2, keep_prev, inv_h, damping,
+        sum_group8(&a, i, 8, 0, update, x, p, v, xp, vp, dx, r, rd, bdf2, keep_prev, inv_h, damping,
                    with_dx, stats, csr_offsets, csr_slots, distance);
-    if (i < end)
-        sum_group8(&a, i, end - i, update, x, p, v, xp, vp, dx, r, rd, bdf2, keep_prev, inv_h,
+    if (i < end && seg.count >= 8)
+        sum_group8(&a, end - 8, 8, 8 - (end - i), update, x, p, v, xp, vp, dx, r, rd, bdf2,
+                   keep_prev, inv_h, damping, with_dx, stats, csr_offsets, csr_slots, distance);
+    else if (i < end)
+        sum_group8(&a, i, end - i, 0, update, x, p, v, xp, vp, dx, r, rd, bdf2, keep_prev, inv_h,
                    damping, with_dx, stats, csr_offsets, csr_slots, distance);
     sums8_store(&a, out);
 }

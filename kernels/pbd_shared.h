@@ -71,8 +71,17 @@ typedef struct pbd_segment {
 /* On CPU devices (and in the CPU reference), a segment's fp64 sums run in this many lanes:
  * lane j adds the segment's particles j, j + 8, ... in order, and the lanes are then added
  * as a tree (j + j + 4, then j + j + 2, then 0 + 1). The device does it in double8
- * registers, 8 particles an instruction. */
+ * registers, 8 particles an instruction. A segment of at least 8 particles whose count is
+ * not a multiple of 8 ends with the group of its last 8 particles, so its last few go to
+ * the top lanes (pbd_sum_lane): whole-vector loads and stores there too. */
 #define PBD_SUM_LANES 8
+
+/* The lane that sums particle k of a segment of `count` particles. */
+PBD_INLINE int pbd_sum_lane(int k, int count)
+{
+    int full = count - count % PBD_SUM_LANES;
+    return count >= PBD_SUM_LANES && k >= full ? k - (count - PBD_SUM_LANES) : k % PBD_SUM_LANES;
+}
 
 /* Bodies of at most this many segments are summed by one work-item each in body_solve (one
  * launch covers 64 bodies); larger ones get a work-group and a tree. */

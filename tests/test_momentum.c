@@ -2,6 +2,7 @@
  * what is tracked through external impulses, what is left alone, and that the device's
  * corrections are the CPU reference's. */
 #include <math.h>
+#include <string.h>
 
 #include "scene/generators.h"
 #include "test_util.h"
@@ -472,6 +473,86 @@ static void odd_bodies_cl(void **state)
     }
 }
 
+/* The device and the CPU reference in the device's order of the per-body sums
+ * (pbd_solver_sum_layout) give the same bits: tracked momenta, corrections, statistics,
+ * positions and velocities, with every path of the fused update (odd-sized bodies, a body
+ * of two segments, a floor's collision impulses, BDF2 and rigid damping). GPUs may fuse
+ * multiply-adds, so there 1e-9 relative is asked. */
+static void same_bits_cl(void **state)
+{
+    (void)state;
+    pbd_error err = {0};
+    const int cells[] = {2, 3, 4, 10};
+    for (int variant = 0; variant < 3; ++variant) {
+        pbd_model m = {0};
+        for (int b = 0; b < 4; ++b) {
+            pbd_tet_box_desc box = pbd_tet_box_desc_default();
+            box.cells[0] = box.cells[1] = box.cells[2] = cells[b];
+            box.center[0] = 3.0f * (float)b;
+            box.center[1] = variant == 1 ? 0.4f + 0.1f * (float)cells[b] : 50.0f;
+            box.common.compliance = 1e-3f;
+            box.common.velocity[1] = -1.0f;
+            box.common.angular_velocity[0] = 1.0f + (float)b;
+            box.common.angular_velocity[2] = 2.0f;
+            assert_int_equal(pbd_scene_add_tet_box(&m, &box, &err), PBD_OK);
+        }
+        pbd_config cfg = pbd_config_default();
+        if (variant == 1) /* a floor: collision impulses in the sums */
+            assert_int_equal(pbd_model_add_plane(&m, 0.0f, 1.0f, 0.0f, 0.0f), 0);
+        if (variant == 2) {
+            cfg.velocity_update = PBD_VELOCITY_BDF2;
+            cfg.damping = PBD_DAMPING_RIGID;
+            cfg.damping_k = 0.05f;
+        }
+        const int n = m.num_particles;
+        pbd_solver *sv[2];
+        sv[1] = create(&m, &cfg, PBD_BACKEND_CL, 0);
+        pbd_solver_desc desc = {.backend = PBD_BACKEND_CPU, .sums = pbd_solver_sum_layout(sv[1])};
+        assert_int_equal(pbd_solver_create(&m, &cfg, &desc, &sv[0], &err), PBD_OK);
+        pbd_body_momentum mo[2][4];
+        pbd_body_stats st[2][4];
+        pbd_float4 *xv[2][2];
+        for (int k = 0; k < 2; ++k) {
+            step(sv[k], 40);
+            assert_int_equal(pbd_solver_momentum(sv[k], mo[k], &err), PBD_OK);
+            assert_int_equal(pbd_solver_stats(sv[k], st[k], &err), PBD_OK);
+            xv[k][0] = malloc((size_t)n * sizeof(pbd_float4));
+            xv[k][1] = malloc((size_t)n * sizeof(pbd_float4));
+            assert_non_null(xv[k][0]);
+            assert_non_null(xv[k][1]);
+            assert_int_equal(pbd_solver_read(sv[k], xv[k][0], xv[k][1], &err), PBD_OK);
+        }
+        int exact = pbd_solver_sum_layout(sv[1]) == PBD_SUMS_LANES;
+        double worst = 0.0;
+        long differ = 0;
+        for (int b = 0; b < 4; ++b) {
+            const double *c = &mo[0][b].p_r[0], *g = &mo[1][b].p_r[0];
+            for (int q = 0; q < 15; ++q) { /* p_r, l_r, v_cor, w_cor, com */
+                differ += c[q] != g[q];
+                worst = fmax(worst, fabs(c[q] - g[q]) / fmax(fabs(c[q]), 1e-3));
+            }
+            differ += memcmp(&st[0][b], &st[1][b], sizeof st[0][b]) != 0;
+        }
+        for (int i = 0; i < n; ++i)
+            for (int k = 0; k < 2; ++k)
+                differ += memcmp(&xv[0][k][i], &xv[1][k][i], sizeof(pbd_float4)) != 0;
+        print_message("variant %d (%s sums): %ld values differ, worst relative difference of the "
+                      "momentum records %.3g\n",
+                      variant, exact ? "lanes" : "tree", differ, worst);
+        assert_true(mo[0][3].w_cor[0] != 0.0); /* there was something to correct */
+        if (exact)
+            assert_int_equal(differ, 0);
+        else
+            assert_true(worst <= 1e-9);
+        for (int k = 0; k < 2; ++k) {
+            free(xv[k][0]);
+            free(xv[k][1]);
+            pbd_solver_destroy(sv[k]);
+        }
+        pbd_model_free(&m);
+    }
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(spinning_box_cpu),
     cmocka_unit_test(spinning_box_cl),
@@ -488,6 +569,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(bdf2),
     cmocka_unit_test(odd_bodies_cpu),
     cmocka_unit_test(odd_bodies_cl),
+    cmocka_unit_test(same_bits_cl),
 };
 
 PBD_TEST_MAIN("momentum", tests, 1)

@@ -204,7 +204,8 @@ static void body_reduce(cpu_impl *c, int with_dx, int stats)
                               stats, pl->inv_h, s);
             /* As the device: body_reduce_serial by PBD_SUM_LANES lanes, then their
              * tree; body_reduce by work-item lanes, then its tree. */
-            pbd_sums_add(lanes[k % (pl->reduce_serial ? PBD_SUM_LANES : PBD_REDUCE_WG)], s);
+            pbd_sums_add(lanes[pl->reduce_serial ? pbd_sum_lane(k, seg.count) : k % PBD_REDUCE_WG],
+                         s);
         }
         reduce_lanes(lanes, pl->reduce_serial ? PBD_SUM_LANES : PBD_REDUCE_WG, out);
     }

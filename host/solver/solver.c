@@ -180,6 +180,10 @@ pbd_status pbd_solver_create(const pbd_model *m, const pbd_config *cfg, const pb
     if (st == PBD_OK) {
         if (d.backend == PBD_BACKEND_CPU) {
             s->ops = &pbd_cpu_ops;
+            /* The reference adds the sums in the order asked for (a device's). */
+            s->plan.reduce_serial = d.sums == PBD_SUMS_LANES;
+            if (s->plan.reduce_serial)
+                s->plan.solve_serial = 1;
             st = pbd_cpu_create(m, &s->plan, &s->impl, err);
         } else if (d.backend == PBD_BACKEND_CL) {
             s->ops = &pbd_cl_ops;
@@ -291,6 +295,11 @@ pbd_status pbd_solver_momentum(pbd_solver *s, pbd_body_momentum *out, pbd_error 
 long pbd_solver_momentum_launches_per_frame(const pbd_solver *s)
 {
     return s->plan.momentum_active ? 2L * s->plan.cfg.substeps : 0L;
+}
+
+pbd_sum_layout pbd_solver_sum_layout(const pbd_solver *s)
+{
+    return s->plan.reduce_serial ? PBD_SUMS_LANES : PBD_SUMS_TREE;
 }
 
 size_t pbd_solver_memory_bytes(const pbd_solver *s)
