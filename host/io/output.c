@@ -66,7 +66,9 @@ void pbd_stats_write_header(FILE *f)
 void pbd_stats_write_rows(FILE *f, long step, double time, const pbd_body_stats *s, int n)
 {
     for (int b = 0; b < n; ++b)
-        fprintf(f, "%ld,%.17g,%d,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g\n",
+        fprintf(f,
+                "%ld,%.17g,%d,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%."
+                "17g\n",
                 step, time, b, s[b].mass, s[b].com[0], s[b].com[1], s[b].com[2], s[b].p[0],
                 s[b].p[1], s[b].p[2], s[b].l[0], s[b].l[1], s[b].l[2], s[b].kinetic_energy,
                 s[b].max_constraint_error);
