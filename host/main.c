@@ -393,7 +393,8 @@ static int cmd_run(const options *o)
     const pbd_config *c = &scene.config;
     if ((rc = create_solver(o, &scene, 0, &solver, &err)))
         goto done;
-    fprintf(stderr, "pbd: device: %s\n", pbd_solver_device_name(solver));
+    if (!o->quiet)
+        fprintf(stderr, "pbd: device: %s\n", pbd_solver_device_name(solver));
 
     if (o->stats && pbd_output_open(&stats, o->stats, &err) != PBD_OK) {
         rc = fail(&err);

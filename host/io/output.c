@@ -65,13 +65,16 @@ void pbd_stats_write_header(FILE *f)
 
 void pbd_stats_write_rows(FILE *f, long step, double time, const pbd_body_stats *s, int n)
 {
-    for (int b = 0; b < n; ++b)
-        fprintf(f,
-                "%ld,%.17g,%d,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%."
-                "17g\n",
-                step, time, b, s[b].mass, s[b].com[0], s[b].com[1], s[b].com[2], s[b].p[0],
-                s[b].p[1], s[b].p[2], s[b].l[0], s[b].l[1], s[b].l[2], s[b].kinetic_energy,
-                s[b].max_constraint_error);
+    /* %.17g: doubles round-trip exactly, so two runs' files compare bit for bit. */
+    for (int b = 0; b < n; ++b) {
+        const double q[] = {s[b].mass, s[b].com[0], s[b].com[1],         s[b].com[2],
+                            s[b].p[0], s[b].p[1],   s[b].p[2],           s[b].l[0],
+                            s[b].l[1], s[b].l[2],   s[b].kinetic_energy, s[b].max_constraint_error};
+        fprintf(f, "%ld,%.17g,%d", step, time, b);
+        for (size_t k = 0; k < sizeof q / sizeof q[0]; ++k)
+            fprintf(f, ",%.17g", q[k]);
+        fputc('\n', f);
+    }
 }
 
 void pbd_dump_write(FILE *f, const pbd_float4 *x, const pbd_float4 *v, int n)
