@@ -23,17 +23,26 @@ VEC8_INLINE void split8(float16 lo, float16 hi, float8 *x, float8 *y, float8 *z,
     *w = (float8)(lo.s37bf, hi.s37bf);
 }
 
-/* 16 floats at float4 alignment: four records in one unaligned vector access, where
- * vload16 may become many narrow ones. */
+/* Four float4 records at a (16-byte aligned) as one float16, and back. Clang-based OpenCL
+ * compilers (PoCL, where this matters) get one unaligned vector access from a float16 type
+ * of float4 alignment; vload16 can become many narrow loads and inserts there. Others use
+ * vload16 and vstore16. */
+#ifdef __clang__
 typedef float vec8_f16 __attribute__((ext_vector_type(16), aligned(16)));
+#define VEC8_LOAD16(a)     (*(__global const vec8_f16 *)(a))
+#define VEC8_STORE16(v, a) (*(__global vec8_f16 *)(a) = (v))
+#else
+#define VEC8_LOAD16(a)     vload16(0, (__global const float *)(a))
+#define VEC8_STORE16(v, a) vstore16((v), 0, (__global float *)(a))
+#endif
 
 /* Particles i .. i + n - 1 of a (float4 records, 1 <= n <= 8) as they are, two float16.
  * Lanes from n on repeat particle i + n - 1 (no read past the n records). */
 VEC8_INLINE void load_raw8(__global const pbd_float4 *a, int i, int n, float16 *lo, float16 *hi)
 {
     if (n == 8) {
-        *lo = *(__global const vec8_f16 *)(a + i);
-        *hi = *(__global const vec8_f16 *)(a + i + 4);
+        *lo = VEC8_LOAD16(a + i);
+        *hi = VEC8_LOAD16(a + i + 4);
     } else {
         gather8(a, i + min((int8)(0, 1, 2, 3, 4, 5, 6, 7), n - 1), lo, hi);
     }
@@ -43,8 +52,8 @@ VEC8_INLINE void load_raw8(__global const pbd_float4 *a, int i, int n, float16 *
 VEC8_INLINE void store_raw8(__global pbd_float4 *a, int i, int n, float16 lo, float16 hi)
 {
     if (n == 8) {
-        *(__global vec8_f16 *)(a + i) = lo;
-        *(__global vec8_f16 *)(a + i + 4) = hi;
+        VEC8_STORE16(lo, a + i);
+        VEC8_STORE16(hi, a + i + 4);
         return;
     }
     const float4 r[8] = {lo.s0123, lo.s4567, lo.s89ab, lo.scdef,
