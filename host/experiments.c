@@ -225,16 +225,17 @@ typedef struct row {
     double ms_step, ms_device, ms_momentum, share;
 } row;
 
-/* One Table 1 row from the benchmark's measurement: wall-clock ms per step (median of 3
- * runs), the step's device time (the sum of its kernels' profiled times, which leaves out
- * the gaps between launches), and the correction's device time (pbd_cli_profile) as a
- * share of the latter: the stricter of the two shares. */
+/* One Table 1 row from the benchmark's measurement over 5 runs (3 with --quick):
+ * wall-clock ms per step (the median), the step's device time (the sum of its kernels'
+ * profiled times, which leaves out the gaps between launches), and the correction's device
+ * time (pbd_cli_profile: the median of 5 pairs of runs with and without it) as a share of
+ * the latter: the stricter of the two shares. */
 static int measure(const char *path, const char *name, const pbd_solver_desc *desc, int quick,
                    row *r, pbd_error *err)
 {
     pbd_bench_row b;
     pbd_scene s = {0};
-    if (pbd_cli_bench_row(path, desc, -1, 3, quick ? 2 : 0, NULL, NULL, &b, err) ||
+    if (pbd_cli_bench_row(path, desc, -1, quick ? 3 : 5, quick ? 2 : 0, NULL, NULL, &b, err) ||
         pbd_scene_load(path, &s, err) != PBD_OK)
         return 1;
     snprintf(r->name, sizeof r->name, "%s", name);
