@@ -190,31 +190,16 @@ VEC8_INLINE void update8(part8 *q, int i, int n, int skip, __global pbd_float4 *
         q->vy = (3.0f * py - 4.0f * xy + ay) * g;
         q->vz = (3.0f * pz - 4.0f * xz + az) * g;
     }
-    if (skip > 0) {
-        /* Lanes below skip hold particles this work-item has updated already: their x is
-         * p by now, so storing p again and their loaded v leaves them as they are. */
-        int8 done = (int8)(0, 1, 2, 3, 4, 5, 6, 7) < skip;
-        if (keep_prev) {
-            const float4 ox[8] = {xlo.s0123, xlo.s4567, xlo.s89ab, xlo.scdef,
-                                  xhi.s0123, xhi.s4567, xhi.s89ab, xhi.scdef};
-            const float4 ov[8] = {vlo.s0123, vlo.s4567, vlo.s89ab, vlo.scdef,
-                                  vhi.s0123, vhi.s4567, vhi.s89ab, vhi.scdef};
-            for (int j = skip; j < 8; ++j) {
-                xp[i + j] = ox[j];
-                vp[i + j] = ov[j];
-            }
-        }
-        store8(v, i, 8, select(q->vx, vx, done), select(q->vy, vy, done), select(q->vz, vz, done),
-               vw);
-        store_raw8(x, i, 8, plo, phi);
-    } else {
-        if (keep_prev) {
-            store_raw8(xp, i, n, xlo, xhi);
-            store_raw8(vp, i, n, vlo, vhi);
-        }
-        store8(v, i, n, q->vx, q->vy, q->vz, vw);
-        store_raw8(x, i, n, plo, phi);
+    /* Lanes below skip hold particles this work-item has updated already: their kept
+     * previous state is not written again, and their x (p by now) and loaded v go back
+     * unchanged, so that x and v still take whole-vector stores. */
+    if (keep_prev) {
+        store_raw8(xp, i, skip, n, xlo, xhi);
+        store_raw8(vp, i, skip, n, vlo, vhi);
     }
+    int8 done = (int8)(0, 1, 2, 3, 4, 5, 6, 7) < skip;
+    store8(v, i, n, select(q->vx, vx, done), select(q->vy, vy, done), select(q->vz, vz, done), vw);
+    store_raw8(x, i, 0, n, plo, phi);
     q->x = px;
     q->y = py;
     q->z = pz;

@@ -48,17 +48,18 @@ VEC8_INLINE void load_raw8(__global const pbd_float4 *a, int i, int n, float16 *
     }
 }
 
-/* The inverse of load_raw8: records 0 .. n - 1 of lo, hi to particles i .. i + n - 1. */
-VEC8_INLINE void store_raw8(__global pbd_float4 *a, int i, int n, float16 lo, float16 hi)
+/* The inverse of load_raw8 for records from .. n - 1 of lo, hi (to particles i + from ..
+ * i + n - 1): two whole-vector stores when that is all eight. */
+VEC8_INLINE void store_raw8(__global pbd_float4 *a, int i, int from, int n, float16 lo, float16 hi)
 {
-    if (n == 8) {
+    if (from == 0 && n == 8) {
         VEC8_STORE16(lo, a + i);
         VEC8_STORE16(hi, a + i + 4);
         return;
     }
     const float4 r[8] = {lo.s0123, lo.s4567, lo.s89ab, lo.scdef,
                          hi.s0123, hi.s4567, hi.s89ab, hi.scdef};
-    for (int j = 0; j < n; ++j)
+    for (int j = from; j < n; ++j)
         a[i + j] = r[j];
 }
 
@@ -79,7 +80,8 @@ VEC8_INLINE void store8(__global pbd_float4 *a, int i, int n, float8 x, float8 y
                            x.s6, y.s6, x.s7, y.s7);
     float16 zw = (float16)(z.s0, w.s0, z.s1, w.s1, z.s2, w.s2, z.s3, w.s3, z.s4, w.s4, z.s5, w.s5,
                            z.s6, w.s6, z.s7, w.s7);
-    store_raw8(a, i, n, (float16)(xy.s01, zw.s01, xy.s23, zw.s23, xy.s45, zw.s45, xy.s67, zw.s67),
+    store_raw8(a, i, 0, n,
+               (float16)(xy.s01, zw.s01, xy.s23, zw.s23, xy.s45, zw.s45, xy.s67, zw.s67),
                (float16)(xy.s89, zw.s89, xy.sab, zw.sab, xy.scd, zw.scd, xy.sef, zw.sef));
 }
 
