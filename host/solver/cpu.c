@@ -366,8 +366,13 @@ static void *alloc4(size_t n)
     return q;
 }
 
-pbd_status pbd_cpu_create(const pbd_model *m, pbd_plan *plan, void **impl, pbd_error *err)
+pbd_status pbd_cpu_create(const pbd_model *m, pbd_plan *plan, const pbd_solver_desc *desc,
+                          void **impl, pbd_error *err)
 {
+    /* The reference adds the sums in the order asked for: a device's (desc->sums). */
+    plan->reduce_serial = desc->sums == PBD_SUMS_LANES;
+    if (plan->reduce_serial)
+        plan->solve_serial = 1;
     cpu_impl *c = calloc(1, sizeof *c);
     size_t np = (size_t)plan->num_particles, nc = (size_t)plan->num_distance + 1;
     size_t nb = (size_t)plan->num_bodies;

@@ -180,11 +180,7 @@ pbd_status pbd_solver_create(const pbd_model *m, const pbd_config *cfg, const pb
     if (st == PBD_OK) {
         if (d.backend == PBD_BACKEND_CPU) {
             s->ops = &pbd_cpu_ops;
-            /* The reference adds the sums in the order asked for (a device's). */
-            s->plan.reduce_serial = d.sums == PBD_SUMS_LANES;
-            if (s->plan.reduce_serial)
-                s->plan.solve_serial = 1;
-            st = pbd_cpu_create(m, &s->plan, &s->impl, err);
+            st = pbd_cpu_create(m, &s->plan, &d, &s->impl, err);
         } else if (d.backend == PBD_BACKEND_CL) {
             s->ops = &pbd_cl_ops;
             st = pbd_cl_solver_create(m, &s->plan, &d, &s->impl, err);

@@ -96,7 +96,8 @@ extern const pbd_backend_ops pbd_cpu_ops;
 extern const pbd_backend_ops pbd_cl_ops;
 
 /* The backends choose the plan's reduction layout (reduce_serial, solve_serial). */
-pbd_status pbd_cpu_create(const pbd_model *m, pbd_plan *plan, void **impl, pbd_error *err);
+pbd_status pbd_cpu_create(const pbd_model *m, pbd_plan *plan, const pbd_solver_desc *desc,
+                          void **impl, pbd_error *err);
 pbd_status pbd_cl_solver_create(const pbd_model *m, pbd_plan *plan, const pbd_solver_desc *desc,
                                 void **impl, pbd_error *err);
 
