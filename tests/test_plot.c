@@ -62,6 +62,18 @@ static long count_rgb(const unsigned char *px, int w, int h, unsigned rgb)
     return n;
 }
 
+/* Draws p to f->path, which must succeed, and decodes it: RGB pixels (free with
+ * stbi_image_free), *w by *h. */
+static unsigned char *render(const fixture *f, const pbd_plot *p, int *w, int *h)
+{
+    pbd_error err = {0};
+    assert_int_equal(pbd_plot_png(p, f->path, &err), PBD_OK);
+    int comp = 0;
+    unsigned char *px = stbi_load(f->path, w, h, &comp, 3);
+    assert_non_null(px);
+    return px;
+}
+
 static pbd_plot two_series(fixture *f, pbd_plot_series s[2])
 {
     s[0] = (pbd_plot_series){"decay", f->x, f->a, N, 0xcc0000, 0};
@@ -95,10 +107,8 @@ static void png_header(void **state)
 
     /* Zero size means the default. */
     p.width = p.height = 0;
-    assert_int_equal(pbd_plot_png(&p, f->path, &err), PBD_OK);
-    int w = 0, h = 0, comp = 0;
-    unsigned char *px = stbi_load(f->path, &w, &h, &comp, 3);
-    assert_non_null(px);
+    int w = 0, h = 0;
+    unsigned char *px = render(f, &p, &w, &h);
     assert_int_equal(w, 900);
     assert_int_equal(h, 560);
     stbi_image_free(px);
@@ -109,12 +119,9 @@ static void series_colours(void **state)
     fixture *f = *state;
     pbd_plot_series s[2];
     pbd_plot p = two_series(f, s);
-    pbd_error err = {0};
-    assert_int_equal(pbd_plot_png(&p, f->path, &err), PBD_OK);
 
-    int w = 0, h = 0, comp = 0;
-    unsigned char *px = stbi_load(f->path, &w, &h, &comp, 3);
-    assert_non_null(px);
+    int w = 0, h = 0;
+    unsigned char *px = render(f, &p, &w, &h);
     assert_int_equal(w, 640);
     assert_int_equal(h, 400);
     long red = count_rgb(px, w, h, 0xcc0000), second = count_rgb(px, w, h, 0xd62728);
@@ -189,11 +196,8 @@ static void constant_series(void **state)
     pbd_plot_series s[2] = {{"flat", f->x, f->a, N, 0x008800, 0},
                             {"one point", &one_x, &one_y, 1, 0x0000cc, 0}};
     pbd_plot p = {"Constant", "t", "y", 0, 0, s, 2, 0, 0};
-    pbd_error err = {0};
-    assert_int_equal(pbd_plot_png(&p, f->path, &err), PBD_OK);
-    int w = 0, h = 0, comp = 0;
-    unsigned char *px = stbi_load(f->path, &w, &h, &comp, 3);
-    assert_non_null(px);
+    int w = 0, h = 0;
+    unsigned char *px = render(f, &p, &w, &h);
     long green = count_rgb(px, w, h, 0x008800), blue = count_rgb(px, w, h, 0x0000cc);
     stbi_image_free(px);
     assert_true(green > 500);
@@ -210,10 +214,8 @@ static void log_axis(void **state)
                             {"|P|", f->x, f->b, N, 0x00aaaa, 1}};
     pbd_plot p = {"Log", "step", "magnitude", 0, 0, s, 2, 1, 0};
     pbd_error err = {0};
-    assert_int_equal(pbd_plot_png(&p, f->path, &err), PBD_OK);
-    int w = 0, h = 0, comp = 0;
-    unsigned char *px = stbi_load(f->path, &w, &h, &comp, 3);
-    assert_non_null(px);
+    int w = 0, h = 0;
+    unsigned char *px = render(f, &p, &w, &h);
     long purple = count_rgb(px, w, h, 0xaa00aa), cyan = count_rgb(px, w, h, 0x00aaaa);
     stbi_image_free(px);
     assert_true(purple > 500);
@@ -273,10 +275,8 @@ static void log_x_axis(void **state)
     pbd_plot_series s[1] = {{"x^2", f->x, f->a, N, 0xaa00aa, 0}};
     pbd_plot p = {"Log-log", "particles", "cost", 0, 0, s, 1, 1, 1};
     pbd_error err = {0};
-    assert_int_equal(pbd_plot_png(&p, f->path, &err), PBD_OK);
-    int w = 0, h = 0, comp = 0, first = 0, last = 0;
-    unsigned char *px = stbi_load(f->path, &w, &h, &comp, 3);
-    assert_non_null(px);
+    int w = 0, h = 0, first = 0, last = 0;
+    unsigned char *px = render(f, &p, &w, &h);
     assert_true(count_rgb(px, w, h, 0xaa00aa) > 500);
     /* A straight line corner to corner: the points spread over the width (on a linear x axis
      * most would crowd at the left), and the middle decade-and-a-half sits mid-height. */
@@ -292,9 +292,7 @@ static void log_x_axis(void **state)
     f->x[100] = 0.0;
     assert_int_equal(pbd_plot_png(&p, f->path, &err), PBD_OK);
     p.log_y = 0;
-    assert_int_equal(pbd_plot_png(&p, f->path, &err), PBD_OK);
-    px = stbi_load(f->path, &w, &h, &comp, 3);
-    assert_non_null(px);
+    px = render(f, &p, &w, &h);
     assert_true(count_rgb(px, w, h, 0xaa00aa) > 500);
     stbi_image_free(px);
 
@@ -320,9 +318,7 @@ static void log_x_axis(void **state)
     long count[2];
     for (int pass = 0; pass < 2; ++pass) {
         s[0] = (pbd_plot_series){"100k", x + pass * BIG, y + pass * BIG, BIG, 0x3344cc, 0};
-        assert_int_equal(pbd_plot_png(&p, f->path, &err), PBD_OK);
-        px = stbi_load(f->path, &w, &h, &comp, 3);
-        assert_non_null(px);
+        px = render(f, &p, &w, &h);
         count[pass] = count_rgb(px, w, h, 0x3344cc);
         assert_true(columns_with(px, w, h, 0x3344cc, &first, &last) > w * 3 / 4);
         assert_true(first < w / 6);
@@ -348,11 +344,8 @@ static void many_points(void **state)
     }
     pbd_plot_series s[1] = {{"100k", x, y, BIG, 0x3344cc, 0}};
     pbd_plot p = {"Many points", "step", "y", 0, 0, s, 1, 0, 0};
-    pbd_error err = {0};
-    assert_int_equal(pbd_plot_png(&p, f->path, &err), PBD_OK);
-    int w = 0, h = 0, comp = 0;
-    unsigned char *px = stbi_load(f->path, &w, &h, &comp, 3);
-    assert_non_null(px);
+    int w = 0, h = 0;
+    unsigned char *px = render(f, &p, &w, &h);
     assert_true(count_rgb(px, w, h, 0x3344cc) > 5000);
     stbi_image_free(px);
     free(x);
@@ -368,11 +361,8 @@ static void overwrite(void **state)
     fclose(old);
     pbd_plot_series s[2];
     pbd_plot p = two_series(f, s);
-    pbd_error err = {0};
-    assert_int_equal(pbd_plot_png(&p, f->path, &err), PBD_OK);
-    int w = 0, h = 0, comp = 0;
-    unsigned char *px = stbi_load(f->path, &w, &h, &comp, 3);
-    assert_non_null(px);
+    int w = 0, h = 0;
+    unsigned char *px = render(f, &p, &w, &h);
     stbi_image_free(px);
     /* teardown's rmdir fails if a temporary file was left beside it */
 }
