@@ -392,6 +392,23 @@ static void bdf2(void **state)
     pbd_scene_free(&s);
 }
 
+/* Adds a free soft box of cells^3 cells (XPBD compliance 1e-3) at (x, y, 0), moving with v
+ * and spinning with w. */
+static void add_box(pbd_model *m, int cells, float x, float y, const float v[3], const float w[3])
+{
+    pbd_error err = {0};
+    pbd_tet_box_desc box = pbd_tet_box_desc_default();
+    box.cells[0] = box.cells[1] = box.cells[2] = cells;
+    box.center[0] = x;
+    box.center[1] = y;
+    box.common.compliance = 1e-3f;
+    for (int k = 0; k < 3; ++k) {
+        box.common.velocity[k] = v[k];
+        box.common.angular_velocity[k] = w[k];
+    }
+    assert_int_equal(pbd_scene_add_tet_box(m, &box, &err), PBD_OK);
+}
+
 /* Many free bodies whose sizes and starts are not multiples of 8 (the CPU devices' lanes:
  * segment tails, groups of 8 straddling two bodies), with `big` one more of two reduction
  * segments (the solve outside the velocity update): every body keeps P and L to 1e-5
@@ -402,17 +419,10 @@ static void odd_bodies(pbd_backend_kind backend, int big, pbd_float4 *x_out)
     pbd_error err = {0};
     const int cells[] = {2, 3, 4, 2, 3, 10};
     int nb = big ? 6 : 5;
-    for (int b = 0; b < nb; ++b) {
-        pbd_tet_box_desc box = pbd_tet_box_desc_default();
-        box.cells[0] = box.cells[1] = box.cells[2] = cells[b];
-        box.center[0] = 3.0f * (float)b;
-        box.center[1] = 50.0f;
-        box.common.compliance = 1e-3f;
-        box.common.velocity[2] = 0.1f * (float)(b + 1);
-        box.common.angular_velocity[0] = 1.0f + (float)b;
-        box.common.angular_velocity[1] = 2.0f;
-        assert_int_equal(pbd_scene_add_tet_box(&m, &box, &err), PBD_OK);
-    }
+    for (int b = 0; b < nb; ++b)
+        add_box(&m, cells[b], 3.0f * (float)b, 50.0f,
+                (const float[3]){0.0f, 0.0f, 0.1f * (float)(b + 1)},
+                (const float[3]){1.0f + (float)b, 2.0f, 0.0f});
     pbd_config cfg = pbd_config_default();
     cfg.gravity[1] = 0.0f;
     double worst_on = 0.0, worst_off = 0.0;
@@ -485,17 +495,10 @@ static void same_bits_cl(void **state)
     const int cells[] = {2, 3, 4, 10};
     for (int variant = 0; variant < 3; ++variant) {
         pbd_model m = {0};
-        for (int b = 0; b < 4; ++b) {
-            pbd_tet_box_desc box = pbd_tet_box_desc_default();
-            box.cells[0] = box.cells[1] = box.cells[2] = cells[b];
-            box.center[0] = 3.0f * (float)b;
-            box.center[1] = variant == 1 ? 0.4f + 0.1f * (float)cells[b] : 50.0f;
-            box.common.compliance = 1e-3f;
-            box.common.velocity[1] = -1.0f;
-            box.common.angular_velocity[0] = 1.0f + (float)b;
-            box.common.angular_velocity[2] = 2.0f;
-            assert_int_equal(pbd_scene_add_tet_box(&m, &box, &err), PBD_OK);
-        }
+        for (int b = 0; b < 4; ++b)
+            add_box(
+                &m, cells[b], 3.0f * (float)b, variant == 1 ? 0.4f + 0.1f * (float)cells[b] : 50.0f,
+                (const float[3]){0.0f, -1.0f, 0.0f}, (const float[3]){1.0f + (float)b, 0.0f, 2.0f});
         pbd_config cfg = pbd_config_default();
         if (variant == 1) /* a floor: collision impulses in the sums */
             assert_int_equal(pbd_model_add_plane(&m, 0.0f, 1.0f, 0.0f, 0.0f), 0);
