@@ -587,6 +587,63 @@ static void particles(void **state)
     pbd_model_free(&m);
 }
 
+/* @boxes-BxP-asG keeps B boxes' particles and constraints and groups them into G bodies;
+ * names it cannot build are refused with the reason. */
+static void builtin_boxes(void **state)
+{
+    (void)state;
+    pbd_scene a = {0}, g = {0};
+    pbd_error err = {0};
+    assert_int_equal(pbd_scene_builtin("@boxes-4x8", &a, &err), PBD_OK);
+    assert_int_equal(pbd_scene_builtin("@boxes-4x8-as2", &g, &err), PBD_OK);
+    assert_int_equal(a.model.num_bodies, 4);
+    assert_int_equal(g.model.num_bodies, 2);
+    assert_int_equal(g.model.num_particles, a.model.num_particles);
+    assert_int_equal(g.model.num_distance, a.model.num_distance);
+    for (int i = 0; i < g.model.num_particles; ++i)
+        expect(g.model.body[i] == i / 16 && a.model.body[i] == i / 8, "particle %d: bodies %d, %d",
+               i, g.model.body[i], a.model.body[i]);
+    expect(g.model.bodies[1].first == 16 && g.model.bodies[1].count == 16, "body 1: [%d, +%d)",
+           g.model.bodies[1].first, g.model.bodies[1].count);
+    pbd_scene_free(&a);
+    pbd_scene_free(&g);
+    static const char *const refused[][2] = {
+        {"@boxes-4x8-as3", "@boxes-4x8-as3: 4 boxes do not split into 3 bodies of equal size"},
+        {"@boxes-4x8-as5", "@boxes-4x8-as5: unknown built-in scene"},
+        {"@boxes-4x8-as", "@boxes-4x8-as: unknown built-in scene"},
+        {"@boxes-4x7", "@boxes-4x7: unknown built-in scene"},
+        {"@boxes-4x11", "@boxes-4x11: 11 particles per box do not factor"},
+    };
+    for (size_t k = 0; k < sizeof refused / sizeof refused[0]; ++k) {
+        assert_int_equal(pbd_scene_builtin(refused[k][0], &a, &err), PBD_ERR_SCENE);
+        expect(strncmp(err.message, refused[k][1], strlen(refused[k][1])) == 0, "%s", err.message);
+    }
+}
+
+/* Validation catches a particle filed under the wrong body and a wrong pinned count, which
+ * would otherwise index past the bodies or correct a body the world holds. */
+static void validate_bodies(void **state)
+{
+    (void)state;
+    pbd_scene s = {0};
+    pbd_error err = {0};
+    assert_int_equal(pbd_scene_builtin("@boxes-2x8", &s, &err), PBD_OK);
+    s.model.body[9] = 2;
+    assert_int_equal(pbd_model_validate(&s.model, &err), PBD_ERR_MODEL);
+    expect(strcmp(err.message, "particle 9: body 2 (expected 1, the body whose range [8, 16) "
+                               "holds it)") == 0,
+           "%s", err.message);
+    s.model.body[9] = 1;
+    s.model.x[3].w = 0.0f;
+    assert_int_equal(pbd_model_validate(&s.model, &err), PBD_ERR_MODEL);
+    expect(strcmp(err.message, "body 0: 0 pinned particles recorded, 1 found (inverse mass 0)") ==
+               0,
+           "%s", err.message);
+    s.model.bodies[0].pinned = 1;
+    assert_int_equal(pbd_model_validate(&s.model, &err), PBD_OK);
+    pbd_scene_free(&s);
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(good_scenes),
     cmocka_unit_test(two_particles),
@@ -599,6 +656,8 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(cloth_density_and_counts),
     cmocka_unit_test(pins),
     cmocka_unit_test(particles),
+    cmocka_unit_test(builtin_boxes),
+    cmocka_unit_test(validate_bodies),
 };
 
 PBD_TEST_MAIN("scene", tests, 0)

@@ -109,6 +109,19 @@ pbd_status pbd_model_validate(const pbd_model *m, pbd_error *err)
                                  "body %d: particles [%d, %d) do not follow the previous body "
                                  "(expected first = %d)",
                                  b, bd->first, bd->first + bd->count, next);
+        int pinned = 0;
+        for (int i = bd->first; i < bd->first + bd->count && i < m->num_particles; ++i) {
+            if (m->body[i] != b)
+                return pbd_error_set(err, PBD_ERR_MODEL,
+                                     "particle %d: body %d (expected %d, the body whose range "
+                                     "[%d, %d) holds it)",
+                                     i, m->body[i], b, bd->first, bd->first + bd->count);
+            pinned += m->x[i].w == 0.0f;
+        }
+        if (pinned != bd->pinned)
+            return pbd_error_set(err, PBD_ERR_MODEL,
+                                 "body %d: %d pinned particles recorded, %d found (inverse mass 0)",
+                                 b, bd->pinned, pinned);
         next += bd->count;
     }
     if (next != m->num_particles)

@@ -53,8 +53,11 @@ static int factor3(long p, int dims[3])
 
 /* @boxes-BxP: B free soft boxes of P lattice particles each (P = a b c, as cubic as it
  * factors), 5 cm between particles, spinning and drifting without gravity: the same total
- * size split into more or fewer bodies, for the momentum correction's cost per body. */
-static pbd_status boxes(long nb, long np, const char *name, pbd_scene *out, pbd_error *err)
+ * size split into more or fewer bodies, for the momentum correction's cost per body.
+ * @boxes-BxP-asG: the same boxes, their momentum preserved as G bodies of B/G boxes each
+ * (the step's work unchanged; only the correction sees fewer, larger bodies). */
+static pbd_status boxes(long nb, long np, long groups, const char *name, pbd_scene *out,
+                        pbd_error *err)
 {
     int dims[3];
     if (!factor3(np, dims))
@@ -87,26 +90,57 @@ static pbd_status boxes(long nb, long np, const char *name, pbd_scene *out, pbd_
         if (st != PBD_OK)
             return st;
     }
+    /* Boxes are added one after another, so a group's particles are one contiguous range. */
+    pbd_model *m = &out->model;
+    long per = nb / groups;
+    for (long g = 0; g < groups; ++g) {
+        pbd_body b = m->bodies[g * per];
+        for (long k = g * per + 1; k < (g + 1) * per; ++k) {
+            b.count += m->bodies[k].count;
+            b.pinned += m->bodies[k].pinned;
+        }
+        m->bodies[g] = b;
+        for (int i = b.first; i < b.first + b.count; ++i)
+            m->body[i] = (int)g;
+    }
+    m->num_bodies = (int)groups;
     return PBD_OK;
+}
+
+/* "@boxes-BxP" or "@boxes-BxP-asG" into B, P and G (G = B without "-as"), each in range. */
+static int parse_boxes(const char *name, long *nb, long *np, long *groups)
+{
+    const char *x = strncmp(name, "@boxes-", 7) == 0 ? strchr(name + 7, 'x') : NULL;
+    if (!x || parse_int(name + 7, x, 1, 100000, nb))
+        return -1;
+    const char *as = strstr(x + 1, "-as");
+    if (parse_int(x + 1, as, 8, 10000000, np) || *nb * *np > (1L << 26))
+        return -1;
+    *groups = *nb;
+    return as ? parse_int(as + 3, NULL, 1, *nb, groups) : 0;
 }
 
 pbd_status pbd_scene_builtin(const char *name, pbd_scene *out, pbd_error *err)
 {
     memset(out, 0, sizeof *out);
     out->config = pbd_config_default();
-    long a, b;
-    const char *x;
+    long a, b, g;
     pbd_status st;
     if (strncmp(name, "@cloth-", 7) == 0 && parse_int(name + 7, NULL, 2, 4096, &a) == 0)
         st = cloth(a, out, err);
-    else if (strncmp(name, "@boxes-", 7) == 0 && (x = strchr(name + 7, 'x')) &&
-             parse_int(name + 7, x, 1, 100000, &a) == 0 &&
-             parse_int(x + 1, NULL, 8, 10000000, &b) == 0 && a * b <= (1L << 26))
-        st = boxes(a, b, name, out, err);
-    else
+    else if (parse_boxes(name, &a, &b, &g) == 0) {
+        if (a % g)
+            st = pbd_error_set(err, PBD_ERR_SCENE,
+                               "%s: %ld boxes do not split into %ld bodies of equal size "
+                               "(expected a divisor of %ld)",
+                               name, a, g, a);
+        else
+            st = boxes(a, b, g, name, out, err);
+    } else
         st = pbd_error_set(err, PBD_ERR_SCENE,
                            "%s: unknown built-in scene (expected @cloth-N with N in [2, 4096], or "
-                           "@boxes-BxP: B boxes of P particles, B x P <= 2^26)",
+                           "@boxes-BxP[-asG]: B boxes of P particles, B x P <= 2^26, their "
+                           "momentum preserved as G bodies, G dividing B)",
                            name);
     if (st == PBD_OK)
         st = pbd_model_validate(&out->model, err);
