@@ -487,8 +487,10 @@ PBD_INLINE void pbd_sym3_pinv_apply(const pbd_acc *a6, const pbd_acc *b, pbd_acc
 PBD_INLINE void pbd_body_solve(const pbd_acc *s, pbd_float4 r, pbd_acc *track, int flags, int mode,
                                float gx, float gy, float gz, float h, pbd_acc *out)
 {
-    pbd_acc m = s[PBD_SUM_M];
-    pbd_acc c[3] = {s[PBD_SUM_MX] / m, s[PBD_SUM_MX + 1] / m, s[PBD_SUM_MX + 2] / m};
+    /* One division: the body solve runs once per body and substep, and with many small
+     * bodies its divisions are a good part of the correction's cost per body. */
+    pbd_acc m = s[PBD_SUM_M], inv_m = (pbd_acc)1 / m;
+    pbd_acc c[3] = {s[PBD_SUM_MX] * inv_m, s[PBD_SUM_MX + 1] * inv_m, s[PBD_SUM_MX + 2] * inv_m};
     const pbd_acc *p = s + PBD_SUM_P;
     const pbd_acc *j = s + PBD_SUM_J;
     pbd_acc l[3], lj[3], inertia[6];
@@ -535,8 +537,8 @@ PBD_INLINE void pbd_body_solve(const pbd_acc *s, pbd_float4 r, pbd_acc *track, i
         out[PBD_OUT_L + k] = l[k];
         out[PBD_OUT_PR + k] = track[k];
         out[PBD_OUT_LR + k] = track[3 + k];
-        out[PBD_OUT_VCOR + k] = on ? (track[k] - p[k]) / m : (pbd_acc)0;
-        out[PBD_OUT_VRIG + k] = (on ? track[k] : p[k]) / m;
+        out[PBD_OUT_VCOR + k] = on ? (track[k] - p[k]) * inv_m : (pbd_acc)0;
+        out[PBD_OUT_VRIG + k] = (on ? track[k] : p[k]) * inv_m;
         dl[k] = on ? track[3 + k] - l[k] : (pbd_acc)0;
         tl[k] = on ? track[3 + k] : l[k];
     }
