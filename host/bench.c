@@ -65,7 +65,7 @@ static int preserved_bodies(const pbd_scene *s)
     return n;
 }
 
-static double median(double *v, int n)
+double pbd_cli_median(double *v, int n)
 {
     qsort(v, (size_t)n, sizeof *v, cmp_double);
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
@@ -110,7 +110,7 @@ int pbd_cli_profile(const pbd_scene *s, const pbd_solver_desc *desc, int frames,
     for (int k = 0; k < PBD_STAGE_COUNT; ++k) {
         for (int r = 0; r < runs; ++r)
             v[r] = on[r][k];
-        double med = median(v, runs);
+        double med = pbd_cli_median(v, runs);
         if (is_momentum_stage(k))
             kernels += med;
         if (kernel_ms)
@@ -118,11 +118,11 @@ int pbd_cli_profile(const pbd_scene *s, const pbd_solver_desc *desc, int frames,
         if (kernel_launches)
             kernel_launches[k] = lon[k];
     }
-    *total_ms = median(total, runs);
+    *total_ms = pbd_cli_median(total, runs);
     /* The median of the paired differences; below the correction's own kernels (noise larger
      * than what rides on predict and update) it says nothing, and those kernels are what can
      * be stated. */
-    double m = median(corr, runs);
+    double m = pbd_cli_median(corr, runs);
     *momentum_ms = m > kernels ? m : kernels;
     return 0;
 }

@@ -47,6 +47,9 @@ int pbd_cli_profile(const pbd_scene *s, const pbd_solver_desc *desc, int frames,
                     double *total_ms, double *momentum_ms, double *kernel_ms, long *kernel_launches,
                     pbd_error *err);
 
+/* The median of v[0..n) (sorts v). */
+double pbd_cli_median(double *v, int n);
+
 /* `pbd bench --suite NAME`: the rows of a named suite on both backends and solvers, printed
  * as a table and written to csv / json / a plot (each may be NULL). Returns the exit code. */
 int pbd_cli_bench_suite(const char *name, const char *scenes_dir, const pbd_solver_desc *desc,

@@ -225,17 +225,17 @@ typedef struct row {
     double ms_step, ms_device, ms_momentum, share;
 } row;
 
-/* One Table 1 row from the benchmark's measurement over 5 runs (3 with --quick):
- * wall-clock ms per step (the median), the step's device time (the sum of its kernels'
- * profiled times, which leaves out the gaps between launches), and the correction's device
- * time (pbd_cli_profile: the median of 5 pairs of runs with and without it) as a share of
- * the latter: the stricter of the two shares. */
-static int measure(const char *path, const char *name, const pbd_solver_desc *desc, int quick,
-                   row *r, pbd_error *err)
+/* One Table 1 row from the benchmark's measurement over `runs` runs: wall-clock ms per step
+ * (the median), the step's device time (the sum of its kernels' profiled times, which leaves
+ * out the gaps between launches), and the correction's device time (pbd_cli_profile: the
+ * median of `runs` pairs of runs with and without it) as a share of the latter: the
+ * stricter of the two shares. */
+static int measure(const char *path, const char *name, const pbd_solver_desc *desc, int runs,
+                   int quick, row *r, pbd_error *err)
 {
     pbd_bench_row b;
     pbd_scene s = {0};
-    if (pbd_cli_bench_row(path, desc, -1, quick ? 3 : 5, quick ? 2 : 0, NULL, NULL, &b, err) ||
+    if (pbd_cli_bench_row(path, desc, -1, runs, quick ? 2 : 0, NULL, NULL, &b, err) ||
         pbd_scene_load(path, &s, err) != PBD_OK)
         return 1;
     snprintf(r->name, sizeof r->name, "%s", name);
@@ -250,13 +250,51 @@ static int measure(const char *path, const char *name, const pbd_solver_desc *de
     return 0;
 }
 
-/* Table 1: every shipped scene, then the same 10,000 and 100,000 particles as 1, 10 and 100
- * free bodies. */
+/* The same boxes' momentum preserved as 1, 10 and 100 bodies (@boxes-BxP-asG): the step's
+ * work is the same in all three, so only the correction's cost per body can change their
+ * shares. They are measured in turn, one run (and profiled pair) each per round, so that
+ * all three see the same machine; each figure is the median over the rounds. */
+enum { GROUPED = 3 };
+static int measure_grouped(const char *const names[GROUPED], const pbd_solver_desc *desc,
+                           int rounds, int quick, row *out, pbd_error *err)
+{
+    enum { MAX_ROUNDS = 15 };
+    row r[GROUPED][MAX_ROUNDS];
+    double v[MAX_ROUNDS];
+    rounds = rounds > MAX_ROUNDS ? MAX_ROUNDS : rounds;
+    for (int k = 0; k < rounds; ++k)
+        for (int g = 0; g < GROUPED; ++g) {
+            fprintf(stderr, "pbd: table 1: %s (round %d of %d)\n", names[g], k + 1, rounds);
+            if (measure(names[g], names[g], desc, 1, quick, &r[g][k], err))
+                return 1;
+        }
+    for (int g = 0; g < GROUPED; ++g) {
+        out[g] = r[g][0];
+#define MEDIAN_OF(field)                                                                           \
+    do {                                                                                           \
+        for (int k = 0; k < rounds; ++k)                                                           \
+            v[k] = r[g][k].field;                                                                  \
+        out[g].field = pbd_cli_median(v, rounds);                                                  \
+    } while (0)
+        MEDIAN_OF(ms_step);
+        MEDIAN_OF(ms_device);
+        MEDIAN_OF(ms_momentum);
+        MEDIAN_OF(share);
+#undef MEDIAN_OF
+    }
+    return 0;
+}
+
+/* Table 1: every shipped scene, then one box of 10,000 particles, 100 boxes of 100 as 1, 10
+ * and 100 bodies, and the same at 100,000 particles. */
 static int table1(const char *dir, const char *scenes, const pbd_solver_desc *desc, int quick,
                   pbd_error *err)
 {
-    static const char *const builtins[] = {"@boxes-1x10000",  "@boxes-10x1000",  "@boxes-100x100",
-                                           "@boxes-1x100000", "@boxes-10x10000", "@boxes-100x1000"};
+    static const char *const singles[] = {"@boxes-1x10000", "@boxes-1x100000"};
+    static const char *const grouped[][GROUPED] = {
+        {"@boxes-100x100-as1", "@boxes-100x100-as10", "@boxes-100x100"},
+        {"@boxes-100x1000-as1", "@boxes-100x1000-as10", "@boxes-100x1000"}};
+    const int sizes = quick ? 1 : 2, runs = quick ? 3 : 9;
     char *names[MAX_TABLE];
     int count = 0, rc = 1;
     row *rows = calloc(MAX_TABLE, sizeof *rows);
@@ -270,29 +308,31 @@ static int table1(const char *dir, const char *scenes, const pbd_solver_desc *de
         return 1;
     }
     struct dirent *e;
-    while ((e = readdir(d)) && count < MAX_TABLE - 6) {
+    while ((e = readdir(d)) && count < MAX_TABLE - 8) {
         size_t len = strlen(e->d_name);
         if (len > 5 && strcmp(e->d_name + len - 5, ".json") == 0)
             names[count++] = strdup(e->d_name);
     }
     closedir(d);
     qsort(names, (size_t)count, sizeof names[0], cmp_name);
-    int nscenes = count;
-    for (size_t k = 0; k < sizeof builtins / sizeof builtins[0] && !(quick && k >= 3); ++k)
-        names[count++] = strdup(builtins[k]);
     char path[4096];
     for (int k = 0; k < count; ++k) {
         if (!names[k]) {
             pbd_error_set(err, PBD_ERR_MEMORY, "out of memory");
             goto done;
         }
-        if (k < nscenes)
-            snprintf(path, sizeof path, "%s/%s", scenes, names[k]);
-        else
-            snprintf(path, sizeof path, "%s", names[k]);
+        snprintf(path, sizeof path, "%s/%s", scenes, names[k]);
         fprintf(stderr, "pbd: table 1: %s\n", names[k]);
-        if (measure(path, names[k], desc, quick, &rows[k], err))
+        if (measure(path, names[k], desc, runs, quick, &rows[k], err))
             goto done;
+    }
+    int nrows = count;
+    for (int z = 0; z < sizes; ++z) {
+        fprintf(stderr, "pbd: table 1: %s\n", singles[z]);
+        if (measure(singles[z], singles[z], desc, runs, quick, &rows[nrows++], err) ||
+            measure_grouped(grouped[z], desc, runs, quick, rows + nrows, err))
+            goto done;
+        nrows += GROUPED;
     }
     pbd_output csv, md;
     out_path(path, sizeof path, dir, "table1.csv");
@@ -301,7 +341,7 @@ static int table1(const char *dir, const char *scenes, const pbd_solver_desc *de
     fputs("scene,particles,bodies,preserved_bodies,ms_per_step,device_ms_per_step,ms_momentum,"
           "momentum_share_percent\n",
           csv.f);
-    for (int k = 0; k < count; ++k)
+    for (int k = 0; k < nrows; ++k)
         fprintf(csv.f, "%s,%d,%d,%d,%.4f,%.4f,%.4f,%.3f\n", rows[k].name, rows[k].particles,
                 rows[k].bodies, rows[k].preserved, rows[k].ms_step, rows[k].ms_device,
                 rows[k].ms_momentum, rows[k].share);
@@ -313,14 +353,14 @@ static int table1(const char *dir, const char *scenes, const pbd_solver_desc *de
     fprintf(md.f, "| scene | particles | bodies (preserved) | ms per step | device ms per step "
                   "| ms in the correction | share of the device time |\n"
                   "| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n");
-    for (int k = 0; k < count; ++k)
+    for (int k = 0; k < nrows; ++k)
         fprintf(md.f, "| %s | %d | %d (%d) | %.3f | %.3f | %.4f | %.2f %% |\n", rows[k].name,
                 rows[k].particles, rows[k].bodies, rows[k].preserved, rows[k].ms_step,
                 rows[k].ms_device, rows[k].ms_momentum, rows[k].share);
     if (pbd_output_commit(&md, err) != PBD_OK)
         goto done;
     printf("table 1 (%s):\n", path);
-    for (int k = 0; k < count; ++k)
+    for (int k = 0; k < nrows; ++k)
         printf("  %-22s %8d particles %4d bodies  %9.3f ms/step (%.3f on the device)  %8.4f ms "
                "correction  %6.2f %%\n",
                rows[k].name, rows[k].particles, rows[k].bodies, rows[k].ms_step, rows[k].ms_device,
