@@ -173,6 +173,7 @@ int pbd_cli_bench_row(const char *scene, const pbd_solver_desc *desc, int solver
     row->colors = pbd_solver_num_colors(sv);
     row->iterations = s.config.iterations;
     row->substeps = s.config.substeps;
+    row->bodies = s.model.num_bodies;
     row->preserved_bodies = preserved_bodies(&s);
     row->runs = runs;
     row->frames = frames;

@@ -11,7 +11,7 @@ typedef struct pbd_bench_row {
     char device[128];
     pbd_backend_kind backend;
     pbd_solver_kind solver;
-    int particles, constraints, colors, iterations, substeps, preserved_bodies;
+    int particles, constraints, colors, iterations, substeps, bodies, preserved_bodies;
     int runs, frames; /* timed runs of `frames` steps */
     double ms_median, ms_min, ms_max;
     double projections_per_s;  /* constraint projections per second at the median */

@@ -234,19 +234,16 @@ static int measure(const char *path, const char *name, const pbd_solver_desc *de
                    int quick, row *r, pbd_error *err)
 {
     pbd_bench_row b;
-    pbd_scene s = {0};
-    if (pbd_cli_bench_row(path, desc, -1, runs, quick ? 2 : 0, NULL, NULL, &b, err) ||
-        pbd_scene_load(path, &s, err) != PBD_OK)
+    if (pbd_cli_bench_row(path, desc, -1, runs, quick ? 2 : 0, NULL, NULL, &b, err))
         return 1;
     snprintf(r->name, sizeof r->name, "%s", name);
     r->particles = b.particles;
-    r->bodies = s.model.num_bodies;
+    r->bodies = b.bodies;
     r->preserved = b.preserved_bodies;
     r->ms_step = b.ms_median;
     r->ms_device = b.device_ms;
     r->ms_momentum = b.momentum_ms;
     r->share = b.device_ms > 0.0 ? 100.0 * b.momentum_ms / b.device_ms : 0.0;
-    pbd_scene_free(&s);
     return 0;
 }
 
