@@ -79,6 +79,15 @@ static void sums8_zero(sums8 *a)
         a->ljz = a->err = (double8)(0.0);
 }
 
+/* (x, y, z) += r x b, lane by lane, in pbd_cross's order. */
+VEC8_INLINE void cross8_add(double8 *x, double8 *y, double8 *z, double8 rx, double8 ry, double8 rz,
+                            double8 bx, double8 by, double8 bz)
+{
+    *x = *x + (ry * bz - rz * by);
+    *y = *y + (rz * bx - rx * bz);
+    *z = *z + (rx * by - ry * bx);
+}
+
 VEC8_INLINE void sums8_add(sums8 *a, const part8 *q, double4 rd, int with_dx, int stats,
                            float inv_h)
 {
@@ -96,9 +105,7 @@ VEC8_INLINE void sums8_add(sums8 *a, const part8 *q, double4 rd, int with_dx, in
     a->px = a->px + px;
     a->py = a->py + py;
     a->pz = a->pz + pz;
-    a->lx = a->lx + (ry * pz - rz * py);
-    a->ly = a->ly + (rz * px - rx * pz);
-    a->lz = a->lz + (rx * py - ry * px);
+    cross8_add(&a->lx, &a->ly, &a->lz, rx, ry, rz, px, py, pz);
     if (stats) {
         a->ke = a->ke + 0.5 * ((px * vx + py * vy) + pz * vz);
         a->err = fmax(a->err, convert_double8(q->e));
@@ -116,9 +123,7 @@ VEC8_INLINE void sums8_add(sums8 *a, const part8 *q, double4 rd, int with_dx, in
         a->jx = a->jx + jx;
         a->jy = a->jy + jy;
         a->jz = a->jz + jz;
-        a->ljx = a->ljx + (ry * jz - rz * jy);
-        a->ljy = a->ljy + (rz * jx - rx * jz);
-        a->ljz = a->ljz + (rx * jy - ry * jx);
+        cross8_add(&a->ljx, &a->ljy, &a->ljz, rx, ry, rz, jx, jy, jz);
     }
 }
 

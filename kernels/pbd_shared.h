@@ -311,6 +311,16 @@ typedef float pbd_acc;
 typedef double pbd_acc;
 #endif
 
+/* out = a x b, each component as a1 b2 - a2 b1: the one order of every cross product in the
+ * sums and the body solve (momentum.cl's cross8_add has it lane by lane). */
+PBD_INLINE void pbd_cross(pbd_acc ax, pbd_acc ay, pbd_acc az, pbd_acc bx, pbd_acc by, pbd_acc bz,
+                          pbd_acc *out)
+{
+    out[0] = ay * bz - az * by;
+    out[1] = az * bx - ax * bz;
+    out[2] = ax * by - ay * bx;
+}
+
 /* One particle's contribution to its body's sums (PBD_SUM_*), relative to the body's
  * reference point r. dx is the particle's collision displacement this substep, the impulse
  * J = m dx / h (Dahl & Bargteil 2019, eqs. 1-2); gravity's impulse is added per body in
@@ -337,9 +347,7 @@ PBD_INLINE void pbd_particle_sums(pbd_float4 x, pbd_float4 v, pbd_float4 dx, pbd
     s[PBD_SUM_P + 0] = px;
     s[PBD_SUM_P + 1] = py;
     s[PBD_SUM_P + 2] = pz;
-    s[PBD_SUM_XCP + 0] = ry * pz - rz * py;
-    s[PBD_SUM_XCP + 1] = rz * px - rx * pz;
-    s[PBD_SUM_XCP + 2] = rx * py - ry * px;
+    pbd_cross(rx, ry, rz, px, py, pz, s + PBD_SUM_XCP);
     s[PBD_SUM_KE] =
         stats ? (pbd_acc)0.5 * ((px * (pbd_acc)v.x + py * (pbd_acc)v.y) + pz * (pbd_acc)v.z)
               : (pbd_acc)0;
@@ -352,9 +360,7 @@ PBD_INLINE void pbd_particle_sums(pbd_float4 x, pbd_float4 v, pbd_float4 dx, pbd
     s[PBD_SUM_J + 0] = jx;
     s[PBD_SUM_J + 1] = jy;
     s[PBD_SUM_J + 2] = jz;
-    s[PBD_SUM_XCJ + 0] = ry * jz - rz * jy;
-    s[PBD_SUM_XCJ + 1] = rz * jx - rx * jz;
-    s[PBD_SUM_XCJ + 2] = rx * jy - ry * jx;
+    pbd_cross(rx, ry, rz, jx, jy, jz, s + PBD_SUM_XCJ);
     s[PBD_SUM_ERR] = stats ? (pbd_acc)err : (pbd_acc)0;
 }
 
@@ -493,14 +499,14 @@ PBD_INLINE void pbd_body_solve(const pbd_acc *s, pbd_float4 r, pbd_acc *track, i
     pbd_acc c[3] = {s[PBD_SUM_MX] * inv_m, s[PBD_SUM_MX + 1] * inv_m, s[PBD_SUM_MX + 2] * inv_m};
     const pbd_acc *p = s + PBD_SUM_P;
     const pbd_acc *j = s + PBD_SUM_J;
-    pbd_acc l[3], lj[3], inertia[6];
+    pbd_acc l[3], lj[3], inertia[6], cp[3], cj[3];
     /* About the centre of mass: L = sum m x' x v - c x P, likewise for the impulses' moment. */
-    l[0] = s[PBD_SUM_XCP + 0] - (c[1] * p[2] - c[2] * p[1]);
-    l[1] = s[PBD_SUM_XCP + 1] - (c[2] * p[0] - c[0] * p[2]);
-    l[2] = s[PBD_SUM_XCP + 2] - (c[0] * p[1] - c[1] * p[0]);
-    lj[0] = s[PBD_SUM_XCJ + 0] - (c[1] * j[2] - c[2] * j[1]);
-    lj[1] = s[PBD_SUM_XCJ + 1] - (c[2] * j[0] - c[0] * j[2]);
-    lj[2] = s[PBD_SUM_XCJ + 2] - (c[0] * j[1] - c[1] * j[0]);
+    pbd_cross(c[0], c[1], c[2], p[0], p[1], p[2], cp);
+    pbd_cross(c[0], c[1], c[2], j[0], j[1], j[2], cj);
+    for (int k = 0; k < 3; ++k) {
+        l[k] = s[PBD_SUM_XCP + k] - cp[k];
+        lj[k] = s[PBD_SUM_XCJ + k] - cj[k];
+    }
     /* Second moment about the com, S = sum m x' x'^T - m c c^T; I = tr(S) Id - S
      * (= sum m r* r*^T, Algorithm 2 line 13). */
     pbd_acc sxx = s[PBD_SUM_XX + 0] - m * c[0] * c[0];
