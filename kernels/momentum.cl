@@ -150,7 +150,8 @@ static void sums8_store(const sums8 *a, pbd_acc *out)
 {
     vstore8(lanes_sum8(a->m, a->mx, a->my, a->mz, a->px, a->py, a->pz, a->lx), 0, out);
     vstore8(lanes_sum8(a->ly, a->lz, a->ke, a->xx, a->xy, a->xz, a->yy, a->yz), 1, out);
-    vstore8(lanes_sum8(a->zz, a->jx, a->jy, a->jz, a->ljx, a->ljy, a->ljz, a->err), 2, out);
+    /* The last slot, PBD_SUM_ERR, is a maximum, not a sum: it is written below. */
+    vstore8(lanes_sum8(a->zz, a->jx, a->jy, a->jz, a->ljx, a->ljy, a->ljz, (double8)(0.0)), 2, out);
     double4 e4 = fmax(a->err.lo, a->err.hi);
     double2 e2 = fmax(e4.lo, e4.hi);
     out[PBD_SUM_ERR] = fmax(e2.lo, e2.hi);
