@@ -100,6 +100,10 @@ typedef struct pbd_coloring {
 } pbd_coloring;
 
 pbd_status pbd_color_distance(const pbd_model *m, pbd_coloring *out, pbd_error *err);
+/* Colours only the `count` constraints listed in `subset` (model indices, each once); the
+ * order then holds those indices. */
+pbd_status pbd_color_subset(const pbd_model *m, const int *subset, int count, pbd_coloring *out,
+                            pbd_error *err);
 /* Checks that `c` is a partition of the constraints into independent colours. */
 pbd_status pbd_coloring_validate(const pbd_model *m, const pbd_coloring *c, pbd_error *err);
 void pbd_coloring_free(pbd_coloring *c);
@@ -107,7 +111,7 @@ void pbd_coloring_free(pbd_coloring *c);
 /* ---- configuration and scenes ----------------------------------------------------------- */
 
 typedef enum pbd_solver_kind {
-    PBD_SOLVER_GS = 0,     /* coloured Gauss-Seidel, one launch per colour */
+    PBD_SOLVER_GS = 0,     /* coloured (block) Gauss-Seidel */
     PBD_SOLVER_JACOBI = 1, /* per-constraint delta slots + deterministic gather */
 } pbd_solver_kind;
 

@@ -3,9 +3,10 @@
  * This is the one copy of the physics: the CPU reference solver includes it as C, and the
  * OpenCL program is built from it followed by the .cl files of kernels/ (host/cl/program.c
  * concatenates them, so the .cl files do not #include it). Write it so that both compilers
- * see the same arithmetic: component-wise scalar code, no vector built-ins, no FMA
- * contraction (host builds with -ffp-contract=off, the device with FP_CONTRACT OFF), and the
- * device built with correctly rounded divide and sqrt where it offers them.
+ * see the same arithmetic: component-wise scalar code (the one float16 variant applies the
+ * same scalar formula element by element), no vector built-ins, no FMA contraction (host builds
+ * with -ffp-contract=off, the device with FP_CONTRACT OFF), and the device built with correctly
+ * rounded divide and sqrt where it offers them.
  *
  * Every struct here holds 4-byte scalars only, padding written out; sizes are checked with
  * _Static_assert on the host and by a probe kernel (tests/test_cl.c, layout_probe). */
@@ -162,23 +163,39 @@ PBD_INLINE pbd_float4 pbd_predict(pbd_float4 x, pbd_float4 v, pbd_float4 xp, pbd
  * PBD (compliance < 0): s = -compliance (-C) / (wa + wb), the hard correction scaled by the
  * stiffness -compliance. Returns the gain g = s / |d|, so that pa moves by wa g d and pb by
  * -wb g d, and writes the multiplier increment (0 for PBD). A degenerate constraint (both
- * ends pinned, or |d| < PBD_MIN_LENGTH) gets g = 0. Written without branches or vector
- * types, so that a CPU OpenCL compiler can vectorise it across work-items. */
+ * ends pinned, or |d| < PBD_MIN_LENGTH) gets g = 0.
+ *
+ * Written without branches, once for T = float (host and device) and, on the device, for
+ * T = float16 (sixteen constraints at once, in the CPU devices' kernels): element by element the
+ * same operations in the same order, so the results are the same bits. M is T's comparison
+ * type (int, int16); OpenCL C's && and ?: work element-wise on vectors. */
+#define PBD_DISTANCE_GAIN_BODY(T, M)                                                               \
+    T len = pbd_sqrtf(dx * dx + dy * dy + dz * dz);                                                \
+    T wsum = wa + wb;                                                                              \
+    T c = len - rest;                                                                              \
+    T at = compliance * inv_h2;                                                                    \
+    M xpbd = compliance >= 0.0f;                                                                   \
+    M ok = wsum > 0.0f && len >= PBD_MIN_LENGTH;                                                   \
+    T num = xpbd ? -c - at * lambda : -compliance * -c;                                            \
+    T den = xpbd ? wsum + at : wsum;                                                               \
+    T s = ok ? num / den : (T)0.0f;                                                                \
+    *dlambda = xpbd ? s : (T)0.0f;                                                                 \
+    return ok ? s / len : (T)0.0f
+
 PBD_INLINE float pbd_distance_gain(float dx, float dy, float dz, float wa, float wb, float rest,
                                    float compliance, float lambda, float inv_h2, float *dlambda)
 {
-    float len = pbd_sqrtf(dx * dx + dy * dy + dz * dz);
-    float wsum = wa + wb;
-    float c = len - rest;
-    float at = compliance * inv_h2;
-    int xpbd = compliance >= 0.0f;
-    int ok = wsum > 0.0f && len >= PBD_MIN_LENGTH;
-    float num = xpbd ? -c - at * lambda : -compliance * -c;
-    float den = xpbd ? wsum + at : wsum;
-    float s = ok ? num / den : 0.0f;
-    *dlambda = xpbd ? s : 0.0f;
-    return ok ? s / len : 0.0f;
+    PBD_DISTANCE_GAIN_BODY(float, int);
 }
+
+#ifdef __OPENCL_C_VERSION__
+PBD_INLINE float16 pbd_distance_gain16(float16 dx, float16 dy, float16 dz, float16 wa, float16 wb,
+                                       float16 rest, float16 compliance, float16 lambda,
+                                       float inv_h2, float16 *dlambda)
+{
+    PBD_DISTANCE_GAIN_BODY(float16, int16);
+}
+#endif
 
 /* Projects one distance constraint on predictions pa, pb (w = inverse mass): writes the
  * position corrections of a and b and the multiplier increment (pbd_distance_gain). */

@@ -169,6 +169,113 @@ static void compare_backends(pbd_solver_kind solver)
     }
 }
 
+/* Block Gauss-Seidel: the device's grouping of the colours (boundary colours in one
+ * work-item or a launch each, then a work-item per block with its collisions) gives the
+ * CPU reference's bits, and the launch counts show which grouping ran. Three cloths: 96 x 96
+ * (4 blocks, a small boundary), 1024 x 40 (8 blocks of 5 rows: over 8192 boundary
+ * constraints, a launch a colour), and 96 x 96 with its particles numbered at random (no
+ * locality: one block, the plain colour launches). */
+static void blocked_gs_same_bits(void **state)
+{
+    (void)state;
+    const int res[3][2] = {{96, 96}, {1024, 40}, {96, 96}};
+    for (int variant = 0; variant < 3; ++variant) {
+        char json[1024];
+        snprintf(json, sizeof json,
+                 "{\"dt\": 0.016666666666666666, \"iterations\": 10, \"solver\": \"gs\", "
+                 "\"planes\": [{\"normal\": [0, 1, 0], \"offset\": 0}], \"bodies\": [{\"type\": "
+                 "\"cloth\", \"resolution\": [%d, %d], \"size\": [2, 2], \"center\": [0, 0.3, 0], "
+                 "\"orientation\": \"xz\", \"pin\": \"corners\", \"mass\": 1}]}",
+                 res[variant][0], res[variant][1]);
+        pbd_scene s = {0};
+        pbd_error err = {0};
+        assert_int_equal(pbd_scene_parse(json, "blocked", &s, &err), PBD_OK);
+        pbd_model *m = &s.model;
+        const int n = m->num_particles;
+        if (variant == 2) { /* renumber the particles at random (one body holds them all) */
+            int *perm = malloc((size_t)n * sizeof *perm);
+            pbd_float4 *x = malloc((size_t)n * sizeof *x), *v = malloc((size_t)n * sizeof *v);
+            assert_true(perm && x && v);
+            for (int i = 0; i < n; ++i)
+                perm[i] = i;
+            unsigned r = 12345u;
+            for (int i = n - 1; i > 0; --i) {
+                r = r * 1103515245u + 12345u;
+                int j = (int)((r >> 8) % (unsigned)(i + 1)), t = perm[i];
+                perm[i] = perm[j];
+                perm[j] = t;
+            }
+            for (int i = 0; i < n; ++i) {
+                x[perm[i]] = m->x[i];
+                v[perm[i]] = m->v[i];
+            }
+            memcpy(m->x, x, (size_t)n * sizeof *x);
+            memcpy(m->v, v, (size_t)n * sizeof *v);
+            for (int c = 0; c < m->num_distance; ++c) {
+                m->distance[c].a = perm[m->distance[c].a];
+                m->distance[c].b = perm[m->distance[c].b];
+            }
+            free(perm);
+            free(x);
+            free(v);
+        }
+        pbd_solver *sv[2];
+        pbd_solver_desc dcl = {.backend = PBD_BACKEND_CL};
+        assert_int_equal(pbd_solver_create(m, &s.config, &dcl, &sv[1], &err), PBD_OK);
+        pbd_solver_desc dcpu = {.backend = PBD_BACKEND_CPU, .sums = pbd_solver_sum_layout(sv[1])};
+        assert_int_equal(pbd_solver_create(m, &s.config, &dcpu, &sv[0], &err), PBD_OK);
+        int cpu_device = pbd_solver_sum_layout(sv[1]) == PBD_SUMS_LANES;
+        long launches[2];
+        pbd_float4 *xv[2][2];
+        for (int k = 0; k < 2; ++k) {
+            assert_int_equal(pbd_solver_step(sv[k], 30, &err), PBD_OK);
+            launches[k] = pbd_solver_launches_per_frame(sv[k]);
+            for (int q = 0; q < 2; ++q) {
+                xv[k][q] = malloc((size_t)n * sizeof(pbd_float4));
+                assert_non_null(xv[k][q]);
+            }
+            assert_int_equal(pbd_solver_read(sv[k], xv[k][0], xv[k][1], &err), PBD_OK);
+        }
+        long differ = 0;
+        double worst = 0.0;
+        for (int i = 0; i < n; ++i)
+            for (int q = 0; q < 2; ++q) {
+                differ += memcmp(&xv[0][q][i], &xv[1][q][i], sizeof(pbd_float4)) != 0;
+                const float *a = &xv[0][q][i].x, *b = &xv[1][q][i].x;
+                for (int c = 0; c < 3; ++c)
+                    worst = fmax(worst, fabs((double)a[c] - (double)b[c]));
+            }
+        int colors = pbd_solver_num_colors(sv[0]);
+        print_message("cloth %d x %d%s: %d colours, launches per frame cpu %ld cl %ld, %ld values "
+                      "differ (worst %.3g)\n",
+                      res[variant][0], res[variant][1], variant == 2 ? " (renumbered)" : "", colors,
+                      launches[0], launches[1], differ, worst);
+        /* The cloth fell onto the floor: there were collisions to agree on. */
+        int floor = 0;
+        for (int i = 0; i < n; ++i)
+            floor += xv[0][0][i].y < 1e-3f;
+        assert_true(floor > n / 4);
+        assert_int_equal(launches[0], 2 + 10 * (colors + 1)); /* predict, update */
+        if (cpu_device) {
+            assert_int_equal(differ, 0);
+            if (variant == 0) /* boundary in one work-item, then the blocks */
+                assert_int_equal(launches[1], 2 + 10 * 2);
+            else if (variant == 1) /* a launch per boundary colour, then the blocks */
+                assert_true(launches[1] > 2 + 10 * 3 && launches[1] < launches[0] - 10);
+            else /* no blocks */
+                assert_int_equal(launches[1], launches[0]);
+        } else {
+            assert_true(worst <= 1e-4);
+        }
+        for (int k = 0; k < 2; ++k) {
+            free(xv[k][0]);
+            free(xv[k][1]);
+            pbd_solver_destroy(sv[k]);
+        }
+        pbd_scene_free(&s);
+    }
+}
+
 static void cpu_vs_cl_gs(void **state)
 {
     (void)state;
@@ -333,6 +440,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(coloring_valid),
     cmocka_unit_test(coloring_validator_rejects),
     cmocka_unit_test(cpu_vs_cl_gs),
+    cmocka_unit_test(blocked_gs_same_bits),
     cmocka_unit_test(cpu_vs_cl_jacobi),
     cmocka_unit_test(deterministic_gs),
     cmocka_unit_test(deterministic_jacobi),

@@ -1,6 +1,6 @@
 /* Greedy graph colouring of the distance constraints (two constraints conflict when they
- * share a particle), then a balancing pass, so one launch per colour has no write races and
- * the launches are of similar size. */
+ * share a particle), then a balancing pass, so the constraints of a colour can be projected
+ * in parallel without write races, and the colours are of similar size. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,6 +32,12 @@ static void mark_neighbours(const pbd_distance *cons, int c, const int *color, c
 
 pbd_status pbd_color_distance(const pbd_model *m, pbd_coloring *out, pbd_error *err)
 {
+    return pbd_color_subset(m, NULL, m->num_distance, out, err);
+}
+
+pbd_status pbd_color_subset(const pbd_model *m, const int *subset, int count_in, pbd_coloring *out,
+                            pbd_error *err)
+{
     memset(out, 0, sizeof *out);
     int n = m->num_distance;
     int *off = NULL, *slots = NULL;
@@ -47,7 +53,7 @@ pbd_status pbd_color_distance(const pbd_model *m, pbd_coloring *out, pbd_error *
     int *color = malloc(((size_t)n + 1) * sizeof *color);
     int *stamp = malloc((size_t)cap * sizeof *stamp);
     int *count = calloc((size_t)cap + 1, sizeof *count);
-    out->order = malloc(((size_t)n + 1) * sizeof *out->order);
+    out->order = malloc(((size_t)count_in + 1) * sizeof *out->order);
     if (!color || !stamp || !count || !out->order) {
         st = pbd_error_set(err, PBD_ERR_MEMORY, "out of memory colouring %d constraints", n);
         goto cleanup;
@@ -57,9 +63,11 @@ pbd_status pbd_color_distance(const pbd_model *m, pbd_coloring *out, pbd_error *
     for (int c = 0; c < n; ++c)
         color[c] = -1;
 
-    /* First fit: the smallest colour no neighbour has. */
+    /* First fit: the smallest colour no neighbour has. Constraints outside the subset keep
+     * colour -1, so they constrain nothing. */
     int num_colors = 0;
-    for (int c = 0; c < n; ++c) {
+    for (int j = 0; j < count_in; ++j) {
+        int c = subset ? subset[j] : j;
         mark_neighbours(m->distance, c, color, off, slots, stamp, c);
         int k = 0;
         while (stamp[k] == c)
@@ -72,9 +80,10 @@ pbd_status pbd_color_distance(const pbd_model *m, pbd_coloring *out, pbd_error *
     /* Balance: move a constraint from a colour above the mean size to the smallest colour
      * that is free for it, when that makes the two sizes closer. Two passes are plenty on
      * meshes; the colour count never grows. */
-    int target = num_colors ? (n + num_colors - 1) / num_colors : 0;
+    int target = num_colors ? (count_in + num_colors - 1) / num_colors : 0;
     for (int pass = 0; pass < 2; ++pass)
-        for (int c = 0; c < n; ++c) {
+        for (int j = 0; j < count_in; ++j) {
+            int c = subset ? subset[j] : j;
             int k0 = color[c];
             if (count[k0] <= target)
                 continue;
@@ -102,8 +111,10 @@ pbd_status pbd_color_distance(const pbd_model *m, pbd_coloring *out, pbd_error *
         out->offsets[k + 1] = out->offsets[k] + count[k];
     for (int k = 0; k < num_colors; ++k)
         count[k] = out->offsets[k];
-    for (int c = 0; c < n; ++c)
+    for (int j = 0; j < count_in; ++j) {
+        int c = subset ? subset[j] : j;
         out->order[count[color[c]]++] = c;
+    }
     st = PBD_OK;
 cleanup:
     if (st != PBD_OK)

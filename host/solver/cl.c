@@ -9,12 +9,19 @@
 /* Profiling events are harvested in batches of this many, so memory stays bounded. */
 #define EVENT_BATCH 2048
 
+/* Block Gauss-Seidel: boundary constraints up to this many are projected by one work-item
+ * (about 5 ns each on a CPU core: 40 us at most), more get a launch a colour. */
+#define PBD_SERIAL_BOUNDARY 8192
+
 typedef struct cl_impl {
     pbd_cl cl;
     const pbd_plan *plan;
     cl_kernel kernels[PBD_STAGE_COUNT];
     cl_mem x, p, v, xp, vp, dx, distance, lambda, delta, csr_offsets, csr_slots, planes;
     cl_mem particle_body, segments, body_segments, body_ref, body_track, body_flags;
+    cl_mem color_offsets, block_offsets, block_first;
+    cl_kernel gs_serial, gs_blocks; /* block Gauss-Seidel on CPU devices (else NULL) */
+    int serial_boundary;            /* the boundary colours run in one gs_serial work-item */
     cl_mem segment_sums, out_step, out_other, body_apply;
     size_t wg;       /* work-group size of the per-particle and per-constraint kernels */
     size_t acc_size; /* sizeof(pbd_acc) on the device: 8 with fp64 sums, else 4 */
@@ -50,8 +57,10 @@ cleanup:
     return status;
 }
 
-/* Enqueues kernel `id` over `items` work-items (rounded up to the work-group size). */
-static pbd_status launch(cl_impl *c, int id, size_t items, size_t local, pbd_error *err)
+/* Enqueues `kernel` over `items` work-items (rounded up to the work-group size), timed as
+ * stage `id`. */
+static pbd_status launch_kernel(cl_impl *c, cl_kernel kernel, int id, size_t items, size_t local,
+                                pbd_error *err)
 {
     pbd_status status = PBD_OK;
     if (items == 0)
@@ -64,11 +73,17 @@ static pbd_status launch(cl_impl *c, int id, size_t items, size_t local, pbd_err
         ev = &c->events[c->num_events];
     }
     PBD_CL_CHECK(
-        clEnqueueNDRangeKernel(c->cl.queue, c->kernels[id], 1, NULL, &global, &local, 0, NULL, ev));
+        clEnqueueNDRangeKernel(c->cl.queue, kernel, 1, NULL, &global, &local, 0, NULL, ev));
     if (ev)
         c->event_kernel[c->num_events++] = id;
 cleanup:
     return status;
+}
+
+/* Enqueues stage `id`'s kernel. */
+static pbd_status launch(cl_impl *c, int id, size_t items, size_t local, pbd_error *err)
+{
+    return launch_kernel(c, c->kernels[id], id, items, local, err);
 }
 
 #define ARG(kernel, index, value)                                                                  \
@@ -125,15 +140,50 @@ static pbd_status cl_project_color(void *impl, int color, int reset, pbd_error *
     ARG(PBD_STAGE_PROJECT_GS, 3, offset);
     ARG(PBD_STAGE_PROJECT_GS, 4, count);
     ARG(PBD_STAGE_PROJECT_GS, 6, r);
-    status = launch(c, PBD_STAGE_PROJECT_GS, (size_t)count, c->wg, err);
+    /* CPU devices (project_distance_gs16): sixteen constraints a work-item. */
+    size_t items = c->plan->reduce_serial ? ((size_t)count + 15) / 16 : (size_t)count;
+    status = launch(c, PBD_STAGE_PROJECT_GS, items, c->wg, err);
 cleanup:
     return status;
 }
 
-static pbd_status cl_collide(void *impl, pbd_error *err)
+static pbd_status cl_collide(cl_impl *c, pbd_error *err)
+{
+    return launch(c, PBD_STAGE_COLLIDE, (size_t)c->plan->num_particles, c->wg, err);
+}
+
+/* One Gauss-Seidel iteration in the plan's order. CPU devices with blocks: the boundary
+ * colours (in one work-item when few, else a launch each), then every block's colours and
+ * collisions in one launch, a work-item a block. Otherwise a launch a colour, then
+ * collide_planes. */
+static pbd_status cl_project_gs(void *impl, int reset, pbd_error *err)
 {
     cl_impl *c = impl;
-    return launch(c, PBD_STAGE_COLLIDE, (size_t)c->plan->num_particles, c->wg, err);
+    const pbd_plan *pl = c->plan;
+    pbd_status status = PBD_OK;
+    cl_int r = reset;
+    int blocked = c->gs_blocks != NULL;
+    int colors = blocked ? pl->boundary_colors : pl->num_colors;
+    if (blocked && c->serial_boundary) {
+        if (colors > 0) {
+            PBD_CL_CHECK(clSetKernelArg(c->gs_serial, 7, sizeof r, &r));
+            status = launch_kernel(c, c->gs_serial, PBD_STAGE_PROJECT_GS, 1, 1, err);
+        }
+    } else {
+        for (int k = 0; k < colors && status == PBD_OK; ++k)
+            status = cl_project_color(c, k, reset, err);
+    }
+    if (status != PBD_OK)
+        return status;
+    if (blocked) {
+        PBD_CL_CHECK(clSetKernelArg(c->gs_blocks, 8, sizeof r, &r));
+        status =
+            launch_kernel(c, c->gs_blocks, PBD_STAGE_PROJECT_GS, (size_t)pl->num_blocks, 1, err);
+    } else if (pl->num_planes > 0) {
+        status = cl_collide(c, err);
+    }
+cleanup:
+    return status;
 }
 
 static pbd_status cl_project_jacobi(void *impl, int reset, pbd_error *err)
@@ -300,6 +350,10 @@ static void cl_destroy(void *impl)
     for (int k = 0; k < PBD_STAGE_COUNT; ++k)
         if (c->kernels[k])
             clReleaseKernel(c->kernels[k]);
+    if (c->gs_serial)
+        clReleaseKernel(c->gs_serial);
+    if (c->gs_blocks)
+        clReleaseKernel(c->gs_blocks);
     cl_mem *mems[] = {&c->x,
                       &c->p,
                       &c->v,
@@ -321,7 +375,10 @@ static void cl_destroy(void *impl)
                       &c->segment_sums,
                       &c->out_step,
                       &c->out_other,
-                      &c->body_apply};
+                      &c->body_apply,
+                      &c->color_offsets,
+                      &c->block_offsets,
+                      &c->block_first};
     for (size_t k = 0; k < sizeof mems / sizeof mems[0]; ++k)
         if (*mems[k])
             clReleaseMemObject(*mems[k]);
@@ -392,7 +449,7 @@ pbd_status pbd_cl_solver_create(const pbd_model *m, pbd_plan *plan, const pbd_so
      * (bit-identical; about 20 % faster on PoCL 3.1). GPUs keep the float4 kernels. */
     int lanes = plan->reduce_serial;
     if (lanes) {
-        names[PBD_STAGE_PROJECT_GS] = "project_distance_gs_lanes";
+        names[PBD_STAGE_PROJECT_GS] = "project_distance_gs16";
         names[PBD_STAGE_PROJECT_JACOBI] = "project_distance_jacobi_lanes";
         names[PBD_STAGE_PREDICT] = "predict8";
     }
@@ -401,6 +458,13 @@ pbd_status pbd_cl_solver_create(const pbd_model *m, pbd_plan *plan, const pbd_so
                               float_sums && info->fp64 ? "-DPBD_FLOAT_ACC=1" : NULL, err);
     for (int k = 0; status == PBD_OK && k < PBD_STAGE_COUNT; ++k)
         status = pbd_cl_kernel(&c->cl, names[k], &c->kernels[k], err);
+    /* Block Gauss-Seidel on CPU devices: a work-item runs a whole block, so the step needs
+     * two launches an iteration instead of one a colour plus collide_planes. */
+    int blocked = lanes && plan->num_blocks > 1 && plan->cfg.solver == PBD_SOLVER_GS;
+    if (blocked && status == PBD_OK)
+        status = pbd_cl_kernel(&c->cl, "project_gs_serial", &c->gs_serial, err);
+    if (blocked && status == PBD_OK)
+        status = pbd_cl_kernel(&c->cl, "project_gs_blocks", &c->gs_blocks, err);
     if (status != PBD_OK)
         goto cleanup;
 
@@ -449,6 +513,10 @@ pbd_status pbd_cl_solver_create(const pbd_model *m, pbd_plan *plan, const pbd_so
     BUF(csr_offsets, (np + 1) * sizeof(int), plan->csr_offsets);
     BUF(csr_slots, 2 * nc * sizeof(int), nc ? plan->csr_slots : NULL);
     BUF(planes, ((size_t)plan->num_planes + 1) * f4, plan->planes);
+    size_t nic = (size_t)(plan->num_colors - plan->boundary_colors);
+    BUF(color_offsets, ((size_t)plan->num_colors + 1) * sizeof(int), plan->color_offsets);
+    BUF(block_offsets, nic * ((size_t)plan->num_blocks + 1) * sizeof(int), plan->block_offsets);
+    BUF(block_first, ((size_t)plan->num_blocks + 1) * sizeof(int), plan->block_first);
     BUF(particle_body, np * sizeof(int), m->body);
     BUF(segments, (size_t)plan->num_segments * sizeof(pbd_segment), plan->segments);
     BUF(body_segments, (nb + 1) * sizeof(int), plan->body_segments);
@@ -519,8 +587,40 @@ pbd_status pbd_cl_solver_create(const pbd_model *m, pbd_plan *plan, const pbd_so
     ARG(PBD_STAGE_PROJECT_JACOBI, 6, zero);
     if (lanes) {
         cl_int one = 1;
-        ARG(PBD_STAGE_PROJECT_GS, 7, one);
         ARG(PBD_STAGE_PROJECT_JACOBI, 7, one);
+    }
+    /* Few boundary constraints: one work-item projects them all at less than the cost of a
+     * launch a colour. */
+    int nbound = plan->color_offsets[plan->boundary_colors];
+    c->serial_boundary = nbound <= PBD_SERIAL_BOUNDARY;
+    plan->gs_launches = plan->num_colors + (plan->num_planes > 0);
+    if (c->gs_blocks) {
+        cl_int first = 0, nbc = plan->boundary_colors, nblocks = plan->num_blocks;
+        cl_int ninterior = plan->num_colors - plan->boundary_colors;
+        cl_mem k[] = {c->p, c->distance, c->lambda};
+        for (cl_uint a = 0; a < 3; ++a) {
+            PBD_CL_CHECK(clSetKernelArg(c->gs_serial, a, sizeof(cl_mem), &k[a]));
+            PBD_CL_CHECK(clSetKernelArg(c->gs_blocks, a, sizeof(cl_mem), &k[a]));
+        }
+#define ARGK(kernel, index, value)                                                                 \
+    PBD_CL_CHECK(clSetKernelArg(kernel, index, sizeof(value), &(value)))
+        ARGK(c->gs_serial, 3, c->color_offsets);
+        ARGK(c->gs_serial, 4, first);
+        ARGK(c->gs_serial, 5, nbc);
+        ARGK(c->gs_serial, 6, inv_h2);
+        ARGK(c->gs_serial, 7, zero);
+        ARGK(c->gs_blocks, 3, c->block_offsets);
+        ARGK(c->gs_blocks, 4, ninterior);
+        ARGK(c->gs_blocks, 5, c->block_first);
+        ARGK(c->gs_blocks, 6, nblocks);
+        ARGK(c->gs_blocks, 7, inv_h2);
+        ARGK(c->gs_blocks, 8, zero);
+        ARGK(c->gs_blocks, 9, c->planes);
+        ARGK(c->gs_blocks, 10, npl);
+        ARGK(c->gs_blocks, 11, c->dx);
+        ARGK(c->gs_blocks, 12, track);
+#undef ARGK
+        plan->gs_launches = (c->serial_boundary ? nbc > 0 : nbc) + 1;
     }
     ARG(PBD_STAGE_GATHER, 0, c->p);
     ARG(PBD_STAGE_GATHER, 1, c->delta);
@@ -607,7 +707,7 @@ cleanup:
 }
 
 const pbd_backend_ops pbd_cl_ops = {
-    cl_predict,      cl_project_color, cl_collide,     cl_project_jacobi, cl_gather_jacobi,
-    cl_update,       cl_momentum,      cl_body_solve,  cl_finish,         cl_read,
-    cl_kernel_times, cl_reset_times,   cl_device_name, cl_memory_bytes,   cl_destroy,
+    cl_predict,     cl_project_gs,  cl_project_jacobi, cl_gather_jacobi, cl_update,
+    cl_momentum,    cl_body_solve,  cl_finish,         cl_read,          cl_kernel_times,
+    cl_reset_times, cl_device_name, cl_memory_bytes,   cl_destroy,
 };

@@ -128,6 +128,16 @@ static pbd_status cpu_collide(void *impl, pbd_error *err)
     return PBD_OK;
 }
 
+/* Every colour in the plan's order (boundary colours, then the blocks' colours), then the
+ * collisions: the order every device follows, however it groups its launches. */
+static pbd_status cpu_project_gs(void *impl, int reset, pbd_error *err)
+{
+    cpu_impl *c = impl;
+    for (int k = 0; k < c->plan->num_colors; ++k)
+        cpu_project_color(impl, k, reset, err);
+    return c->plan->num_planes > 0 ? cpu_collide(impl, err) : PBD_OK;
+}
+
 static pbd_status cpu_project_jacobi(void *impl, int reset, pbd_error *err)
 {
     (void)err;
@@ -371,6 +381,7 @@ pbd_status pbd_cpu_create(const pbd_model *m, pbd_plan *plan, const pbd_solver_d
 {
     /* The reference adds the sums in the order asked for: a device's (desc->sums). */
     plan->reduce_serial = desc->sums == PBD_SUMS_LANES;
+    plan->gs_launches = plan->num_colors + (plan->num_planes > 0);
     if (plan->reduce_serial)
         plan->solve_serial = 1;
     cpu_impl *c = calloc(1, sizeof *c);
@@ -415,7 +426,7 @@ pbd_status pbd_cpu_create(const pbd_model *m, pbd_plan *plan, const pbd_solver_d
 }
 
 const pbd_backend_ops pbd_cpu_ops = {
-    cpu_predict,      cpu_project_color, cpu_collide,     cpu_project_jacobi, cpu_gather_jacobi,
-    cpu_update,       cpu_momentum,      cpu_body_solve,  cpu_finish,         cpu_read,
-    cpu_kernel_times, cpu_reset_times,   cpu_device_name, cpu_memory_bytes,   cpu_destroy,
+    cpu_predict,     cpu_project_gs,  cpu_project_jacobi, cpu_gather_jacobi, cpu_update,
+    cpu_momentum,    cpu_body_solve,  cpu_finish,         cpu_read,          cpu_kernel_times,
+    cpu_reset_times, cpu_device_name, cpu_memory_bytes,   cpu_destroy,
 };

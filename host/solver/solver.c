@@ -18,6 +18,8 @@ struct pbd_solver {
 void pbd_plan_free(pbd_plan *plan)
 {
     free(plan->color_offsets);
+    free(plan->block_first);
+    free(plan->block_offsets);
     free(plan->distance);
     free(plan->csr_offsets);
     free(plan->csr_slots);
@@ -64,6 +66,93 @@ static pbd_status check_config(const pbd_config *c, pbd_error *err)
     return PBD_OK;
 }
 
+/* Particles per block, at least: smaller blocks give more boundary and no more parallelism
+ * on CPU devices. At most PBD_MAX_BLOCKS blocks (a few per core keeps the cores evenly
+ * loaded; more only moves constraints to the boundary). */
+#define PBD_BLOCK_PARTICLES 2048
+#define PBD_MAX_BLOCKS      8
+
+/* Cuts the particles into blocks of consecutive indices and colours the constraints that
+ * cross blocks (first) and those inside one block (then, each colour sorted by block) into
+ * `col`. Meshes numbered without locality would put most constraints on the boundary; they
+ * get one block, which is the plain colouring. */
+static pbd_status block_coloring(const pbd_model *m, pbd_plan *plan, pbd_coloring *col,
+                                 pbd_error *err)
+{
+    int np = m->num_particles, n = m->num_distance;
+    int nb = np / PBD_BLOCK_PARTICLES;
+    nb = nb < 1 ? 1 : nb > PBD_MAX_BLOCKS ? PBD_MAX_BLOCKS : nb;
+    int *block = malloc(((size_t)np + 1) * sizeof *block);
+    int *list = malloc(((size_t)n + 1) * sizeof *list);
+    pbd_coloring cb = {0}, ci = {0};
+    pbd_status st = PBD_OK;
+    if (!block || !list) {
+        st = pbd_error_set(err, PBD_ERR_MEMORY, "out of memory preparing the solver");
+        goto done;
+    }
+    int nbound = 0;
+    for (int pass = 0; pass < 2; ++pass) {
+        for (int i = 0; i < np; ++i)
+            block[i] = (int)((long long)i * nb / np);
+        nbound = 0;
+        for (int c = 0; c < n; ++c)
+            nbound += block[m->distance[c].a] != block[m->distance[c].b];
+        if (nbound <= n / 4)
+            break;
+        nb = 1; /* no locality to use */
+    }
+    /* Boundary constraints first in `list`, then the interior ones, each in model order. */
+    int nin = 0;
+    for (int c = 0; c < n; ++c)
+        if (block[m->distance[c].a] != block[m->distance[c].b])
+            list[nin++] = c;
+    for (int c = 0; c < n; ++c)
+        if (block[m->distance[c].a] == block[m->distance[c].b])
+            list[nin++] = c;
+    if ((st = pbd_color_subset(m, list, nbound, &cb, err)) != PBD_OK ||
+        (st = pbd_color_subset(m, list + nbound, n - nbound, &ci, err)) != PBD_OK)
+        goto done;
+    int nc = cb.num_colors + ci.num_colors;
+    plan->num_blocks = nb;
+    plan->boundary_colors = cb.num_colors;
+    plan->block_first = malloc(((size_t)nb + 1) * sizeof *plan->block_first);
+    plan->block_offsets =
+        malloc(((size_t)ci.num_colors * ((size_t)nb + 1) + 1) * sizeof *plan->block_offsets);
+    col->num_colors = nc;
+    col->offsets = malloc(((size_t)nc + 1) * sizeof *col->offsets);
+    col->order = malloc(((size_t)n + 1) * sizeof *col->order);
+    if (!plan->block_first || !plan->block_offsets || !col->offsets || !col->order) {
+        st = pbd_error_set(err, PBD_ERR_MEMORY, "out of memory preparing the solver");
+        goto done;
+    }
+    for (int b = 0; b <= nb; ++b)
+        plan->block_first[b] = (int)((long long)b * np / nb);
+    for (int k = 0; k <= cb.num_colors; ++k)
+        col->offsets[k] = cb.offsets[k];
+    memcpy(col->order, cb.order, (size_t)nbound * sizeof *col->order);
+    /* Each interior colour, bucketed by block (stable: model order within a block). */
+    int j = nbound;
+    for (int k = 0; k < ci.num_colors; ++k) {
+        int *bo = plan->block_offsets + (size_t)k * ((size_t)nb + 1);
+        for (int b = 0; b < nb; ++b) {
+            bo[b] = j;
+            for (int s = ci.offsets[k]; s < ci.offsets[k + 1]; ++s)
+                if (block[m->distance[ci.order[s]].a] == b)
+                    col->order[j++] = ci.order[s];
+        }
+        bo[nb] = j;
+        col->offsets[cb.num_colors + k + 1] = j;
+    }
+done:
+    if (st != PBD_OK)
+        pbd_coloring_free(col);
+    pbd_coloring_free(&cb);
+    pbd_coloring_free(&ci);
+    free(block);
+    free(list);
+    return st;
+}
+
 pbd_status pbd_plan_build(const pbd_model *m, const pbd_config *cfg, pbd_plan *plan, pbd_error *err)
 {
     memset(plan, 0, sizeof *plan);
@@ -83,10 +172,10 @@ pbd_status pbd_plan_build(const pbd_model *m, const pbd_config *cfg, pbd_plan *p
     plan->point_damping = cfg->damping == PBD_DAMPING_POINT ? cfg->damping_k : 0.0f;
     plan->rigid_damping = cfg->damping == PBD_DAMPING_RIGID ? cfg->damping_k : 0.0f;
 
-    pbd_coloring col;
-    st = pbd_color_distance(m, &col, err);
+    pbd_coloring col = {0};
+    st = block_coloring(m, plan, &col, err);
     if (st != PBD_OK)
-        return st;
+        goto fail_col;
     st = pbd_coloring_validate(m, &col, err);
     if (st != PBD_OK)
         goto fail_col;

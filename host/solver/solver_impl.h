@@ -38,8 +38,19 @@ typedef struct pbd_plan {
     int num_colors;
     int *color_offsets;     /* num_colors + 1: colour k is distance[off[k] .. off[k+1]) */
     pbd_distance *distance; /* sorted by colour; PBD stiffness k stored as -(1-(1-k)^(1/n)) */
-    int *csr_offsets;       /* num_particles + 1 */
-    int *csr_slots;         /* 2 * num_distance: slot 2c + end, ascending per particle */
+    /* Block Gauss-Seidel (a fixed order of the same colours): the particles are cut into
+     * num_blocks ranges of indices. The first boundary_colors colours hold the constraints
+     * whose ends lie in different blocks; the others hold those within one block, sorted by
+     * block inside each colour, so a block's constraints can all be projected by one worker,
+     * colour after colour, while the other blocks run alongside it (they share no particle). */
+    int num_blocks;
+    int *block_first;    /* num_blocks + 1: block b is particles [bf[b], bf[b+1]) */
+    int boundary_colors; /* the first colours: the constraints that cross blocks */
+    int *block_offsets;  /* (num_colors - boundary_colors) x (num_blocks + 1): block b's part of
+                            interior colour k is distance[bo[k (nb + 1) + b] .. + b + 1]) */
+    int gs_launches;     /* launches per Gauss-Seidel iteration, set by the backend */
+    int *csr_offsets;    /* num_particles + 1 */
+    int *csr_slots;      /* 2 * num_distance: slot 2c + end, ascending per particle */
     int num_segments;
     pbd_segment *segments; /* reduction pieces, ordered by body */
     int *body_segments;    /* num_bodies + 1: body b owns segments [bs[b], bs[b+1]) */
@@ -70,8 +81,8 @@ void pbd_plan_free(pbd_plan *plan);
 typedef struct pbd_backend_ops {
     /* bdf2: use the previous substep (none on the first substep of a BDF2 run). */
     pbd_status (*predict)(void *impl, int bdf2, pbd_error *err);
-    pbd_status (*project_color)(void *impl, int color, int reset_lambda, pbd_error *err);
-    pbd_status (*collide)(void *impl, pbd_error *err);
+    /* One Gauss-Seidel iteration: every colour in order, then the collisions. */
+    pbd_status (*project_gs)(void *impl, int reset_lambda, pbd_error *err);
     pbd_status (*project_jacobi)(void *impl, int reset_lambda, pbd_error *err);
     pbd_status (*gather_jacobi)(void *impl, pbd_error *err);
     /* keep_prev: store x and v for the next BDF2 prediction. */

@@ -1,8 +1,9 @@
 /* The step, as one fixed sequence of named stages (Müller et al. 2007, Algorithm 1, then
  * Dahl & Bargteil 2019, Algorithm 2):
  *   predict -> iterations x (project constraints, collide) -> update velocity -> momentum.
- * Gauss-Seidel projects colour by colour and collides once per iteration; Jacobi projects
- * every constraint into its delta slots, and the gather applies them and collides. */
+ * Gauss-Seidel projects colour by colour (the plan's block order) and collides once per
+ * iteration; Jacobi projects every constraint into its delta slots, and the gather applies
+ * them and collides. */
 #include "solver/solver_impl.h"
 
 const char *const pbd_stage_names[PBD_STAGE_COUNT] = {
@@ -30,10 +31,7 @@ pbd_status pbd_step_frame(const pbd_backend_ops *ops, void *impl, const pbd_plan
             /* XPBD: multipliers start at zero each substep (Macklin 2016, Algorithm 1). */
             int reset = it == 0;
             if (cfg->solver == PBD_SOLVER_GS) {
-                for (int k = 0; k < plan->num_colors; ++k)
-                    STAGE(ops->project_color(impl, k, reset, err));
-                if (plan->num_planes > 0)
-                    STAGE(ops->collide(impl, err));
+                STAGE(ops->project_gs(impl, reset, err));
             } else {
                 if (plan->num_distance > 0)
                     STAGE(ops->project_jacobi(impl, reset, err));
@@ -53,7 +51,7 @@ long pbd_step_launches(const pbd_plan *plan)
     const pbd_config *cfg = &plan->cfg;
     long per_iteration;
     if (cfg->solver == PBD_SOLVER_GS)
-        per_iteration = plan->num_colors + (plan->num_planes > 0);
+        per_iteration = plan->gs_launches;
     else
         per_iteration = (plan->num_distance > 0) + 1;
     /* The momentum correction: body_reduce and body_solve; its broadcast rides on the next
