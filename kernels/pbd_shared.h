@@ -291,6 +291,22 @@ PBD_INLINE pbd_float4 pbd_add3(pbd_float4 p, pbd_float4 d)
     return PBD_F4(p.x + d.x, p.y + d.y, p.z + d.z, p.w);
 }
 
+/* Gauss-Seidel for constraint c, in place: its two particles move and its multiplier grows
+ * (from 0 when `reset_lambda`, the first iteration of a substep). The CPU reference and the
+ * device's kernels project one constraint with this. */
+PBD_INLINE void pbd_gs_project(PBD_GLOBAL pbd_float4 *p, PBD_GLOBAL const pbd_distance *distance,
+                               PBD_GLOBAL float *lambda, int c, float inv_h2, int reset_lambda)
+{
+    pbd_distance d = distance[c];
+    float l = reset_lambda ? 0.0f : lambda[c];
+    pbd_float4 pa = p[d.a], pb = p[d.b], da, db;
+    float dl;
+    pbd_project_distance(pa, pb, d.rest, d.compliance, l, inv_h2, &da, &db, &dl);
+    p[d.a] = pbd_add3(pa, da);
+    p[d.b] = pbd_add3(pb, db);
+    lambda[c] = l + dl;
+}
+
 /* Jacobi gather for one particle: the sum of its constraints' deltas, in the fixed slot order
  * of its CSR row, scaled by omega / n (Bender et al. survey, "Jacobi"; n = the particle's
  * constraint count). No atomics: the order is fixed, so the result is the same on every run

@@ -9,19 +9,8 @@ __kernel void project_distance_gs(__global pbd_float4 *particle_p,
                                   float inv_h2, int reset_lambda)
 {
     int k = get_global_id(0);
-    if (k >= count)
-        return;
-    int c = offset + k;
-    pbd_distance d = distance[c];
-    float lambda = reset_lambda ? 0.0f : distance_lambda[c];
-    pbd_float4 pa = particle_p[d.a];
-    pbd_float4 pb = particle_p[d.b];
-    pbd_float4 da, db;
-    float dl;
-    pbd_project_distance(pa, pb, d.rest, d.compliance, lambda, inv_h2, &da, &db, &dl);
-    particle_p[d.a] = pbd_add3(pa, da);
-    particle_p[d.b] = pbd_add3(pb, db);
-    distance_lambda[c] = lambda + dl;
+    if (k < count)
+        pbd_gs_project(particle_p, distance, distance_lambda, offset + k, inv_h2, reset_lambda);
 }
 
 /* Jacobi: every constraint reads the same predictions and writes its two corrections into
@@ -174,16 +163,8 @@ static inline void pbd_gs_range(__global float4 *particle_p, __global const int 
     int c = lo;
     for (; c + 16 <= hi; c += 16)
         pbd_gs16(particle_p, distance, distance_lambda, c, inv_h2, reset_lambda);
-    for (; c < hi; ++c) {
-        pbd_distance d = dist[c];
-        float lambda = reset_lambda ? 0.0f : distance_lambda[c];
-        pbd_float4 pa = particle_p[d.a], pb = particle_p[d.b], da, db;
-        float dl;
-        pbd_project_distance(pa, pb, d.rest, d.compliance, lambda, inv_h2, &da, &db, &dl);
-        particle_p[d.a] = pbd_add3(pa, da);
-        particle_p[d.b] = pbd_add3(pb, db);
-        distance_lambda[c] = lambda + dl;
-    }
+    for (; c < hi; ++c)
+        pbd_gs_project(particle_p, dist, distance_lambda, c, inv_h2, reset_lambda);
 }
 
 /* One colour, constraints [offset, offset + count): work-item j takes sixteen of them. */

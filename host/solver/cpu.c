@@ -91,18 +91,8 @@ static pbd_status cpu_project_color(void *impl, int color, int reset, pbd_error 
     cpu_impl *c = impl;
     const pbd_plan *pl = c->plan;
     double t0 = now_ms();
-    pbd_float4 *p = c->p;
-    for (int k = pl->color_offsets[color]; k < pl->color_offsets[color + 1]; ++k) {
-        pbd_distance d = pl->distance[k];
-        float lambda = reset ? 0.0f : c->lambda[k];
-        pbd_float4 da, db;
-        float dl;
-        pbd_project_distance(p[d.a], p[d.b], d.rest, d.compliance, lambda, pl->inv_h2, &da, &db,
-                             &dl);
-        p[d.a] = pbd_add3(p[d.a], da);
-        p[d.b] = pbd_add3(p[d.b], db);
-        c->lambda[k] = lambda + dl;
-    }
+    for (int k = pl->color_offsets[color]; k < pl->color_offsets[color + 1]; ++k)
+        pbd_gs_project(c->p, pl->distance, c->lambda, k, pl->inv_h2, reset);
     charge(c, PBD_STAGE_PROJECT_GS, t0);
     return PBD_OK;
 }
