@@ -395,7 +395,6 @@ pbd_status pbd_cpu_create(const pbd_model *m, pbd_plan *plan, const pbd_solver_d
         c->out_step = calloc(nb * PBD_OUT_COUNT, sizeof(double));
         c->out_other = calloc(nb * PBD_OUT_COUNT, sizeof(double));
         c->apply = alloc4(nb * PBD_APPLY_COUNT);
-        c->apply = alloc4(nb * PBD_APPLY_COUNT);
     }
     if (!c || !c->x || !c->p || !c->v || !c->xp || !c->vp || !c->dx || !c->delta || !c->lambda ||
         !c->particle_body || !c->body_ref || !c->body_track || !c->segment_sums || !c->out_step ||
