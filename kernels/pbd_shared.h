@@ -197,20 +197,37 @@ PBD_INLINE float16 pbd_distance_gain16(float16 dx, float16 dy, float16 dz, float
 }
 #endif
 
-/* Projects one distance constraint on predictions pa, pb (w = inverse mass): writes the
- * position corrections of a and b and the multiplier increment (pbd_distance_gain). */
-PBD_INLINE void pbd_project_distance(pbd_float4 pa, pbd_float4 pb, float rest, float compliance,
-                                     float lambda, float inv_h2, pbd_float4 *da, pbd_float4 *db,
-                                     float *dlambda)
+/* The gain of one distance constraint on predictions pa, pb (w = inverse mass), and its
+ * multiplier increment: pbd_distance_gain of d = pa - pb. */
+PBD_INLINE float pbd_distance_gain4(pbd_float4 pa, pbd_float4 pb, float rest, float compliance,
+                                    float lambda, float inv_h2, float *dlambda)
 {
     float dx = pa.x - pb.x;
     float dy = pa.y - pb.y;
     float dz = pa.z - pb.z;
-    float g = pbd_distance_gain(dx, dy, dz, pa.w, pb.w, rest, compliance, lambda, inv_h2, dlambda);
-    float ga = pa.w * g;
-    float gb = -pb.w * g;
-    *da = PBD_F4(ga * dx, ga * dy, ga * dz, 0.0f);
-    *db = PBD_F4(gb * dx, gb * dy, gb * dz, 0.0f);
+    return pbd_distance_gain(dx, dy, dz, pa.w, pb.w, rest, compliance, lambda, inv_h2, dlambda);
+}
+
+/* The position correction of one end of a distance constraint of gain g: wa g (pa - pb) at
+ * end a (end = 0), -wb g (pa - pb) at end b (end = 1). */
+PBD_INLINE pbd_float4 pbd_distance_delta(pbd_float4 pa, pbd_float4 pb, float g, int end)
+{
+    float dx = pa.x - pb.x;
+    float dy = pa.y - pb.y;
+    float dz = pa.z - pb.z;
+    float ge = end ? -pb.w * g : pa.w * g;
+    return PBD_F4(ge * dx, ge * dy, ge * dz, 0.0f);
+}
+
+/* Projects one distance constraint on predictions pa, pb: writes the position corrections of
+ * a and b and the multiplier increment (pbd_distance_gain). */
+PBD_INLINE void pbd_project_distance(pbd_float4 pa, pbd_float4 pb, float rest, float compliance,
+                                     float lambda, float inv_h2, pbd_float4 *da, pbd_float4 *db,
+                                     float *dlambda)
+{
+    float g = pbd_distance_gain4(pa, pb, rest, compliance, lambda, inv_h2, dlambda);
+    *da = pbd_distance_delta(pa, pb, g, 0);
+    *db = pbd_distance_delta(pa, pb, g, 1);
 }
 
 /* |C| of a distance constraint, m. */
@@ -307,25 +324,48 @@ PBD_INLINE void pbd_gs_project(PBD_GLOBAL pbd_float4 *p, PBD_GLOBAL const pbd_di
     lambda[c] = l + dl;
 }
 
-/* Jacobi gather for one particle: the sum of its constraints' deltas, in the fixed slot order
- * of its CSR row, scaled by omega / n (Bender et al. survey, "Jacobi"; n = the particle's
- * constraint count). No atomics: the order is fixed, so the result is the same on every run
- * and every device. The caller then collides. */
-PBD_INLINE pbd_float4 pbd_gather(pbd_float4 p, PBD_GLOBAL const pbd_float4 *delta,
-                                 PBD_GLOBAL const int *slots, int begin, int end, float omega)
+/* Jacobi for constraint c: its gain (pbd_distance_gain) on the iterate p, which it does not
+ * change, and its multiplier, grown from 0 when `reset_lambda`. The CPU reference and the
+ * device's kernels project one constraint with this. */
+PBD_INLINE void pbd_jacobi_project(PBD_GLOBAL const pbd_float4 *p,
+                                   PBD_GLOBAL const pbd_distance *distance,
+                                   PBD_GLOBAL float *lambda, PBD_GLOBAL float *gain, int c,
+                                   float inv_h2, int reset_lambda)
 {
+    pbd_distance d = distance[c];
+    float l = reset_lambda ? 0.0f : lambda[c];
+    float dl;
+    gain[c] = pbd_distance_gain4(p[d.a], p[d.b], d.rest, d.compliance, l, inv_h2, &dl);
+    lambda[c] = l + dl;
+}
+
+/* Jacobi gather for particle i of the iterate p: the sum of its constraints' corrections, in
+ * the fixed slot order of its CSR row, scaled by omega / n (Bender et al. survey, "Jacobi";
+ * n = the particle's constraint count). Each correction is derived again from the
+ * constraint's gain g and both ends' positions in p (`other`: the far end, per slot), which
+ * is why the caller writes the result into another array than p. At either end it is
+ * (w_i g) (p_i - p_other): at end b, pbd_distance_delta's (-w_b g) (p_a - p_b) is the same
+ * bits, as negation is exact and rounding symmetric, so no branch on the end is needed. No
+ * atomics: the order is fixed, so the result is the same on every run and every device. The
+ * caller then collides. */
+PBD_INLINE pbd_float4 pbd_gather(PBD_GLOBAL const pbd_float4 *p, int i,
+                                 PBD_GLOBAL const float *gain, PBD_GLOBAL const int *slots,
+                                 PBD_GLOBAL const int *other, int begin, int end, float omega)
+{
+    pbd_float4 pi = p[i];
     if (end > begin) {
         float sx = 0.0f, sy = 0.0f, sz = 0.0f;
         for (int s = begin; s < end; ++s) {
-            pbd_float4 d = delta[slots[s]];
-            sx = sx + d.x;
-            sy = sy + d.y;
-            sz = sz + d.z;
+            pbd_float4 q = p[other[s]];
+            float ge = pi.w * gain[slots[s] >> 1];
+            sx = sx + ge * (pi.x - q.x);
+            sy = sy + ge * (pi.y - q.y);
+            sz = sz + ge * (pi.z - q.z);
         }
         float f = omega / (float)(end - begin);
-        p = PBD_F4(p.x + f * sx, p.y + f * sy, p.z + f * sz, p.w);
+        pi = PBD_F4(pi.x + f * sx, pi.y + f * sy, pi.z + f * sz, pi.w);
     }
-    return p;
+    return pi;
 }
 
 /* Accumulator of the per-body reductions: double where the device has fp64 (always on the

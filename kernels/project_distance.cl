@@ -13,112 +13,61 @@ __kernel void project_distance_gs(__global pbd_float4 *particle_p,
         pbd_gs_project(particle_p, distance, distance_lambda, offset + k, inv_h2, reset_lambda);
 }
 
-/* Jacobi: every constraint reads the same predictions and writes its two corrections into
- * its own slots 2c and 2c + 1; gather_jacobi sums them per particle. */
+/* Jacobi: every constraint reads the same iterate and writes its gain (pbd_distance_gain)
+ * and multiplier; gather_jacobi derives each end's correction from the gain. */
 __kernel void project_distance_jacobi(__global const pbd_float4 *particle_p,
                                       __global const pbd_distance *distance,
                                       __global float *distance_lambda,
-                                      __global pbd_float4 *distance_delta, int count, float inv_h2,
+                                      __global float *distance_gain, int count, float inv_h2,
                                       int reset_lambda)
 {
     int c = get_global_id(0);
-    if (c >= count)
-        return;
-    pbd_distance d = distance[c];
-    float lambda = reset_lambda ? 0.0f : distance_lambda[c];
-    pbd_float4 da, db;
-    float dl;
-    pbd_project_distance(particle_p[d.a], particle_p[d.b], d.rest, d.compliance, lambda, inv_h2,
-                         &da, &db, &dl);
-    distance_delta[2 * c] = da;
-    distance_delta[2 * c + 1] = db;
-    distance_lambda[c] = lambda + dl;
+    if (c < count)
+        pbd_jacobi_project(particle_p, distance, distance_lambda, distance_gain, c, inv_h2,
+                           reset_lambda);
 }
 
-/* The Jacobi kernel for CPU devices, reading and writing the 4-float records (particles,
- * constraints, Jacobi slots) one component at a time. The components' offsets within a
- * record come in at run time as `one` (= 1) and its multiples: with constant offsets, LLVM's
- * SLP pass (run by PoCL before its work-item loops are formed) packs one record's components
- * into <2 x float> operations, and its loop vectorizer then refuses the work-item loop
- * ("instruction return type cannot be vectorized"). With run-time offsets each component is
- * a gather, and the work-item loop is vectorised 8 wide. The arithmetic is the kernels'
- * above, operation for operation, so the results are bit-identical. */
-#define PBD_LANE_OFFSETS(one) const int o1 = (one), o2 = o1 + o1, o3 = o2 + o1
+/* Sixteen constraints [c, c + 16) on CPU devices: their records, and their 32 particles as
+ * float16 components (gather16). */
+typedef struct pbd_con16 {
+    int16 ia, ib;
+    float16 ax, ay, az, aw, bx, by, bz, bw, rest, compliance;
+} pbd_con16;
 
-__kernel void project_distance_jacobi_lanes(__global const float *particle_p,
-                                            __global const int *distance,
-                                            __global float *distance_lambda,
-                                            __global float *distance_delta, int count, float inv_h2,
-                                            int reset_lambda, int one)
+static inline pbd_con16 pbd_load16(__global const float4 *p, __global const int *distance, int c)
 {
-    PBD_LANE_OFFSETS(one);
-    int c = get_global_id(0);
-    if (c < count) {
-        int a = 4 * distance[4 * c], b = 4 * distance[4 * c + o1];
-        float rest = as_float(distance[4 * c + o2]);
-        float compliance = as_float(distance[4 * c + o3]);
-        float lambda = reset_lambda ? 0.0f : distance_lambda[c];
-        float wa = particle_p[a + o3], wb = particle_p[b + o3];
-        float dx = particle_p[a] - particle_p[b];
-        float dy = particle_p[a + o1] - particle_p[b + o1];
-        float dz = particle_p[a + o2] - particle_p[b + o2];
-        float dl;
-        float g = pbd_distance_gain(dx, dy, dz, wa, wb, rest, compliance, lambda, inv_h2, &dl);
-        float ga = wa * g, gb = -wb * g;
-        int sa = 8 * c, sb = sa + 4;
-        distance_delta[sa] = ga * dx;
-        distance_delta[sa + o1] = ga * dy;
-        distance_delta[sa + o2] = ga * dz;
-        distance_delta[sa + o3] = 0.0f;
-        distance_delta[sb] = gb * dx;
-        distance_delta[sb + o1] = gb * dy;
-        distance_delta[sb + o2] = gb * dz;
-        distance_delta[sb + o3] = 0.0f;
-        distance_lambda[c] = lambda + dl;
-    }
+    pbd_con16 k;
+    int16 d0 = vload16(0, distance + 4 * c), d1 = vload16(0, distance + 4 * c + 16);
+    int16 d2 = vload16(0, distance + 4 * c + 32), d3 = vload16(0, distance + 4 * c + 48);
+    k.ia = (int16)(d0.s048c, d1.s048c, d2.s048c, d3.s048c);
+    k.ib = (int16)(d0.s159d, d1.s159d, d2.s159d, d3.s159d);
+    k.rest = as_float16((int16)(d0.s26ae, d1.s26ae, d2.s26ae, d3.s26ae));
+    k.compliance = as_float16((int16)(d0.s37bf, d1.s37bf, d2.s37bf, d3.s37bf));
+    gather16(p, k.ia, &k.ax, &k.ay, &k.az, &k.aw);
+    gather16(p, k.ib, &k.bx, &k.by, &k.bz, &k.bw);
+    return k;
 }
 
-/* Gauss-Seidel on CPU devices: a work-item projects sixteen constraints of one colour at a
- * time. It loads the 32 particles as float4 records, transposes them into float16
- * components (a few shuffles instead of one gather per component), applies
- * pbd_distance_gain16, and transposes back. Element by element this is the arithmetic of the
- * float4 kernel, so the results are the same bits. The sixteen share no particle: they are
- * of one colour. Sixteen rather than eight: the chain from the loads through sqrt and two
- * divisions to the stores is long, and one core overlaps too little of the next group's
- * with it; sixteen at once did the same work in about 15 % less time (@cloth-256). */
-#define PBD_X16(v, i) (float16)((v##0).s##i, (v##1).s##i, (v##2).s##i, (v##3).s##i)
+/* Gauss-Seidel on CPU devices, sixteen constraints of one colour at a time: pbd_load16,
+ * pbd_distance_gain16, and the corrected particles transposed back. Element by element this
+ * is the arithmetic of the float4 kernel, so the results are the same bits. The sixteen share
+ * no particle: they are of one colour. Sixteen rather than eight: the chain from the loads
+ * through sqrt and two divisions to the stores is long, and one core overlaps too little of
+ * the next group's with it; sixteen at once did the same work in about 15 % less time
+ * (@cloth-256). */
 static inline void pbd_gs16(__global float4 *particle_p, __global const int *distance,
                             __global float *distance_lambda, int c, float inv_h2, int reset_lambda)
 {
-    int16 d0 = vload16(0, distance + 4 * c), d1 = vload16(0, distance + 4 * c + 16);
-    int16 d2 = vload16(0, distance + 4 * c + 32), d3 = vload16(0, distance + 4 * c + 48);
-    int16 ia = (int16)(d0.s048c, d1.s048c, d2.s048c, d3.s048c);
-    int16 ib = (int16)(d0.s159d, d1.s159d, d2.s159d, d3.s159d);
-    float16 rest = as_float16((int16)(d0.s26ae, d1.s26ae, d2.s26ae, d3.s26ae));
-    float16 compliance = as_float16((int16)(d0.s37bf, d1.s37bf, d2.s37bf, d3.s37bf));
+    pbd_con16 k = pbd_load16(particle_p, distance, c);
     float16 lambda = reset_lambda ? (float16)0.0f : vload16(0, distance_lambda + c);
+    float16 dx = k.ax - k.bx, dy = k.ay - k.by, dz = k.az - k.bz, dl;
+    float16 g =
+        pbd_distance_gain16(dx, dy, dz, k.aw, k.bw, k.rest, k.compliance, lambda, inv_h2, &dl);
+    float16 ga = k.aw * g, gb = -k.bw * g;
+    float16 ax = k.ax + ga * dx, ay = k.ay + ga * dy, az = k.az + ga * dz, aw = k.aw;
+    float16 bx = k.bx + gb * dx, by = k.by + gb * dy, bz = k.bz + gb * dz, bw = k.bw;
     __global float4 *p = particle_p;
-    float16 a0 = (float16)(p[ia.s0], p[ia.s1], p[ia.s2], p[ia.s3]);
-    float16 a1 = (float16)(p[ia.s4], p[ia.s5], p[ia.s6], p[ia.s7]);
-    float16 a2 = (float16)(p[ia.s8], p[ia.s9], p[ia.sa], p[ia.sb]);
-    float16 a3 = (float16)(p[ia.sc], p[ia.sd], p[ia.se], p[ia.sf]);
-    float16 b0 = (float16)(p[ib.s0], p[ib.s1], p[ib.s2], p[ib.s3]);
-    float16 b1 = (float16)(p[ib.s4], p[ib.s5], p[ib.s6], p[ib.s7]);
-    float16 b2 = (float16)(p[ib.s8], p[ib.s9], p[ib.sa], p[ib.sb]);
-    float16 b3 = (float16)(p[ib.sc], p[ib.sd], p[ib.se], p[ib.sf]);
-    float16 ax = PBD_X16(a, 048c), ay = PBD_X16(a, 159d), az = PBD_X16(a, 26ae);
-    float16 aw = PBD_X16(a, 37bf);
-    float16 bx = PBD_X16(b, 048c), by = PBD_X16(b, 159d), bz = PBD_X16(b, 26ae);
-    float16 bw = PBD_X16(b, 37bf);
-    float16 dx = ax - bx, dy = ay - by, dz = az - bz, dl;
-    float16 g = pbd_distance_gain16(dx, dy, dz, aw, bw, rest, compliance, lambda, inv_h2, &dl);
-    float16 ga = aw * g, gb = -bw * g;
-    ax = ax + ga * dx;
-    ay = ay + ga * dy;
-    az = az + ga * dz;
-    bx = bx + gb * dx;
-    by = by + gb * dy;
-    bz = bz + gb * dz;
+    int16 ia = k.ia, ib = k.ib;
     p[ia.s0] = (float4)(ax.s0, ay.s0, az.s0, aw.s0);
     p[ia.s1] = (float4)(ax.s1, ay.s1, az.s1, aw.s1);
     p[ia.s2] = (float4)(ax.s2, ay.s2, az.s2, aw.s2);
@@ -152,6 +101,31 @@ static inline void pbd_gs16(__global float4 *particle_p, __global const int *dis
     p[ib.se] = (float4)(bx.se, by.se, bz.se, bw.se);
     p[ib.sf] = (float4)(bx.sf, by.sf, bz.sf, bw.sf);
     vstore16(lambda + dl, 0, distance_lambda + c);
+}
+
+/* Jacobi on CPU devices: a work-item projects sixteen constraints (pbd_load16,
+ * pbd_distance_gain16) and stores their gains and multipliers; the last work-item takes the
+ * remainder one by one. Element by element the arithmetic of project_distance_jacobi. */
+__kernel void project_distance_jacobi16(__global const float4 *particle_p,
+                                        __global const int *distance,
+                                        __global float *distance_lambda,
+                                        __global float *distance_gain, int count, float inv_h2,
+                                        int reset_lambda)
+{
+    int c = 16 * (int)get_global_id(0);
+    if (c + 16 <= count) {
+        pbd_con16 k = pbd_load16(particle_p, distance, c);
+        float16 lambda = reset_lambda ? (float16)0.0f : vload16(0, distance_lambda + c);
+        float16 dl;
+        vstore16(pbd_distance_gain16(k.ax - k.bx, k.ay - k.by, k.az - k.bz, k.aw, k.bw, k.rest,
+                                     k.compliance, lambda, inv_h2, &dl),
+                 0, distance_gain + c);
+        vstore16(lambda + dl, 0, distance_lambda + c);
+    } else {
+        for (; c < count; ++c)
+            pbd_jacobi_project(particle_p, (__global const pbd_distance *)distance, distance_lambda,
+                               distance_gain, c, inv_h2, reset_lambda);
+    }
 }
 
 /* Constraints [lo, hi) of one colour: sixteen at a time, the rest one by one. */

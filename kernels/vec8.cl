@@ -1,7 +1,10 @@
-/* Eight particles at a time, for the CPU-device kernels: PoCL does not vectorise a kernel
- * across work-items once it holds vector-typed values (see project_distance.cl), so kernels
- * that want the vector unit and read float4 records take 8 records a work-item and work on
- * them as float8, one component a register. Built after pbd_shared.h. */
+/* Eight or sixteen particles at a time, for the CPU-device kernels. PoCL vectorises a kernel
+ * across work-items only while it holds scalars: LLVM's SLP pass (run before PoCL forms its
+ * work-item loops) packs a float4 record's components into vector operations, and the loop
+ * vectoriser then refuses the work-item loop ("instruction return type cannot be
+ * vectorized"). So kernels that want the vector unit and read float4 records take 8 or 16
+ * records a work-item and work on them as float8 or float16, one component a register.
+ * Built after pbd_shared.h. */
 
 /* The helpers below are inlined into their loops, where n = 8 is a constant: a call would
  * pass the float8 values through memory. */
@@ -12,6 +15,21 @@ VEC8_INLINE void gather8(__global const pbd_float4 *a, int8 k, float16 *lo, floa
 {
     *lo = (float16)(a[k.s0], a[k.s1], a[k.s2], a[k.s3]);
     *hi = (float16)(a[k.s4], a[k.s5], a[k.s6], a[k.s7]);
+}
+
+/* Records a[k.s0], ..., a[k.sf] as four float16, one per component: sixteen loads and a
+ * transpose of a few shuffles, where one gather per component would cost more. */
+VEC8_INLINE void gather16(__global const pbd_float4 *a, int16 k, float16 *x, float16 *y, float16 *z,
+                          float16 *w)
+{
+    float16 r0 = (float16)(a[k.s0], a[k.s1], a[k.s2], a[k.s3]);
+    float16 r1 = (float16)(a[k.s4], a[k.s5], a[k.s6], a[k.s7]);
+    float16 r2 = (float16)(a[k.s8], a[k.s9], a[k.sa], a[k.sb]);
+    float16 r3 = (float16)(a[k.sc], a[k.sd], a[k.se], a[k.sf]);
+    *x = (float16)(r0.s048c, r1.s048c, r2.s048c, r3.s048c);
+    *y = (float16)(r0.s159d, r1.s159d, r2.s159d, r3.s159d);
+    *z = (float16)(r0.s26ae, r1.s26ae, r2.s26ae, r3.s26ae);
+    *w = (float16)(r0.s37bf, r1.s37bf, r2.s37bf, r3.s37bf);
 }
 
 /* Eight float4 records, held as two float16, as four float8, one per component. */

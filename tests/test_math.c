@@ -152,20 +152,38 @@ static void bdf2_constant_acceleration(void **state)
     pbd_float4 v = pbd_update_velocity(x1, p, x0, 1, 1.0f, 1.0f / h, 0.0f);
     assert_near(v.x, 2.0 * h, 1e-6, "BDF2 velocity");
 }
-/* Jacobi gather: sum of the slots in row order, times omega / n, then planes. */
+/* Jacobi gather: each slot's correction from its gain and both ends' positions, summed in row
+ * order, times omega / n, then planes. */
 static void gather_average(void **state)
 {
     (void)state;
-    pbd_float4 delta[4] = {F4(1, 0, 0, 0), F4(9, 9, 9, 0), F4(0, 2, 0, 0), F4(0, 0, 4, 0)};
-    int slots[3] = {0, 2, 3};
+    /* Particle 0 is end a of constraint 0 (to particle 1) and end b of constraint 1 (from
+     * particle 2); constraint 2 is not in its row. */
+    pbd_float4 p[3] = {F4(0, 0, 0, 1), F4(2, 0, 0, 1), F4(0, 3, 0, 0.5f)};
+    float gain[3] = {0.25f, -0.5f, 99.0f};
+    int slots[2] = {0, 3}, other[2] = {1, 2};
     pbd_float4 plane = F4(0, 1, 0, -100);
-    pbd_float4 p = pbd_gather(F4(0, 0, 0, 1), delta, slots, 0, 3, 1.5f);
-    assert_near(p.x, 0.5, 1e-7, "x");
-    assert_near(p.y, 1.0, 1e-7, "y");
-    assert_near(p.z, 2.0, 1e-7, "z");
-    p = pbd_gather(F4(0, -200, 0, 1), delta, slots, 0, 0, 1.0f);
-    assert_near(p.y, -200.0, 0.0, "no constraints: unchanged");
-    pbd_float4 dx = pbd_add_displacement(F4(1, 0, 0, 0), p, pbd_collide_planes(p, &plane, 1));
+    /* a: 1 * 0.25 * (0 - 2, 0, 0) = (-0.5, 0, 0); b: -1 * -0.5 * (0, 3 - 0, 0) = (0, 1.5, 0);
+     * their sum times 1.5 / 2. */
+    pbd_float4 q = pbd_gather(p, 0, gain, slots, other, 0, 2, 1.5f);
+    assert_near(q.x, -0.375, 0.0, "x");
+    assert_near(q.y, 1.125, 0.0, "y");
+    assert_near(q.z, 0.0, 0.0, "z");
+    assert_near(q.w, 1.0, 0.0, "the inverse mass is kept");
+    /* The same corrections as pbd_project_distance writes for the constraint's two ends. */
+    pbd_float4 da, db;
+    float dl, g = pbd_distance_gain4(p[0], p[1], 1.0f, 0.0f, 0.0f, 100.0f, &dl);
+    pbd_project_distance(p[0], p[1], 1.0f, 0.0f, 0.0f, 100.0f, &da, &db, &dl);
+    gain[0] = g;
+    q = pbd_gather(p, 0, gain, slots, other, 0, 1, 1.0f);
+    assert_near(q.x, da.x, 0.0, "end a as projected");
+    int slot_b = 1, other_b = 0;
+    q = pbd_gather(p, 1, gain, &slot_b, &other_b, 0, 1, 1.0f);
+    assert_near(q.x, p[1].x + db.x, 0.0, "end b as projected");
+    p[0].y = -200.0f;
+    q = pbd_gather(p, 0, gain, slots, other, 0, 0, 1.0f);
+    assert_near(q.y, -200.0, 0.0, "no constraints: unchanged");
+    pbd_float4 dx = pbd_add_displacement(F4(1, 0, 0, 0), q, pbd_collide_planes(q, &plane, 1));
     assert_near(dx.y, 100.0, 0.0, "the collision's displacement is recorded");
     assert_near(dx.x, 1.0, 0.0, "and added to what was there");
 }

@@ -169,6 +169,58 @@ static void compare_backends(pbd_solver_kind solver)
     }
 }
 
+/* The device and the CPU reference (adding the per-body sums in the device's order) on one
+ * model for `frames` frames: launches per frame, and how many position and velocity values
+ * differ in their bits and by how much at most. x_cpu and v_cpu get the reference's final
+ * state (malloc'd); cpu_device says whether the device is a CPU device (PoCL), where the
+ * two must be the same bits. */
+typedef struct pair_result {
+    long launches[2]; /* cpu, cl */
+    long differ;
+    double worst;
+    pbd_float4 *x_cpu, *v_cpu;
+    int cpu_device;
+    int colors; /* the reference's */
+} pair_result;
+
+static pair_result run_pair(const pbd_model *m, const pbd_config *cfg, int frames)
+{
+    pair_result r = {0};
+    pbd_error err = {0};
+    const int n = m->num_particles;
+    pbd_solver *sv[2];
+    pbd_solver_desc dcl = {.backend = PBD_BACKEND_CL};
+    assert_int_equal(pbd_solver_create(m, cfg, &dcl, &sv[1], &err), PBD_OK);
+    pbd_solver_desc dcpu = {.backend = PBD_BACKEND_CPU, .sums = pbd_solver_sum_layout(sv[1])};
+    assert_int_equal(pbd_solver_create(m, cfg, &dcpu, &sv[0], &err), PBD_OK);
+    r.cpu_device = pbd_solver_sum_layout(sv[1]) == PBD_SUMS_LANES;
+    pbd_float4 *xv[2][2];
+    for (int k = 0; k < 2; ++k) {
+        assert_int_equal(pbd_solver_step(sv[k], frames, &err), PBD_OK);
+        r.launches[k] = pbd_solver_launches_per_frame(sv[k]);
+        for (int q = 0; q < 2; ++q) {
+            xv[k][q] = malloc((size_t)n * sizeof(pbd_float4));
+            assert_non_null(xv[k][q]);
+        }
+        assert_int_equal(pbd_solver_read(sv[k], xv[k][0], xv[k][1], &err), PBD_OK);
+    }
+    for (int i = 0; i < n; ++i)
+        for (int q = 0; q < 2; ++q) {
+            r.differ += memcmp(&xv[0][q][i], &xv[1][q][i], sizeof(pbd_float4)) != 0;
+            const float *a = &xv[0][q][i].x, *b = &xv[1][q][i].x;
+            for (int c = 0; c < 3; ++c)
+                r.worst = fmax(r.worst, fabs((double)a[c] - (double)b[c]));
+        }
+    r.colors = pbd_solver_num_colors(sv[0]);
+    r.x_cpu = xv[0][0];
+    r.v_cpu = xv[0][1];
+    free(xv[1][0]);
+    free(xv[1][1]);
+    pbd_solver_destroy(sv[0]);
+    pbd_solver_destroy(sv[1]);
+    return r;
+}
+
 /* Block Gauss-Seidel: the device's grouping of the colours (boundary colours in one
  * work-item or a launch each, then a work-item per block with its collisions) gives the
  * CPU reference's bits, and the launch counts show which grouping ran. Three cloths: 96 x 96
@@ -219,45 +271,21 @@ static void blocked_gs_same_bits(void **state)
             free(x);
             free(v);
         }
-        pbd_solver *sv[2];
-        pbd_solver_desc dcl = {.backend = PBD_BACKEND_CL};
-        assert_int_equal(pbd_solver_create(m, &s.config, &dcl, &sv[1], &err), PBD_OK);
-        pbd_solver_desc dcpu = {.backend = PBD_BACKEND_CPU, .sums = pbd_solver_sum_layout(sv[1])};
-        assert_int_equal(pbd_solver_create(m, &s.config, &dcpu, &sv[0], &err), PBD_OK);
-        int cpu_device = pbd_solver_sum_layout(sv[1]) == PBD_SUMS_LANES;
-        long launches[2];
-        pbd_float4 *xv[2][2];
-        for (int k = 0; k < 2; ++k) {
-            assert_int_equal(pbd_solver_step(sv[k], 30, &err), PBD_OK);
-            launches[k] = pbd_solver_launches_per_frame(sv[k]);
-            for (int q = 0; q < 2; ++q) {
-                xv[k][q] = malloc((size_t)n * sizeof(pbd_float4));
-                assert_non_null(xv[k][q]);
-            }
-            assert_int_equal(pbd_solver_read(sv[k], xv[k][0], xv[k][1], &err), PBD_OK);
-        }
-        long differ = 0;
-        double worst = 0.0;
-        for (int i = 0; i < n; ++i)
-            for (int q = 0; q < 2; ++q) {
-                differ += memcmp(&xv[0][q][i], &xv[1][q][i], sizeof(pbd_float4)) != 0;
-                const float *a = &xv[0][q][i].x, *b = &xv[1][q][i].x;
-                for (int c = 0; c < 3; ++c)
-                    worst = fmax(worst, fabs((double)a[c] - (double)b[c]));
-            }
-        int colors = pbd_solver_num_colors(sv[0]);
+        pair_result r = run_pair(m, &s.config, 30);
+        int colors = r.colors;
+        long *launches = r.launches;
         print_message("cloth %d x %d%s: %d colours, launches per frame cpu %ld cl %ld, %ld values "
                       "differ (worst %.3g)\n",
                       res[variant][0], res[variant][1], variant == 2 ? " (renumbered)" : "", colors,
-                      launches[0], launches[1], differ, worst);
+                      launches[0], launches[1], r.differ, r.worst);
         /* The cloth fell onto the floor: there were collisions to agree on. */
         int floor = 0;
         for (int i = 0; i < n; ++i)
-            floor += xv[0][0][i].y < 1e-3f;
+            floor += r.x_cpu[i].y < 1e-3f;
         assert_true(floor > n / 4);
         assert_int_equal(launches[0], 2 + 10 * (colors + 1)); /* predict, update */
-        if (cpu_device) {
-            assert_int_equal(differ, 0);
+        if (r.cpu_device) {
+            assert_int_equal(r.differ, 0);
             if (variant == 0) /* boundary in one work-item, then the blocks */
                 assert_int_equal(launches[1], 2 + 10 * 2);
             else if (variant == 1) /* a launch per boundary colour, then the blocks */
@@ -265,13 +293,56 @@ static void blocked_gs_same_bits(void **state)
             else /* no blocks */
                 assert_int_equal(launches[1], launches[0]);
         } else {
-            assert_true(worst <= 1e-4);
+            assert_true(r.worst <= 1e-4);
         }
-        for (int k = 0; k < 2; ++k) {
-            free(xv[k][0]);
-            free(xv[k][1]);
-            pbd_solver_destroy(sv[k]);
+        free(r.x_cpu);
+        free(r.v_cpu);
+        pbd_scene_free(&s);
+    }
+}
+
+/* Jacobi on the device (gains, then a gather into the other position buffer) gives the CPU
+ * reference's bits: a pinned cloth falling onto a floor at 10 iterations, and a free cloth
+ * tumbling onto it at 7 iterations and 2 substeps (an odd count: the prediction goes into the
+ * second buffer; momentum is preserved, so the collisions' displacements are tracked). Both
+ * are still moving at the end, so a stale iterate would show. */
+static void jacobi_same_bits(void **state)
+{
+    (void)state;
+    const char *const pin[2] = {"corners", "none"};
+    const char *const spin[2] = {"[0, 0, 0]", "[1, 2, 4]"};
+    const int iterations[2] = {10, 7}, substeps[2] = {1, 2};
+    for (int variant = 0; variant < 2; ++variant) {
+        char json[1024];
+        snprintf(json, sizeof json,
+                 "{\"dt\": 0.016666666666666666, \"iterations\": %d, \"substeps\": %d, "
+                 "\"solver\": \"jacobi\", \"planes\": [{\"normal\": [0, 1, 0], \"offset\": 0}], "
+                 "\"bodies\": [{\"type\": \"cloth\", \"resolution\": [47, 41], \"size\": [2, 2], "
+                 "\"center\": [0, 0.3, 0], \"orientation\": \"xz\", \"pin\": \"%s\", "
+                 "\"angular_velocity\": %s, \"mass\": 1}]}",
+                 iterations[variant], substeps[variant], pin[variant], spin[variant]);
+        pbd_scene s = {0};
+        pbd_error err = {0};
+        assert_int_equal(pbd_scene_parse(json, "jacobi", &s, &err), PBD_OK);
+        const int n = s.model.num_particles;
+        pair_result r = run_pair(&s.model, &s.config, 20);
+        int floor = 0;
+        double vmax = 0.0;
+        for (int i = 0; i < n; ++i) {
+            floor += r.x_cpu[i].y < 1e-3f;
+            vmax = fmax(vmax, fabs((double)r.v_cpu[i].y));
         }
+        print_message("jacobi, %d iterations, pin %s: %d particles on the floor, max |v_y| %.3g, "
+                      "%ld values differ (worst %.3g)\n",
+                      iterations[variant], pin[variant], floor, vmax, r.differ, r.worst);
+        assert_true(floor > n / 10); /* there were collisions to agree on */
+        assert_true(vmax > 0.1);
+        if (r.cpu_device)
+            assert_int_equal(r.differ, 0);
+        else
+            assert_true(r.worst <= 1e-4);
+        free(r.x_cpu);
+        free(r.v_cpu);
         pbd_scene_free(&s);
     }
 }
@@ -441,6 +512,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(coloring_validator_rejects),
     cmocka_unit_test(cpu_vs_cl_gs),
     cmocka_unit_test(blocked_gs_same_bits),
+    cmocka_unit_test(jacobi_same_bits),
     cmocka_unit_test(cpu_vs_cl_jacobi),
     cmocka_unit_test(deterministic_gs),
     cmocka_unit_test(deterministic_jacobi),

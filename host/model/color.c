@@ -41,7 +41,7 @@ pbd_status pbd_color_subset(const pbd_model *m, const int *subset, int count_in,
     memset(out, 0, sizeof *out);
     int n = m->num_distance;
     int *off = NULL, *slots = NULL;
-    pbd_status st = pbd_csr_build(m->num_particles, m->distance, n, &off, &slots, err);
+    pbd_status st = pbd_csr_build(m->num_particles, m->distance, n, &off, &slots, NULL, err);
     if (st != PBD_OK)
         return st;
     /* A constraint has at most 2 * (max degree - 1) neighbours, so that many + 1 colours

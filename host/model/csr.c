@@ -3,15 +3,17 @@
 #include "model/csr.h"
 
 pbd_status pbd_csr_build(int num_particles, const pbd_distance *cons, int num_cons, int **offsets,
-                         int **slots, pbd_error *err)
+                         int **slots, int **other, pbd_error *err)
 {
     int *off = calloc((size_t)num_particles + 1, sizeof *off);
     int *sl = malloc(((size_t)num_cons * 2 + 1) * sizeof *sl);
     int *fill = calloc((size_t)num_particles + 1, sizeof *fill);
-    if (!off || !sl || !fill) {
+    int *ot = other ? malloc(((size_t)num_cons * 2 + 1) * sizeof *ot) : NULL;
+    if (!off || !sl || !fill || (other && !ot)) {
         free(off);
         free(sl);
         free(fill);
+        free(ot);
         return pbd_error_set(err, PBD_ERR_MEMORY,
                              "out of memory building the particle slots "
                              "of %d constraints",
@@ -26,10 +28,14 @@ pbd_status pbd_csr_build(int num_particles, const pbd_distance *cons, int num_co
     /* Slots visited in ascending order, so each row comes out sorted. */
     for (int s = 0; s < 2 * num_cons; ++s) {
         int i = (s & 1) ? cons[s >> 1].b : cons[s >> 1].a;
+        if (ot)
+            ot[off[i] + fill[i]] = (s & 1) ? cons[s >> 1].a : cons[s >> 1].b;
         sl[off[i] + fill[i]++] = s;
     }
     free(fill);
     *offsets = off;
     *slots = sl;
+    if (other)
+        *other = ot;
     return PBD_OK;
 }

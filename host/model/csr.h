@@ -5,8 +5,9 @@
 #include "pbd.h"
 
 /* For each particle i, slots[offsets[i] .. offsets[i+1]) are the slots 2c (end a) and 2c + 1
- * (end b) of the constraints c touching it, ascending. Both arrays are malloc'd. */
+ * (end b) of the constraints c touching it, ascending. With `other`, other[s] is the particle
+ * at the far end of slot s's constraint (for the Jacobi gather). The arrays are malloc'd. */
 pbd_status pbd_csr_build(int num_particles, const pbd_distance *cons, int num_cons, int **offsets,
-                         int **slots, pbd_error *err);
+                         int **slots, int **other, pbd_error *err);
 
 #endif

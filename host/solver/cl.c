@@ -17,7 +17,13 @@ typedef struct cl_impl {
     pbd_cl cl;
     const pbd_plan *plan;
     cl_kernel kernels[PBD_STAGE_COUNT];
-    cl_mem x, p, v, xp, vp, dx, distance, lambda, delta, csr_offsets, csr_slots, planes;
+    cl_mem x, p, v, xp, vp, dx, distance, lambda, csr_offsets, csr_slots, planes;
+    cl_mem p_next, gain, csr_other;       /* Jacobi */
+    cl_mem ell_start, ell_other, ell_con; /* Jacobi on CPU devices (gather_jacobi16) */
+    /* Jacobi: the gather writes the other position buffer, so the iterate alternates between
+     * p (0) and p_next (1). The prediction goes into the one (`jacobi_start`) from which the
+     * substep's last gather lands in p. */
+    int iterate, jacobi_start;
     cl_mem particle_body, segments, body_segments, body_ref, body_track, body_flags;
     cl_mem color_offsets, block_offsets, block_first;
     cl_kernel gs_serial, gs_blocks; /* block Gauss-Seidel on CPU devices (else NULL) */
@@ -116,6 +122,7 @@ static pbd_status cl_predict(void *impl, int bdf2, pbd_error *err)
         status = launch(c, PBD_STAGE_PREDICT, n, c->wg, err);
     if (status == PBD_OK)
         c->pending = 0;
+    c->iterate = c->jacobi_start;
 cleanup:
     return status;
 }
@@ -191,8 +198,13 @@ static pbd_status cl_project_jacobi(void *impl, int reset, pbd_error *err)
     cl_impl *c = impl;
     pbd_status status = PBD_OK;
     cl_int r = reset;
+    cl_mem p = c->iterate ? c->p_next : c->p;
+    ARG(PBD_STAGE_PROJECT_JACOBI, 0, p);
     ARG(PBD_STAGE_PROJECT_JACOBI, 6, r);
-    status = launch(c, PBD_STAGE_PROJECT_JACOBI, (size_t)c->plan->num_distance, c->wg, err);
+    /* CPU devices (project_distance_jacobi16): sixteen constraints a work-item. */
+    size_t nc = (size_t)c->plan->num_distance;
+    status = launch(c, PBD_STAGE_PROJECT_JACOBI, c->plan->reduce_serial ? (nc + 15) / 16 : nc,
+                    c->wg, err);
 cleanup:
     return status;
 }
@@ -200,7 +212,17 @@ cleanup:
 static pbd_status cl_gather_jacobi(void *impl, pbd_error *err)
 {
     cl_impl *c = impl;
-    return launch(c, PBD_STAGE_GATHER, (size_t)c->plan->num_particles, c->wg, err);
+    pbd_status status = PBD_OK;
+    cl_mem from = c->iterate ? c->p_next : c->p, to = c->iterate ? c->p : c->p_next;
+    ARG(PBD_STAGE_GATHER, 0, from);
+    ARG(PBD_STAGE_GATHER, 1, to);
+    size_t np = (size_t)c->plan->num_particles,
+           items = c->plan->reduce_serial ? (np + 15) / 16 : np;
+    status = launch(c, PBD_STAGE_GATHER, items,
+                    c->plan->reduce_serial ? serial_local(c, items) : c->wg, err);
+    c->iterate ^= 1;
+cleanup:
+    return status;
 }
 
 static pbd_status cl_update(void *impl, int bdf2, int keep_prev, pbd_error *err)
@@ -362,9 +384,14 @@ static void cl_destroy(void *impl)
                       &c->dx,
                       &c->distance,
                       &c->lambda,
-                      &c->delta,
+                      &c->p_next,
+                      &c->gain,
                       &c->csr_offsets,
                       &c->csr_slots,
+                      &c->csr_other,
+                      &c->ell_start,
+                      &c->ell_other,
+                      &c->ell_con,
                       &c->planes,
                       &c->particle_body,
                       &c->segments,
@@ -411,6 +438,44 @@ static pbd_status buffer(cl_impl *c, cl_mem *out, const char *name, size_t bytes
     return status;
 }
 
+/* The Jacobi gather's rows for CPU devices, sixteen particles a group (gather_jacobi16):
+ * group j's entries start[j] .. start[j + 1] - 1 hold, 16 ints each, for each particle of
+ * the group the far end (`other`) and the constraint (`con`) of its row's k-th slot. Rows
+ * shorter than the group's longest are padded with the particle itself and constraint 0,
+ * which the kernel masks out. A partial last group has no entries. */
+static pbd_status ell_build(const pbd_plan *pl, int **start, int **other, int **con, pbd_error *err)
+{
+    int groups = pl->num_particles / 16;
+    const int *off = pl->csr_offsets;
+    size_t total = 0;
+    *start = malloc(((size_t)groups + 1) * sizeof **start);
+    if (*start) {
+        for (int j = 0; j < groups; ++j) {
+            int w = 0;
+            for (int l = 0; l < 16; ++l) {
+                int len = off[16 * j + l + 1] - off[16 * j + l];
+                w = len > w ? len : w;
+            }
+            (*start)[j] = (int)total;
+            total += (size_t)w;
+        }
+        (*start)[groups] = (int)total;
+    }
+    *other = malloc((16 * total + 1) * sizeof **other);
+    *con = malloc((16 * total + 1) * sizeof **con);
+    if (!*start || !*other || !*con)
+        return pbd_error_set(err, PBD_ERR_MEMORY, "out of memory for the Jacobi gather's rows");
+    for (int j = 0; j < groups; ++j)
+        for (int k = (*start)[j]; k < (*start)[j + 1]; ++k)
+            for (int l = 0; l < 16; ++l) {
+                int i = 16 * j + l, s = off[i] + k - (*start)[j];
+                int in = s < off[i + 1];
+                (*other)[16 * k + l] = in ? pl->csr_other[s] : i;
+                (*con)[16 * k + l] = in ? pl->csr_slots[s] >> 1 : 0;
+            }
+    return PBD_OK;
+}
+
 pbd_status pbd_cl_solver_create(const pbd_model *m, pbd_plan *plan, const pbd_solver_desc *desc,
                                 void **impl, pbd_error *err)
 {
@@ -450,7 +515,8 @@ pbd_status pbd_cl_solver_create(const pbd_model *m, pbd_plan *plan, const pbd_so
     int lanes = plan->reduce_serial;
     if (lanes) {
         names[PBD_STAGE_PROJECT_GS] = "project_distance_gs16";
-        names[PBD_STAGE_PROJECT_JACOBI] = "project_distance_jacobi_lanes";
+        names[PBD_STAGE_PROJECT_JACOBI] = "project_distance_jacobi16";
+        names[PBD_STAGE_GATHER] = "gather_jacobi16";
         names[PBD_STAGE_PREDICT] = "predict8";
     }
     if (status == PBD_OK)
@@ -509,9 +575,21 @@ pbd_status pbd_cl_solver_create(const pbd_model *m, pbd_plan *plan, const pbd_so
     BUF(dx, plan->momentum_active ? np * f4 : 0, NULL);
     BUF(distance, nc * sizeof(pbd_distance), plan->distance);
     BUF(lambda, nc * sizeof(float), NULL);
-    BUF(delta, plan->cfg.solver == PBD_SOLVER_JACOBI ? 2 * nc * f4 : 0, NULL);
+    int jacobi = plan->cfg.solver == PBD_SOLVER_JACOBI;
+    BUF(p_next, jacobi ? np * f4 : 0, NULL);
+    BUF(gain, jacobi ? nc * sizeof(float) : 0, NULL);
     BUF(csr_offsets, (np + 1) * sizeof(int), plan->csr_offsets);
     BUF(csr_slots, 2 * nc * sizeof(int), nc ? plan->csr_slots : NULL);
+    BUF(csr_other, jacobi ? 2 * nc * sizeof(int) : 0, jacobi && nc ? plan->csr_other : NULL);
+    int *ell[3] = {NULL, NULL, NULL};
+    if (st == PBD_OK && jacobi && lanes)
+        st = ell_build(plan, &ell[0], &ell[1], &ell[2], err);
+    size_t nell = ell[0] ? 16 * (size_t)ell[0][np / 16] : 0;
+    BUF(ell_start, ell[0] ? (np / 16 + 1) * sizeof(int) : 0, ell[0]);
+    BUF(ell_other, nell * sizeof(int), nell ? ell[1] : NULL);
+    BUF(ell_con, nell * sizeof(int), nell ? ell[2] : NULL);
+    for (int k = 0; k < 3; ++k)
+        free(ell[k]);
     BUF(planes, ((size_t)plan->num_planes + 1) * f4, plan->planes);
     size_t nic = (size_t)(plan->num_colors - plan->boundary_colors);
     BUF(color_offsets, ((size_t)plan->num_colors + 1) * sizeof(int), plan->color_offsets);
@@ -547,8 +625,10 @@ pbd_status pbd_cl_solver_create(const pbd_model *m, pbd_plan *plan, const pbd_so
     const float *g = plan->cfg.gravity;
     float h = plan->h, inv_h = plan->inv_h, inv_h2 = plan->inv_h2, omega = plan->cfg.omega;
     float point = plan->point_damping, rigid = plan->rigid_damping;
+    c->jacobi_start = jacobi && plan->cfg.iterations % 2 == 1;
+    cl_mem p_start = c->jacobi_start ? c->p_next : c->p;
     ARG(PBD_STAGE_PREDICT, 0, c->x);
-    ARG(PBD_STAGE_PREDICT, 1, c->p);
+    ARG(PBD_STAGE_PREDICT, 1, p_start);
     ARG(PBD_STAGE_PREDICT, 2, c->v);
     ARG(PBD_STAGE_PREDICT, 3, c->xp);
     ARG(PBD_STAGE_PREDICT, 4, c->vp);
@@ -581,14 +661,10 @@ pbd_status pbd_cl_solver_create(const pbd_model *m, pbd_plan *plan, const pbd_so
     ARG(PBD_STAGE_PROJECT_JACOBI, 0, c->p);
     ARG(PBD_STAGE_PROJECT_JACOBI, 1, c->distance);
     ARG(PBD_STAGE_PROJECT_JACOBI, 2, c->lambda);
-    ARG(PBD_STAGE_PROJECT_JACOBI, 3, c->delta);
+    ARG(PBD_STAGE_PROJECT_JACOBI, 3, c->gain);
     ARG(PBD_STAGE_PROJECT_JACOBI, 4, ncons);
     ARG(PBD_STAGE_PROJECT_JACOBI, 5, inv_h2);
     ARG(PBD_STAGE_PROJECT_JACOBI, 6, zero);
-    if (lanes) {
-        cl_int one = 1;
-        ARG(PBD_STAGE_PROJECT_JACOBI, 7, one);
-    }
     /* Few boundary constraints: one work-item projects them all at less than the cost of a
      * launch a colour. */
     int nbound = plan->color_offsets[plan->boundary_colors];
@@ -623,15 +699,22 @@ pbd_status pbd_cl_solver_create(const pbd_model *m, pbd_plan *plan, const pbd_so
         plan->gs_launches = (c->serial_boundary ? nbc > 0 : nbc) + 1;
     }
     ARG(PBD_STAGE_GATHER, 0, c->p);
-    ARG(PBD_STAGE_GATHER, 1, c->delta);
-    ARG(PBD_STAGE_GATHER, 2, c->csr_offsets);
-    ARG(PBD_STAGE_GATHER, 3, c->csr_slots);
-    ARG(PBD_STAGE_GATHER, 4, omega);
-    ARG(PBD_STAGE_GATHER, 5, c->dx);
-    ARG(PBD_STAGE_GATHER, 6, c->planes);
-    ARG(PBD_STAGE_GATHER, 7, npl);
-    ARG(PBD_STAGE_GATHER, 8, track);
-    ARG(PBD_STAGE_GATHER, 9, n);
+    ARG(PBD_STAGE_GATHER, 1, c->p_next);
+    ARG(PBD_STAGE_GATHER, 2, c->gain);
+    ARG(PBD_STAGE_GATHER, 3, c->csr_offsets);
+    ARG(PBD_STAGE_GATHER, 4, c->csr_slots);
+    ARG(PBD_STAGE_GATHER, 5, c->csr_other);
+    ARG(PBD_STAGE_GATHER, 6, omega);
+    ARG(PBD_STAGE_GATHER, 7, c->dx);
+    ARG(PBD_STAGE_GATHER, 8, c->planes);
+    ARG(PBD_STAGE_GATHER, 9, npl);
+    ARG(PBD_STAGE_GATHER, 10, track);
+    ARG(PBD_STAGE_GATHER, 11, n);
+    if (lanes) {
+        ARG(PBD_STAGE_GATHER, 12, c->ell_start);
+        ARG(PBD_STAGE_GATHER, 13, c->ell_other);
+        ARG(PBD_STAGE_GATHER, 14, c->ell_con);
+    }
     cl_int nseg = plan->num_segments;
     cl_int with_dx = plan->num_planes > 0;
     cl_float4 gh = {{g[0], g[1], g[2], h}};

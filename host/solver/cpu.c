@@ -15,8 +15,9 @@ typedef struct cpu_impl {
     pbd_float4 *v;
     pbd_float4 *xp; /* previous x, v (BDF2) */
     pbd_float4 *vp;
-    pbd_float4 *dx;    /* collision displacement this substep */
-    pbd_float4 *delta; /* 2 per constraint (Jacobi) */
+    pbd_float4 *dx;     /* collision displacement this substep */
+    pbd_float4 *p_next; /* Jacobi: the gather's output, then swapped with p */
+    float *gain;        /* Jacobi: per constraint */
     float *lambda;
     int *particle_body;
     pbd_float4 *body_ref; /* moves to the com at each correction */
@@ -134,14 +135,8 @@ static pbd_status cpu_project_jacobi(void *impl, int reset, pbd_error *err)
     cpu_impl *c = impl;
     const pbd_plan *pl = c->plan;
     double t0 = now_ms();
-    for (int k = 0; k < pl->num_distance; ++k) {
-        pbd_distance d = pl->distance[k];
-        float lambda = reset ? 0.0f : c->lambda[k];
-        float dl;
-        pbd_project_distance(c->p[d.a], c->p[d.b], d.rest, d.compliance, lambda, pl->inv_h2,
-                             &c->delta[2 * k], &c->delta[2 * k + 1], &dl);
-        c->lambda[k] = lambda + dl;
-    }
+    for (int k = 0; k < pl->num_distance; ++k)
+        pbd_jacobi_project(c->p, pl->distance, c->lambda, c->gain, k, pl->inv_h2, reset);
     charge(c, PBD_STAGE_PROJECT_JACOBI, t0);
     return PBD_OK;
 }
@@ -152,10 +147,13 @@ static pbd_status cpu_gather_jacobi(void *impl, pbd_error *err)
     cpu_impl *c = impl;
     const pbd_plan *pl = c->plan;
     double t0 = now_ms();
+    pbd_float4 *p = c->p;
+    c->p = c->p_next; /* collide_one writes c->p */
     for (int i = 0; i < pl->num_particles; ++i)
         collide_one(c, i,
-                    pbd_gather(c->p[i], c->delta, pl->csr_slots, pl->csr_offsets[i],
+                    pbd_gather(p, i, c->gain, pl->csr_slots, pl->csr_other, pl->csr_offsets[i],
                                pl->csr_offsets[i + 1], pl->cfg.omega));
+    c->p_next = p;
     charge(c, PBD_STAGE_GATHER, t0);
     return PBD_OK;
 }
@@ -327,7 +325,8 @@ static size_t cpu_memory_bytes(const void *impl)
     size_t nb = (size_t)pl->num_bodies, f4 = sizeof(pbd_float4);
     int bdf2 = pl->cfg.velocity_update == PBD_VELOCITY_BDF2;
     size_t b = 3 * np * f4 + (bdf2 ? 2 * np * f4 : 0) + (pl->momentum_active ? np * f4 : 0);
-    b += (pl->cfg.solver == PBD_SOLVER_JACOBI ? 2 * nc * f4 : 0) + nc * sizeof(float);
+    int jacobi = pl->cfg.solver == PBD_SOLVER_JACOBI;
+    b += (jacobi ? np * f4 + nc * sizeof(float) + 2 * nc * sizeof(int) : 0) + nc * sizeof(float);
     b += np * sizeof(int) +
          nb * (f4 + 6 * sizeof(double) + 2 * PBD_OUT_COUNT * sizeof(double) + PBD_APPLY_COUNT * f4);
     b += (size_t)pl->num_segments * PBD_SUM_COUNT * sizeof(double);
@@ -346,7 +345,8 @@ static void cpu_destroy(void *impl)
     free(c->xp);
     free(c->vp);
     free(c->dx);
-    free(c->delta);
+    free(c->p_next);
+    free(c->gain);
     free(c->lambda);
     free(c->particle_body);
     free(c->body_ref);
@@ -386,7 +386,9 @@ pbd_status pbd_cpu_create(const pbd_model *m, pbd_plan *plan, const pbd_solver_d
         c->xp = alloc4(bdf2 ? np : 1);
         c->vp = alloc4(bdf2 ? np : 1);
         c->dx = alloc4(plan->momentum_active ? np : 1);
-        c->delta = alloc4(plan->cfg.solver == PBD_SOLVER_JACOBI ? 2 * nc : 1);
+        int jacobi = plan->cfg.solver == PBD_SOLVER_JACOBI;
+        c->p_next = alloc4(jacobi ? np : 1);
+        c->gain = calloc(jacobi ? nc : 1, sizeof(float));
         c->lambda = calloc(nc, sizeof(float));
         c->particle_body = malloc(np * sizeof(int));
         c->body_ref = alloc4(nb);
@@ -396,9 +398,9 @@ pbd_status pbd_cpu_create(const pbd_model *m, pbd_plan *plan, const pbd_solver_d
         c->out_other = calloc(nb * PBD_OUT_COUNT, sizeof(double));
         c->apply = alloc4(nb * PBD_APPLY_COUNT);
     }
-    if (!c || !c->x || !c->p || !c->v || !c->xp || !c->vp || !c->dx || !c->delta || !c->lambda ||
-        !c->particle_body || !c->body_ref || !c->body_track || !c->segment_sums || !c->out_step ||
-        !c->out_other || !c->apply) {
+    if (!c || !c->x || !c->p || !c->v || !c->xp || !c->vp || !c->dx || !c->p_next || !c->gain ||
+        !c->lambda || !c->particle_body || !c->body_ref || !c->body_track || !c->segment_sums ||
+        !c->out_step || !c->out_other || !c->apply) {
         if (c)
             cpu_destroy(c);
         return pbd_error_set(err, PBD_ERR_MEMORY, "out of memory for %zu particles", np);

@@ -23,6 +23,7 @@ void pbd_plan_free(pbd_plan *plan)
     free(plan->distance);
     free(plan->csr_offsets);
     free(plan->csr_slots);
+    free(plan->csr_other);
     free(plan->segments);
     free(plan->body_segments);
     free(plan->body_ref);
@@ -210,7 +211,7 @@ pbd_status pbd_plan_build(const pbd_model *m, const pbd_config *cfg, pbd_plan *p
     plan->planes[m->num_planes] = (pbd_float4){0.0f, 1.0f, 0.0f, 0.0f};
 
     st = pbd_csr_build(m->num_particles, plan->distance, n, &plan->csr_offsets, &plan->csr_slots,
-                       err);
+                       cfg->solver == PBD_SOLVER_JACOBI ? &plan->csr_other : NULL, err);
     if (st != PBD_OK)
         goto fail_col;
 

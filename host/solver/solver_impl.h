@@ -51,6 +51,7 @@ typedef struct pbd_plan {
     int gs_launches;     /* launches per Gauss-Seidel iteration, set by the backend */
     int *csr_offsets;    /* num_particles + 1 */
     int *csr_slots;      /* 2 * num_distance: slot 2c + end, ascending per particle */
+    int *csr_other;      /* Jacobi: the slot's other particle (else NULL) */
     int num_segments;
     pbd_segment *segments; /* reduction pieces, ordered by body */
     int *body_segments;    /* num_bodies + 1: body b owns segments [bs[b], bs[b+1]) */
