@@ -201,9 +201,9 @@ static pbd_status cl_project_jacobi(void *impl, int reset, pbd_error *err)
     cl_mem p = c->iterate ? c->p_next : c->p;
     ARG(PBD_STAGE_PROJECT_JACOBI, 0, p);
     ARG(PBD_STAGE_PROJECT_JACOBI, 6, r);
-    /* CPU devices (project_distance_jacobi16): sixteen constraints a work-item. */
+    /* CPU devices (project_distance_jacobi16): 32 constraints a work-item. */
     size_t nc = (size_t)c->plan->num_distance;
-    status = launch(c, PBD_STAGE_PROJECT_JACOBI, c->plan->reduce_serial ? (nc + 15) / 16 : nc,
+    status = launch(c, PBD_STAGE_PROJECT_JACOBI, c->plan->reduce_serial ? (nc + 31) / 32 : nc,
                     c->wg, err);
 cleanup:
     return status;
