@@ -302,6 +302,18 @@ PBD_INLINE pbd_float4 pbd_add_displacement(pbd_float4 dx, pbd_float4 p0, pbd_flo
     return PBD_F4(dx.x + (p1.x - p0.x), dx.y + (p1.y - p0.y), dx.z + (p1.z - p0.z), 0.0f);
 }
 
+/* Particle i's position p0 collided with the planes, stored in p[i]; with `track`, the
+ * collision's displacement is added to dx[i]. Every collision stage does this per particle. */
+PBD_INLINE void pbd_collide_particle(PBD_GLOBAL pbd_float4 *p, PBD_GLOBAL pbd_float4 *dx, int i,
+                                     pbd_float4 p0, PBD_GLOBAL const pbd_float4 *planes,
+                                     int num_planes, int track)
+{
+    pbd_float4 p1 = pbd_collide_planes(p0, planes, num_planes);
+    p[i] = p1;
+    if (track)
+        dx[i] = pbd_add_displacement(dx[i], p0, p1);
+}
+
 /* Adds the xyz of d to p, keeping p.w (the inverse mass). */
 PBD_INLINE pbd_float4 pbd_add3(pbd_float4 p, pbd_float4 d)
 {

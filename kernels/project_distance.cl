@@ -198,11 +198,7 @@ __kernel void project_gs_blocks(__global pbd_float4 *particle_p, __global const 
         pbd_gs_range(particle_p, distance, distance_lambda, bo[b], bo[b + 1], inv_h2, reset_lambda);
     }
     if (num_planes > 0)
-        for (int i = block_first[b]; i < block_first[b + 1]; ++i) {
-            pbd_float4 p0 = particle_p[i];
-            pbd_float4 p1 = pbd_collide_planes(p0, planes, num_planes);
-            particle_p[i] = p1;
-            if (track)
-                particle_dx[i] = pbd_add_displacement(particle_dx[i], p0, p1);
-        }
+        for (int i = block_first[b]; i < block_first[b + 1]; ++i)
+            pbd_collide_particle(particle_p, particle_dx, i, particle_p[i], planes, num_planes,
+                                 track);
 }

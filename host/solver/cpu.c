@@ -102,10 +102,7 @@ static pbd_status cpu_project_color(void *impl, int color, int reset, pbd_error 
 static void collide_one(cpu_impl *c, int i, pbd_float4 p0)
 {
     const pbd_plan *pl = c->plan;
-    pbd_float4 p1 = pbd_collide_planes(p0, pl->planes, pl->num_planes);
-    c->p[i] = p1;
-    if (pl->momentum_active)
-        c->dx[i] = pbd_add_displacement(c->dx[i], p0, p1);
+    pbd_collide_particle(c->p, c->dx, i, p0, pl->planes, pl->num_planes, pl->momentum_active);
 }
 
 static pbd_status cpu_collide(void *impl, pbd_error *err)
