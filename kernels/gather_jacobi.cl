@@ -22,8 +22,8 @@ __kernel void gather_jacobi(__global const pbd_float4 *particle_p,
  * builds (ell_start, ell_other, ell_con: group j's k-th entry holds, per lane, the far end and
  * the constraint of that particle's k-th slot; lanes whose row is shorter are masked out).
  * Lane by lane this is pbd_gather's arithmetic in its order, so the results are the same
- * bits. The last work-item takes a partial group one particle at a time. The collisions
- * follow on the stored positions. */
+ * bits. The positions are collided in registers before they are stored (collide_store8).
+ * The last work-item takes a partial group one particle at a time. */
 __kernel void gather_jacobi16(__global const pbd_float4 *particle_p,
                               __global pbd_float4 *particle_out,
                               __global const float *distance_gain, __global const int *csr_offsets,
@@ -63,16 +63,20 @@ __kernel void gather_jacobi16(__global const pbd_float4 *particle_p,
         px = some ? px + f * sx : px;
         py = some ? py + f * sy : py;
         pz = some ? pz + f * sz : pz;
-        store8(particle_out, i0, 8, px.lo, py.lo, pz.lo, pw.lo);
-        store8(particle_out, i0 + 8, 8, px.hi, py.hi, pz.hi, pw.hi);
-    } else {
-        for (int i = i0; i < num_particles; ++i)
-            particle_out[i] = pbd_gather(particle_p, i, distance_gain, csr_slots, csr_other,
-                                         csr_offsets[i], csr_offsets[i + 1], omega);
+        if (num_planes > 0) {
+            collide_store8(particle_out, particle_dx, i0, 8, px.lo, py.lo, pz.lo, pw.lo, planes,
+                           num_planes, track);
+            collide_store8(particle_out, particle_dx, i0 + 8, 8, px.hi, py.hi, pz.hi, pw.hi, planes,
+                           num_planes, track);
+        } else {
+            store8(particle_out, i0, 8, px.lo, py.lo, pz.lo, pw.lo);
+            store8(particle_out, i0 + 8, 8, px.hi, py.hi, pz.hi, pw.hi);
+        }
+        return;
     }
-    /* The collisions, on the positions just stored. */
-    if (num_planes > 0)
-        for (int i = i0; i < min(i0 + 16, num_particles); ++i)
-            pbd_collide_particle(particle_out, particle_dx, i, particle_out[i], planes, num_planes,
-                                 track);
+    for (int i = i0; i < num_particles; ++i) {
+        pbd_float4 p0 = pbd_gather(particle_p, i, distance_gain, csr_slots, csr_other,
+                                   csr_offsets[i], csr_offsets[i + 1], omega);
+        pbd_collide_particle(particle_out, particle_dx, i, p0, planes, num_planes, track);
+    }
 }

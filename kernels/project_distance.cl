@@ -64,42 +64,8 @@ static inline void pbd_gs16(__global float4 *particle_p, __global const int *dis
     float16 g =
         pbd_distance_gain16(dx, dy, dz, k.aw, k.bw, k.rest, k.compliance, lambda, inv_h2, &dl);
     float16 ga = k.aw * g, gb = -k.bw * g;
-    float16 ax = k.ax + ga * dx, ay = k.ay + ga * dy, az = k.az + ga * dz, aw = k.aw;
-    float16 bx = k.bx + gb * dx, by = k.by + gb * dy, bz = k.bz + gb * dz, bw = k.bw;
-    __global float4 *p = particle_p;
-    int16 ia = k.ia, ib = k.ib;
-    p[ia.s0] = (float4)(ax.s0, ay.s0, az.s0, aw.s0);
-    p[ia.s1] = (float4)(ax.s1, ay.s1, az.s1, aw.s1);
-    p[ia.s2] = (float4)(ax.s2, ay.s2, az.s2, aw.s2);
-    p[ia.s3] = (float4)(ax.s3, ay.s3, az.s3, aw.s3);
-    p[ia.s4] = (float4)(ax.s4, ay.s4, az.s4, aw.s4);
-    p[ia.s5] = (float4)(ax.s5, ay.s5, az.s5, aw.s5);
-    p[ia.s6] = (float4)(ax.s6, ay.s6, az.s6, aw.s6);
-    p[ia.s7] = (float4)(ax.s7, ay.s7, az.s7, aw.s7);
-    p[ia.s8] = (float4)(ax.s8, ay.s8, az.s8, aw.s8);
-    p[ia.s9] = (float4)(ax.s9, ay.s9, az.s9, aw.s9);
-    p[ia.sa] = (float4)(ax.sa, ay.sa, az.sa, aw.sa);
-    p[ia.sb] = (float4)(ax.sb, ay.sb, az.sb, aw.sb);
-    p[ia.sc] = (float4)(ax.sc, ay.sc, az.sc, aw.sc);
-    p[ia.sd] = (float4)(ax.sd, ay.sd, az.sd, aw.sd);
-    p[ia.se] = (float4)(ax.se, ay.se, az.se, aw.se);
-    p[ia.sf] = (float4)(ax.sf, ay.sf, az.sf, aw.sf);
-    p[ib.s0] = (float4)(bx.s0, by.s0, bz.s0, bw.s0);
-    p[ib.s1] = (float4)(bx.s1, by.s1, bz.s1, bw.s1);
-    p[ib.s2] = (float4)(bx.s2, by.s2, bz.s2, bw.s2);
-    p[ib.s3] = (float4)(bx.s3, by.s3, bz.s3, bw.s3);
-    p[ib.s4] = (float4)(bx.s4, by.s4, bz.s4, bw.s4);
-    p[ib.s5] = (float4)(bx.s5, by.s5, bz.s5, bw.s5);
-    p[ib.s6] = (float4)(bx.s6, by.s6, bz.s6, bw.s6);
-    p[ib.s7] = (float4)(bx.s7, by.s7, bz.s7, bw.s7);
-    p[ib.s8] = (float4)(bx.s8, by.s8, bz.s8, bw.s8);
-    p[ib.s9] = (float4)(bx.s9, by.s9, bz.s9, bw.s9);
-    p[ib.sa] = (float4)(bx.sa, by.sa, bz.sa, bw.sa);
-    p[ib.sb] = (float4)(bx.sb, by.sb, bz.sb, bw.sb);
-    p[ib.sc] = (float4)(bx.sc, by.sc, bz.sc, bw.sc);
-    p[ib.sd] = (float4)(bx.sd, by.sd, bz.sd, bw.sd);
-    p[ib.se] = (float4)(bx.se, by.se, bz.se, bw.se);
-    p[ib.sf] = (float4)(bx.sf, by.sf, bz.sf, bw.sf);
+    scatter16(particle_p, k.ia, k.ax + ga * dx, k.ay + ga * dy, k.az + ga * dz, k.aw);
+    scatter16(particle_p, k.ib, k.bx + gb * dx, k.by + gb * dy, k.bz + gb * dz, k.bw);
     vstore16(lambda + dl, 0, distance_lambda + c);
 }
 
@@ -197,8 +163,10 @@ __kernel void project_gs_blocks(__global pbd_float4 *particle_p, __global const 
         __global const int *bo = block_offsets + k * (num_blocks + 1);
         pbd_gs_range(particle_p, distance, distance_lambda, bo[b], bo[b + 1], inv_h2, reset_lambda);
     }
-    if (num_planes > 0)
-        for (int i = block_first[b]; i < block_first[b + 1]; ++i)
-            pbd_collide_particle(particle_p, particle_dx, i, particle_p[i], planes, num_planes,
-                                 track);
+    for (int i = block_first[b], end = block_first[b + 1]; num_planes > 0 && i < end; i += 8) {
+        float8 x, y, z, w;
+        int n = min(8, end - i);
+        load8(particle_p, i, n, &x, &y, &z, &w);
+        collide_store8(particle_p, particle_dx, i, n, x, y, z, w, planes, num_planes, track);
+    }
 }

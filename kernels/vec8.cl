@@ -32,6 +32,43 @@ VEC8_INLINE void gather16(__global const pbd_float4 *a, int16 k, float16 *x, flo
     *w = (float16)(r0.s37bf, r1.s37bf, r2.s37bf, r3.s37bf);
 }
 
+/* The inverse of gather16: x, y, z, w lane j to record a[k.sj]. Two rounds of two-source
+ * shuffles (x with y, z with w, then the pairs) give four float16 of four records each, and
+ * sixteen 16-byte stores; a float4 built lane by lane for each record costs about four
+ * shuffles a record. The sixteen records must be distinct. */
+VEC8_INLINE void scatter16(__global pbd_float4 *a, int16 k, float16 x, float16 y, float16 z,
+                           float16 w)
+{
+    float16 xy0 = (float16)(x.s0, y.s0, x.s1, y.s1, x.s2, y.s2, x.s3, y.s3, x.s4, y.s4, x.s5, y.s5,
+                            x.s6, y.s6, x.s7, y.s7);
+    float16 xy1 = (float16)(x.s8, y.s8, x.s9, y.s9, x.sa, y.sa, x.sb, y.sb, x.sc, y.sc, x.sd, y.sd,
+                            x.se, y.se, x.sf, y.sf);
+    float16 zw0 = (float16)(z.s0, w.s0, z.s1, w.s1, z.s2, w.s2, z.s3, w.s3, z.s4, w.s4, z.s5, w.s5,
+                            z.s6, w.s6, z.s7, w.s7);
+    float16 zw1 = (float16)(z.s8, w.s8, z.s9, w.s9, z.sa, w.sa, z.sb, w.sb, z.sc, w.sc, z.sd, w.sd,
+                            z.se, w.se, z.sf, w.sf);
+    float16 r0 = (float16)(xy0.s01, zw0.s01, xy0.s23, zw0.s23, xy0.s45, zw0.s45, xy0.s67, zw0.s67);
+    float16 r1 = (float16)(xy0.s89, zw0.s89, xy0.sab, zw0.sab, xy0.scd, zw0.scd, xy0.sef, zw0.sef);
+    float16 r2 = (float16)(xy1.s01, zw1.s01, xy1.s23, zw1.s23, xy1.s45, zw1.s45, xy1.s67, zw1.s67);
+    float16 r3 = (float16)(xy1.s89, zw1.s89, xy1.sab, zw1.sab, xy1.scd, zw1.scd, xy1.sef, zw1.sef);
+    a[k.s0] = r0.s0123;
+    a[k.s1] = r0.s4567;
+    a[k.s2] = r0.s89ab;
+    a[k.s3] = r0.scdef;
+    a[k.s4] = r1.s0123;
+    a[k.s5] = r1.s4567;
+    a[k.s6] = r1.s89ab;
+    a[k.s7] = r1.scdef;
+    a[k.s8] = r2.s0123;
+    a[k.s9] = r2.s4567;
+    a[k.sa] = r2.s89ab;
+    a[k.sb] = r2.scdef;
+    a[k.sc] = r3.s0123;
+    a[k.sd] = r3.s4567;
+    a[k.se] = r3.s89ab;
+    a[k.sf] = r3.scdef;
+}
+
 /* Eight float4 records, held as two float16, as four float8, one per component. */
 VEC8_INLINE void split8(float16 lo, float16 hi, float8 *x, float8 *y, float8 *z, float8 *w)
 {
@@ -119,4 +156,35 @@ VEC8_INLINE void record8(__global const pbd_float4 *a, int8 k, int same, float8 
     float8 unused;
     gather8(a, k, &lo, &hi);
     split8(lo, hi, x, y, z, &unused);
+}
+
+/* pbd_collide_planes for eight particles held as components. */
+VEC8_INLINE void collide8(float8 *x, float8 *y, float8 *z, float8 w,
+                          __global const pbd_float4 *planes, int num_planes)
+{
+    int8 movable = !(w <= 0.0f);
+    for (int k = 0; k < num_planes; ++k) {
+        float4 pl = planes[k];
+        float8 d = pl.x * *x + pl.y * *y + pl.z * *z - pl.w;
+        int8 hit = movable & (d < 0.0f);
+        *x = hit ? *x - d * pl.x : *x;
+        *y = hit ? *y - d * pl.y : *y;
+        *z = hit ? *z - d * pl.z : *z;
+    }
+}
+
+/* pbd_collide_particle for particles i .. i + n - 1 (n <= 8) at x, y, z, w: collided, stored
+ * to p, and with `track` their displacements added to dx. */
+VEC8_INLINE void collide_store8(__global pbd_float4 *p, __global pbd_float4 *dx, int i, int n,
+                                float8 x, float8 y, float8 z, float8 w,
+                                __global const pbd_float4 *planes, int num_planes, int track)
+{
+    float8 x1 = x, y1 = y, z1 = z;
+    collide8(&x1, &y1, &z1, w, planes, num_planes);
+    store8(p, i, n, x1, y1, z1, w);
+    if (track) {
+        float8 dxx, dxy, dxz, dxw;
+        load8(dx, i, n, &dxx, &dxy, &dxz, &dxw);
+        store8(dx, i, n, dxx + (x1 - x), dxy + (y1 - y), dxz + (z1 - z), (float8)0.0f);
+    }
 }

@@ -223,22 +223,26 @@ static pair_result run_pair(const pbd_model *m, const pbd_config *cfg, int frame
 
 /* Block Gauss-Seidel: the device's grouping of the colours (boundary colours in one
  * work-item or a launch each, then a work-item per block with its collisions) gives the
- * CPU reference's bits, and the launch counts show which grouping ran. Three cloths: 96 x 96
+ * CPU reference's bits, and the launch counts show which grouping ran. Four cloths: 96 x 96
  * (4 blocks, a small boundary), 1024 x 40 (8 blocks of 5 rows: over 8192 boundary
- * constraints, a launch a colour), and 96 x 96 with its particles numbered at random (no
- * locality: one block, the plain colour launches). */
+ * constraints, a launch a colour), 96 x 96 with its particles numbered at random (no
+ * locality: one block, the plain colour launches), and 96 x 96 free and spinning (its
+ * momentum preserved, so the blocks also track their collisions' displacements). */
 static void blocked_gs_same_bits(void **state)
 {
     (void)state;
-    const int res[3][2] = {{96, 96}, {1024, 40}, {96, 96}};
-    for (int variant = 0; variant < 3; ++variant) {
+    const int res[4][2] = {{96, 96}, {1024, 40}, {96, 96}, {96, 96}};
+    for (int variant = 0; variant < 4; ++variant) {
+        int free_body = variant == 3;
         char json[1024];
-        snprintf(json, sizeof json,
-                 "{\"dt\": 0.016666666666666666, \"iterations\": 10, \"solver\": \"gs\", "
-                 "\"planes\": [{\"normal\": [0, 1, 0], \"offset\": 0}], \"bodies\": [{\"type\": "
-                 "\"cloth\", \"resolution\": [%d, %d], \"size\": [2, 2], \"center\": [0, 0.3, 0], "
-                 "\"orientation\": \"xz\", \"pin\": \"corners\", \"mass\": 1}]}",
-                 res[variant][0], res[variant][1]);
+        snprintf(
+            json, sizeof json,
+            "{\"dt\": 0.016666666666666666, \"iterations\": 10, \"solver\": \"gs\", "
+            "\"planes\": [{\"normal\": [0, 1, 0], \"offset\": 0}], \"bodies\": [{\"type\": "
+            "\"cloth\", \"resolution\": [%d, %d], \"size\": [2, 2], \"center\": [0, 0.3, 0], "
+            "\"orientation\": \"xz\", \"pin\": \"%s\", \"angular_velocity\": %s, \"mass\": 1}]}",
+            res[variant][0], res[variant][1], free_body ? "none" : "corners",
+            free_body ? "[1, 2, 4]" : "[0, 0, 0]");
         pbd_scene s = {0};
         pbd_error err = {0};
         assert_int_equal(pbd_scene_parse(json, "blocked", &s, &err), PBD_OK);
@@ -283,11 +287,13 @@ static void blocked_gs_same_bits(void **state)
         for (int i = 0; i < n; ++i)
             floor += r.x_cpu[i].y < 1e-3f;
         assert_true(floor > n / 4);
-        assert_int_equal(launches[0], 2 + 10 * (colors + 1)); /* predict, update */
+        /* predict, update, and with momentum preserved the body's reduce and solve */
+        int fixed = free_body ? 4 : 2;
+        assert_int_equal(launches[0], fixed + 10 * (colors + 1));
         if (r.cpu_device) {
             assert_int_equal(r.differ, 0);
-            if (variant == 0) /* boundary in one work-item, then the blocks */
-                assert_int_equal(launches[1], 2 + 10 * 2);
+            if (variant == 0 || variant == 3) /* boundary in one work-item, then the blocks */
+                assert_int_equal(launches[1], fixed + 10 * 2);
             else if (variant == 1) /* a launch per boundary colour, then the blocks */
                 assert_true(launches[1] > 2 + 10 * 3 && launches[1] < launches[0] - 10);
             else /* no blocks */
