@@ -69,48 +69,6 @@ static inline void pbd_gs16(__global float4 *particle_p, __global const int *dis
     vstore16(lambda + dl, 0, distance_lambda + c);
 }
 
-/* Jacobi for sixteen loaded constraints [c, c + 16): their gains and multipliers. */
-static inline void pbd_jacobi16(const pbd_con16 *k, __global float *distance_lambda,
-                                __global float *distance_gain, int c, float inv_h2,
-                                int reset_lambda)
-{
-    float16 lambda = reset_lambda ? (float16)0.0f : vload16(0, distance_lambda + c);
-    float16 dl;
-    vstore16(pbd_distance_gain16(k->ax - k->bx, k->ay - k->by, k->az - k->bz, k->aw, k->bw, k->rest,
-                                 k->compliance, lambda, inv_h2, &dl),
-             0, distance_gain + c);
-    vstore16(lambda + dl, 0, distance_lambda + c);
-}
-
-/* Jacobi on CPU devices: a work-item projects 32 constraints, two groups of sixteen
- * (pbd_load16, pbd_distance_gain16) loaded before either is computed, which gives a core
- * two independent chains through the square root and the divisions (8-11 % less time
- * than one group, @cloth-256); the last work-item takes the remainder by sixteen, then one
- * by one. Element by element the arithmetic of project_distance_jacobi. */
-__kernel void project_distance_jacobi16(__global const float4 *particle_p,
-                                        __global const int *distance,
-                                        __global float *distance_lambda,
-                                        __global float *distance_gain, int count, float inv_h2,
-                                        int reset_lambda)
-{
-    int c = 32 * (int)get_global_id(0);
-    if (c + 32 <= count) {
-        pbd_con16 k = pbd_load16(particle_p, distance, c);
-        pbd_con16 m = pbd_load16(particle_p, distance, c + 16);
-        pbd_jacobi16(&k, distance_lambda, distance_gain, c, inv_h2, reset_lambda);
-        pbd_jacobi16(&m, distance_lambda, distance_gain, c + 16, inv_h2, reset_lambda);
-        return;
-    }
-    if (c + 16 <= count) {
-        pbd_con16 k = pbd_load16(particle_p, distance, c);
-        pbd_jacobi16(&k, distance_lambda, distance_gain, c, inv_h2, reset_lambda);
-        c += 16;
-    }
-    for (; c < count; ++c)
-        pbd_jacobi_project(particle_p, (__global const pbd_distance *)distance, distance_lambda,
-                           distance_gain, c, inv_h2, reset_lambda);
-}
-
 /* Constraints [lo, hi) of one colour: sixteen at a time, the rest one by one. */
 static inline void pbd_gs_range(__global float4 *particle_p, __global const int *distance,
                                 __global float *distance_lambda, int lo, int hi, float inv_h2,

@@ -310,13 +310,15 @@ static void blocked_gs_same_bits(void **state)
 /* Jacobi on the device (gains, then a gather into the other position buffer) gives the CPU
  * reference's bits: a pinned cloth falling onto a floor at 10 iterations, and a free cloth
  * tumbling onto it at 7 iterations and 2 substeps (an odd count: the prediction goes into the
- * second buffer; momentum is preserved, so the collisions' displacements are tracked). Both
+ * second buffer; momentum is preserved, so the collisions' displacements are tracked; soft
+ * constraints, so the multipliers count). Both
  * are still moving at the end, so a stale iterate would show. */
 static void jacobi_same_bits(void **state)
 {
     (void)state;
     const char *const pin[2] = {"corners", "none"};
     const char *const spin[2] = {"[0, 0, 0]", "[1, 2, 4]"};
+    const char *const compliance[2] = {"0", "1e-4"};
     const int iterations[2] = {10, 7}, substeps[2] = {1, 2};
     for (int variant = 0; variant < 2; ++variant) {
         char json[1024];
@@ -325,8 +327,9 @@ static void jacobi_same_bits(void **state)
                  "\"solver\": \"jacobi\", \"planes\": [{\"normal\": [0, 1, 0], \"offset\": 0}], "
                  "\"bodies\": [{\"type\": \"cloth\", \"resolution\": [47, 41], \"size\": [2, 2], "
                  "\"center\": [0, 0.3, 0], \"orientation\": \"xz\", \"pin\": \"%s\", "
-                 "\"angular_velocity\": %s, \"mass\": 1}]}",
-                 iterations[variant], substeps[variant], pin[variant], spin[variant]);
+                 "\"angular_velocity\": %s, \"compliance\": %s, \"mass\": 1}]}",
+                 iterations[variant], substeps[variant], pin[variant], spin[variant],
+                 compliance[variant]);
         pbd_scene s = {0};
         pbd_error err = {0};
         assert_int_equal(pbd_scene_parse(json, "jacobi", &s, &err), PBD_OK);

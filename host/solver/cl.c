@@ -18,8 +18,10 @@ typedef struct cl_impl {
     const pbd_plan *plan;
     cl_kernel kernels[PBD_STAGE_COUNT];
     cl_mem x, p, v, xp, vp, dx, distance, lambda, csr_offsets, csr_slots, planes;
-    cl_mem p_next, gain, csr_other;       /* Jacobi */
-    cl_mem ell_start, ell_other, ell_con; /* Jacobi on CPU devices (gather_jacobi16) */
+    cl_mem p_next, gain, csr_other; /* Jacobi */
+    /* Jacobi on CPU devices (jacobi_fused16): its rows, sixteen particles a group */
+    cl_mem ell_start, ell_other, ell_code, ell_rest, ell_compliance, ell_lambda;
+    int fused_jacobi, jacobi_reset; /* CPU devices: the gather projects too */
     /* Jacobi: the gather writes the other position buffer, so the iterate alternates between
      * p (0) and p_next (1). The prediction goes into the one (`jacobi_start`) from which the
      * substep's last gather lands in p. */
@@ -198,13 +200,14 @@ static pbd_status cl_project_jacobi(void *impl, int reset, pbd_error *err)
     cl_impl *c = impl;
     pbd_status status = PBD_OK;
     cl_int r = reset;
+    if (c->fused_jacobi) { /* jacobi_fused16 projects in the gather's launch */
+        c->jacobi_reset = reset;
+        return PBD_OK;
+    }
     cl_mem p = c->iterate ? c->p_next : c->p;
     ARG(PBD_STAGE_PROJECT_JACOBI, 0, p);
     ARG(PBD_STAGE_PROJECT_JACOBI, 6, r);
-    /* CPU devices (project_distance_jacobi16): 32 constraints a work-item. */
-    size_t nc = (size_t)c->plan->num_distance;
-    status = launch(c, PBD_STAGE_PROJECT_JACOBI, c->plan->reduce_serial ? (nc + 31) / 32 : nc,
-                    c->wg, err);
+    status = launch(c, PBD_STAGE_PROJECT_JACOBI, (size_t)c->plan->num_distance, c->wg, err);
 cleanup:
     return status;
 }
@@ -216,6 +219,10 @@ static pbd_status cl_gather_jacobi(void *impl, pbd_error *err)
     cl_mem from = c->iterate ? c->p_next : c->p, to = c->iterate ? c->p : c->p_next;
     ARG(PBD_STAGE_GATHER, 0, from);
     ARG(PBD_STAGE_GATHER, 1, to);
+    if (c->fused_jacobi) {
+        cl_int r = c->jacobi_reset;
+        ARG(PBD_STAGE_GATHER, 10, r);
+    }
     size_t np = (size_t)c->plan->num_particles,
            items = c->plan->reduce_serial ? (np + 15) / 16 : np;
     status = launch(c, PBD_STAGE_GATHER, items,
@@ -391,7 +398,10 @@ static void cl_destroy(void *impl)
                       &c->csr_other,
                       &c->ell_start,
                       &c->ell_other,
-                      &c->ell_con,
+                      &c->ell_code,
+                      &c->ell_rest,
+                      &c->ell_compliance,
+                      &c->ell_lambda,
                       &c->planes,
                       &c->particle_body,
                       &c->segments,
@@ -438,40 +448,61 @@ static pbd_status buffer(cl_impl *c, cl_mem *out, const char *name, size_t bytes
     return status;
 }
 
-/* The Jacobi gather's rows for CPU devices, sixteen particles a group (gather_jacobi16):
- * group j's entries start[j] .. start[j + 1] - 1 hold, 16 ints each, for each particle of
- * the group the far end (`other`) and the constraint (`con`) of its row's k-th slot. Rows
- * shorter than the group's longest are padded with the particle itself and constraint 0,
- * which the kernel masks out. A partial last group has no entries. */
-static pbd_status ell_build(const pbd_plan *pl, int **start, int **other, int **con, pbd_error *err)
+/* Jacobi's rows for CPU devices (jacobi_fused16), sixteen particles a group, the last group
+ * padded with lanes past the last particle: group j's entries start[j] .. start[j + 1] - 1
+ * hold, 16 of each per entry, for each particle of the group its row's k-th slot: the far end
+ * (`other`), the slot code (constraint << 1 | end, as csr_slots) and the constraint's rest
+ * length and compliance. Rows shorter than the group's longest are padded with the particle
+ * itself (or the last particle) and code -1, which the kernel masks out. */
+typedef struct jacobi_rows {
+    int *start, *other, *code;
+    float *rest, *compliance;
+    size_t entries; /* 16 a group's row */
+} jacobi_rows;
+
+static void jacobi_rows_free(jacobi_rows *r)
 {
-    int groups = pl->num_particles / 16;
+    free(r->start);
+    free(r->other);
+    free(r->code);
+    free(r->rest);
+    free(r->compliance);
+}
+
+static pbd_status jacobi_rows_build(const pbd_plan *pl, jacobi_rows *r, pbd_error *err)
+{
+    int np = pl->num_particles, groups = (np + 15) / 16;
     const int *off = pl->csr_offsets;
-    size_t total = 0;
-    *start = malloc(((size_t)groups + 1) * sizeof **start);
-    if (*start) {
-        for (int j = 0; j < groups; ++j) {
-            int w = 0;
-            for (int l = 0; l < 16; ++l) {
-                int len = off[16 * j + l + 1] - off[16 * j + l];
-                w = len > w ? len : w;
-            }
-            (*start)[j] = (int)total;
-            total += (size_t)w;
-        }
-        (*start)[groups] = (int)total;
+    memset(r, 0, sizeof *r);
+    r->start = malloc(((size_t)groups + 1) * sizeof *r->start);
+    if (!r->start)
+        return pbd_error_set(err, PBD_ERR_MEMORY, "out of memory for the Jacobi rows");
+    for (int j = 0; j < groups; ++j) {
+        int w = 0;
+        for (int i = 16 * j; i < 16 * j + 16 && i < np; ++i)
+            w = off[i + 1] - off[i] > w ? off[i + 1] - off[i] : w;
+        r->start[j] = (int)r->entries;
+        r->entries += (size_t)w;
     }
-    *other = malloc((16 * total + 1) * sizeof **other);
-    *con = malloc((16 * total + 1) * sizeof **con);
-    if (!*start || !*other || !*con)
-        return pbd_error_set(err, PBD_ERR_MEMORY, "out of memory for the Jacobi gather's rows");
+    r->start[groups] = (int)r->entries;
+    size_t n = 16 * r->entries + 1;
+    r->other = malloc(n * sizeof *r->other);
+    r->code = malloc(n * sizeof *r->code);
+    r->rest = malloc(n * sizeof *r->rest);
+    r->compliance = malloc(n * sizeof *r->compliance);
+    if (!r->other || !r->code || !r->rest || !r->compliance)
+        return pbd_error_set(err, PBD_ERR_MEMORY, "out of memory for the Jacobi rows");
     for (int j = 0; j < groups; ++j)
-        for (int k = (*start)[j]; k < (*start)[j + 1]; ++k)
+        for (int k = r->start[j]; k < r->start[j + 1]; ++k)
             for (int l = 0; l < 16; ++l) {
-                int i = 16 * j + l, s = off[i] + k - (*start)[j];
-                int in = s < off[i + 1];
-                (*other)[16 * k + l] = in ? pl->csr_other[s] : i;
-                (*con)[16 * k + l] = in ? pl->csr_slots[s] >> 1 : 0;
+                int i = 16 * j + l, s = i < np ? off[i] + k - r->start[j] : 0;
+                int in = i < np && s < off[i + 1];
+                size_t e = 16 * (size_t)k + (size_t)l;
+                const pbd_distance *d = in ? &pl->distance[pl->csr_slots[s] >> 1] : NULL;
+                r->other[e] = in ? pl->csr_other[s] : i < np ? i : np - 1;
+                r->code[e] = in ? pl->csr_slots[s] : -1;
+                r->rest[e] = d ? d->rest : 0.0f;
+                r->compliance[e] = d ? d->compliance : 0.0f;
             }
     return PBD_OK;
 }
@@ -515,10 +546,10 @@ pbd_status pbd_cl_solver_create(const pbd_model *m, pbd_plan *plan, const pbd_so
     int lanes = plan->reduce_serial;
     if (lanes) {
         names[PBD_STAGE_PROJECT_GS] = "project_distance_gs16";
-        names[PBD_STAGE_PROJECT_JACOBI] = "project_distance_jacobi16";
-        names[PBD_STAGE_GATHER] = "gather_jacobi16";
+        names[PBD_STAGE_GATHER] = "jacobi_fused16"; /* project_distance_jacobi is not launched */
         names[PBD_STAGE_PREDICT] = "predict8";
     }
+    c->fused_jacobi = lanes;
     if (status == PBD_OK)
         status = pbd_cl_build(&c->cl, desc->kernel_dir,
                               float_sums && info->fp64 ? "-DPBD_FLOAT_ACC=1" : NULL, err);
@@ -576,20 +607,23 @@ pbd_status pbd_cl_solver_create(const pbd_model *m, pbd_plan *plan, const pbd_so
     BUF(distance, nc * sizeof(pbd_distance), plan->distance);
     BUF(lambda, nc * sizeof(float), NULL);
     int jacobi = plan->cfg.solver == PBD_SOLVER_JACOBI;
+    int split = jacobi && !lanes; /* Jacobi's projection and gather as two kernels */
     BUF(p_next, jacobi ? np * f4 : 0, NULL);
-    BUF(gain, jacobi ? nc * sizeof(float) : 0, NULL);
+    BUF(gain, split ? nc * sizeof(float) : 0, NULL);
     BUF(csr_offsets, (np + 1) * sizeof(int), plan->csr_offsets);
     BUF(csr_slots, 2 * nc * sizeof(int), nc ? plan->csr_slots : NULL);
-    BUF(csr_other, jacobi ? 2 * nc * sizeof(int) : 0, jacobi && nc ? plan->csr_other : NULL);
-    int *ell[3] = {NULL, NULL, NULL};
+    BUF(csr_other, split ? 2 * nc * sizeof(int) : 0, split && nc ? plan->csr_other : NULL);
+    jacobi_rows rows = {0};
     if (st == PBD_OK && jacobi && lanes)
-        st = ell_build(plan, &ell[0], &ell[1], &ell[2], err);
-    size_t nell = ell[0] ? 16 * (size_t)ell[0][np / 16] : 0;
-    BUF(ell_start, ell[0] ? (np / 16 + 1) * sizeof(int) : 0, ell[0]);
-    BUF(ell_other, nell * sizeof(int), nell ? ell[1] : NULL);
-    BUF(ell_con, nell * sizeof(int), nell ? ell[2] : NULL);
-    for (int k = 0; k < 3; ++k)
-        free(ell[k]);
+        st = jacobi_rows_build(plan, &rows, err);
+    size_t nell = 16 * rows.entries, ngroups = rows.start ? (np + 15) / 16 + 1 : 0;
+    BUF(ell_start, ngroups * sizeof(int), rows.start);
+    BUF(ell_other, nell * sizeof(int), nell ? rows.other : NULL);
+    BUF(ell_code, nell * sizeof(int), nell ? rows.code : NULL);
+    BUF(ell_rest, nell * sizeof(float), nell ? rows.rest : NULL);
+    BUF(ell_compliance, nell * sizeof(float), nell ? rows.compliance : NULL);
+    BUF(ell_lambda, nell * sizeof(float), NULL);
+    jacobi_rows_free(&rows);
     BUF(planes, ((size_t)plan->num_planes + 1) * f4, plan->planes);
     size_t nic = (size_t)(plan->num_colors - plan->boundary_colors);
     BUF(color_offsets, ((size_t)plan->num_colors + 1) * sizeof(int), plan->color_offsets);
@@ -700,20 +734,34 @@ pbd_status pbd_cl_solver_create(const pbd_model *m, pbd_plan *plan, const pbd_so
     }
     ARG(PBD_STAGE_GATHER, 0, c->p);
     ARG(PBD_STAGE_GATHER, 1, c->p_next);
-    ARG(PBD_STAGE_GATHER, 2, c->gain);
-    ARG(PBD_STAGE_GATHER, 3, c->csr_offsets);
-    ARG(PBD_STAGE_GATHER, 4, c->csr_slots);
-    ARG(PBD_STAGE_GATHER, 5, c->csr_other);
-    ARG(PBD_STAGE_GATHER, 6, omega);
-    ARG(PBD_STAGE_GATHER, 7, c->dx);
-    ARG(PBD_STAGE_GATHER, 8, c->planes);
-    ARG(PBD_STAGE_GATHER, 9, npl);
-    ARG(PBD_STAGE_GATHER, 10, track);
-    ARG(PBD_STAGE_GATHER, 11, n);
-    if (lanes) {
-        ARG(PBD_STAGE_GATHER, 12, c->ell_start);
-        ARG(PBD_STAGE_GATHER, 13, c->ell_other);
-        ARG(PBD_STAGE_GATHER, 14, c->ell_con);
+    if (c->fused_jacobi) {
+        ARG(PBD_STAGE_GATHER, 2, c->ell_start);
+        ARG(PBD_STAGE_GATHER, 3, c->ell_other);
+        ARG(PBD_STAGE_GATHER, 4, c->ell_code);
+        ARG(PBD_STAGE_GATHER, 5, c->ell_rest);
+        ARG(PBD_STAGE_GATHER, 6, c->ell_compliance);
+        ARG(PBD_STAGE_GATHER, 7, c->ell_lambda);
+        ARG(PBD_STAGE_GATHER, 8, omega);
+        ARG(PBD_STAGE_GATHER, 9, inv_h2);
+        ARG(PBD_STAGE_GATHER, 10, zero);
+        ARG(PBD_STAGE_GATHER, 11, c->dx);
+        ARG(PBD_STAGE_GATHER, 12, c->planes);
+        ARG(PBD_STAGE_GATHER, 13, npl);
+        ARG(PBD_STAGE_GATHER, 14, track);
+        ARG(PBD_STAGE_GATHER, 15, n);
+        plan->jacobi_launches = 1;
+    } else {
+        ARG(PBD_STAGE_GATHER, 2, c->gain);
+        ARG(PBD_STAGE_GATHER, 3, c->csr_offsets);
+        ARG(PBD_STAGE_GATHER, 4, c->csr_slots);
+        ARG(PBD_STAGE_GATHER, 5, c->csr_other);
+        ARG(PBD_STAGE_GATHER, 6, omega);
+        ARG(PBD_STAGE_GATHER, 7, c->dx);
+        ARG(PBD_STAGE_GATHER, 8, c->planes);
+        ARG(PBD_STAGE_GATHER, 9, npl);
+        ARG(PBD_STAGE_GATHER, 10, track);
+        ARG(PBD_STAGE_GATHER, 11, n);
+        plan->jacobi_launches = (plan->num_distance > 0) + 1;
     }
     cl_int nseg = plan->num_segments;
     cl_int with_dx = plan->num_planes > 0;

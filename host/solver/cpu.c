@@ -369,6 +369,7 @@ pbd_status pbd_cpu_create(const pbd_model *m, pbd_plan *plan, const pbd_solver_d
     /* The reference adds the sums in the order asked for: a device's (desc->sums). */
     plan->reduce_serial = desc->sums == PBD_SUMS_LANES;
     plan->gs_launches = plan->num_colors + (plan->num_planes > 0);
+    plan->jacobi_launches = (plan->num_distance > 0) + 1;
     if (plan->reduce_serial)
         plan->solve_serial = 1;
     cpu_impl *c = calloc(1, sizeof *c);

@@ -2,8 +2,9 @@
  * Dahl & Bargteil 2019, Algorithm 2):
  *   predict -> iterations x (project constraints, collide) -> update velocity -> momentum.
  * Gauss-Seidel projects colour by colour (the plan's block order) and collides once per
- * iteration; Jacobi projects every constraint into its delta slots, and the gather applies
- * them and collides. */
+ * iteration; Jacobi projects every constraint's gain, and the gather applies the corrections
+ * and collides (on CPU devices one kernel does both, so the projection stage launches
+ * nothing there: jacobi_launches). */
 #include "solver/solver_impl.h"
 
 const char *const pbd_stage_names[PBD_STAGE_COUNT] = {
@@ -53,7 +54,7 @@ long pbd_step_launches(const pbd_plan *plan)
     if (cfg->solver == PBD_SOLVER_GS)
         per_iteration = plan->gs_launches;
     else
-        per_iteration = (plan->num_distance > 0) + 1;
+        per_iteration = plan->jacobi_launches;
     /* The momentum correction: body_reduce and body_solve; its broadcast rides on the next
      * predict (momentum_apply runs alone only before the state is read). */
     return (long)cfg->substeps *
