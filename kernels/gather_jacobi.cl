@@ -73,15 +73,10 @@ __kernel void jacobi_fused16(__global const pbd_float4 *particle_p,
     px = some ? px + f * sx : px;
     py = some ? py + f * sy : py;
     pz = some ? pz + f * sz : pz;
-    if (num_planes > 0) {
-        collide_store8(particle_out, particle_dx, i0, n0, px.lo, py.lo, pz.lo, pw.lo, planes,
+    /* Without planes this is store8 (the host tracks displacements only with planes). */
+    collide_store8(particle_out, particle_dx, i0, n0, px.lo, py.lo, pz.lo, pw.lo, planes,
+                   num_planes, track);
+    if (n > 8)
+        collide_store8(particle_out, particle_dx, i0 + 8, n - 8, px.hi, py.hi, pz.hi, pw.hi, planes,
                        num_planes, track);
-        if (n > 8)
-            collide_store8(particle_out, particle_dx, i0 + 8, n - 8, px.hi, py.hi, pz.hi, pw.hi,
-                           planes, num_planes, track);
-    } else {
-        store8(particle_out, i0, n0, px.lo, py.lo, pz.lo, pw.lo);
-        if (n > 8)
-            store8(particle_out, i0 + 8, n - 8, px.hi, py.hi, pz.hi, pw.hi);
-    }
 }

@@ -10,6 +10,28 @@
  * pass the float8 values through memory. */
 #define VEC8_INLINE static inline __attribute__((always_inline))
 
+/* Eight float4 records, held as two float16, as four float8, one per component. */
+VEC8_INLINE void split8(float16 lo, float16 hi, float8 *x, float8 *y, float8 *z, float8 *w)
+{
+    *x = (float8)(lo.s048c, hi.s048c);
+    *y = (float8)(lo.s159d, hi.s159d);
+    *z = (float8)(lo.s26ae, hi.s26ae);
+    *w = (float8)(lo.s37bf, hi.s37bf);
+}
+
+/* The inverse of split8: four float8 components as eight float4 records in two float16. Two
+ * rounds of two-source shuffles (x with y, z with w, then the pairs); a float4 built lane by
+ * lane for each record costs about four shuffles a record. */
+VEC8_INLINE void join8(float8 x, float8 y, float8 z, float8 w, float16 *lo, float16 *hi)
+{
+    float16 xy = (float16)(x.s0, y.s0, x.s1, y.s1, x.s2, y.s2, x.s3, y.s3, x.s4, y.s4, x.s5, y.s5,
+                           x.s6, y.s6, x.s7, y.s7);
+    float16 zw = (float16)(z.s0, w.s0, z.s1, w.s1, z.s2, w.s2, z.s3, w.s3, z.s4, w.s4, z.s5, w.s5,
+                           z.s6, w.s6, z.s7, w.s7);
+    *lo = (float16)(xy.s01, zw.s01, xy.s23, zw.s23, xy.s45, zw.s45, xy.s67, zw.s67);
+    *hi = (float16)(xy.s89, zw.s89, xy.sab, zw.sab, xy.scd, zw.scd, xy.sef, zw.sef);
+}
+
 /* Records a[k.s0], ..., a[k.s7] (float4) as two float16: a gather. */
 VEC8_INLINE void gather8(__global const pbd_float4 *a, int8 k, float16 *lo, float16 *hi)
 {
@@ -18,39 +40,31 @@ VEC8_INLINE void gather8(__global const pbd_float4 *a, int8 k, float16 *lo, floa
 }
 
 /* Records a[k.s0], ..., a[k.sf] as four float16, one per component: sixteen loads and a
- * transpose of a few shuffles, where one gather per component would cost more. */
+ * transpose of a few shuffles (split8 of each half), where one gather per component would
+ * cost more. */
 VEC8_INLINE void gather16(__global const pbd_float4 *a, int16 k, float16 *x, float16 *y, float16 *z,
                           float16 *w)
 {
-    float16 r0 = (float16)(a[k.s0], a[k.s1], a[k.s2], a[k.s3]);
-    float16 r1 = (float16)(a[k.s4], a[k.s5], a[k.s6], a[k.s7]);
-    float16 r2 = (float16)(a[k.s8], a[k.s9], a[k.sa], a[k.sb]);
-    float16 r3 = (float16)(a[k.sc], a[k.sd], a[k.se], a[k.sf]);
-    *x = (float16)(r0.s048c, r1.s048c, r2.s048c, r3.s048c);
-    *y = (float16)(r0.s159d, r1.s159d, r2.s159d, r3.s159d);
-    *z = (float16)(r0.s26ae, r1.s26ae, r2.s26ae, r3.s26ae);
-    *w = (float16)(r0.s37bf, r1.s37bf, r2.s37bf, r3.s37bf);
+    float16 r0, r1, r2, r3;
+    float8 x0, y0, z0, w0, x1, y1, z1, w1;
+    gather8(a, k.lo, &r0, &r1);
+    gather8(a, k.hi, &r2, &r3);
+    split8(r0, r1, &x0, &y0, &z0, &w0);
+    split8(r2, r3, &x1, &y1, &z1, &w1);
+    *x = (float16)(x0, x1);
+    *y = (float16)(y0, y1);
+    *z = (float16)(z0, z1);
+    *w = (float16)(w0, w1);
 }
 
-/* The inverse of gather16: x, y, z, w lane j to record a[k.sj]. Two rounds of two-source
- * shuffles (x with y, z with w, then the pairs) give four float16 of four records each, and
- * sixteen 16-byte stores; a float4 built lane by lane for each record costs about four
- * shuffles a record. The sixteen records must be distinct. */
+/* The inverse of gather16: x, y, z, w lane j to record a[k.sj] (join8 of each half), sixteen
+ * 16-byte stores. The sixteen records must be distinct. */
 VEC8_INLINE void scatter16(__global pbd_float4 *a, int16 k, float16 x, float16 y, float16 z,
                            float16 w)
 {
-    float16 xy0 = (float16)(x.s0, y.s0, x.s1, y.s1, x.s2, y.s2, x.s3, y.s3, x.s4, y.s4, x.s5, y.s5,
-                            x.s6, y.s6, x.s7, y.s7);
-    float16 xy1 = (float16)(x.s8, y.s8, x.s9, y.s9, x.sa, y.sa, x.sb, y.sb, x.sc, y.sc, x.sd, y.sd,
-                            x.se, y.se, x.sf, y.sf);
-    float16 zw0 = (float16)(z.s0, w.s0, z.s1, w.s1, z.s2, w.s2, z.s3, w.s3, z.s4, w.s4, z.s5, w.s5,
-                            z.s6, w.s6, z.s7, w.s7);
-    float16 zw1 = (float16)(z.s8, w.s8, z.s9, w.s9, z.sa, w.sa, z.sb, w.sb, z.sc, w.sc, z.sd, w.sd,
-                            z.se, w.se, z.sf, w.sf);
-    float16 r0 = (float16)(xy0.s01, zw0.s01, xy0.s23, zw0.s23, xy0.s45, zw0.s45, xy0.s67, zw0.s67);
-    float16 r1 = (float16)(xy0.s89, zw0.s89, xy0.sab, zw0.sab, xy0.scd, zw0.scd, xy0.sef, zw0.sef);
-    float16 r2 = (float16)(xy1.s01, zw1.s01, xy1.s23, zw1.s23, xy1.s45, zw1.s45, xy1.s67, zw1.s67);
-    float16 r3 = (float16)(xy1.s89, zw1.s89, xy1.sab, zw1.sab, xy1.scd, zw1.scd, xy1.sef, zw1.sef);
+    float16 r0, r1, r2, r3;
+    join8(x.lo, y.lo, z.lo, w.lo, &r0, &r1);
+    join8(x.hi, y.hi, z.hi, w.hi, &r2, &r3);
     a[k.s0] = r0.s0123;
     a[k.s1] = r0.s4567;
     a[k.s2] = r0.s89ab;
@@ -67,15 +81,6 @@ VEC8_INLINE void scatter16(__global pbd_float4 *a, int16 k, float16 x, float16 y
     a[k.sd] = r3.s4567;
     a[k.se] = r3.s89ab;
     a[k.sf] = r3.scdef;
-}
-
-/* Eight float4 records, held as two float16, as four float8, one per component. */
-VEC8_INLINE void split8(float16 lo, float16 hi, float8 *x, float8 *y, float8 *z, float8 *w)
-{
-    *x = (float8)(lo.s048c, hi.s048c);
-    *y = (float8)(lo.s159d, hi.s159d);
-    *z = (float8)(lo.s26ae, hi.s26ae);
-    *w = (float8)(lo.s37bf, hi.s37bf);
 }
 
 /* Four float4 records at a (16-byte aligned) as one float16, and back. Clang-based OpenCL
@@ -131,13 +136,9 @@ VEC8_INLINE void load8(__global const pbd_float4 *a, int i, int n, float8 *x, fl
 VEC8_INLINE void store8(__global pbd_float4 *a, int i, int n, float8 x, float8 y, float8 z,
                         float8 w)
 {
-    float16 xy = (float16)(x.s0, y.s0, x.s1, y.s1, x.s2, y.s2, x.s3, y.s3, x.s4, y.s4, x.s5, y.s5,
-                           x.s6, y.s6, x.s7, y.s7);
-    float16 zw = (float16)(z.s0, w.s0, z.s1, w.s1, z.s2, w.s2, z.s3, w.s3, z.s4, w.s4, z.s5, w.s5,
-                           z.s6, w.s6, z.s7, w.s7);
-    store_raw8(a, i, 0, n,
-               (float16)(xy.s01, zw.s01, xy.s23, zw.s23, xy.s45, zw.s45, xy.s67, zw.s67),
-               (float16)(xy.s89, zw.s89, xy.sab, zw.sab, xy.scd, zw.scd, xy.sef, zw.sef));
+    float16 lo, hi;
+    join8(x, y, z, w, &lo, &hi);
+    store_raw8(a, i, 0, n, lo, hi);
 }
 
 /* The xyz of records a[k.s0], ..., a[k.s7] as three float8: a gather, or where every lane
