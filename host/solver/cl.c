@@ -21,7 +21,7 @@ typedef struct cl_impl {
     cl_mem p_next, gain, csr_other; /* Jacobi */
     /* Jacobi on CPU devices (jacobi_fused16): its rows, sixteen particles a group */
     cl_mem ell_start, ell_other, ell_code, ell_rest, ell_compliance, ell_lambda;
-    int fused_jacobi, jacobi_reset; /* CPU devices: the gather projects too */
+    int jacobi_reset; /* CPU devices: the iteration's reset flag, for jacobi_fused16 */
     /* Jacobi: the gather writes the other position buffer, so the iterate alternates between
      * p (0) and p_next (1). The prediction goes into the one (`jacobi_start`) from which the
      * substep's last gather lands in p. */
@@ -108,6 +108,12 @@ static size_t serial_local(const cl_impl *c, size_t items)
         groups = items;
     size_t per = (items + groups - 1) / groups;
     return per > 64 ? 64 : per;
+}
+
+/* Jacobi's position buffer k: p (0) or p_next (1). */
+static cl_mem position_buffer(const cl_impl *c, int k)
+{
+    return k ? c->p_next : c->p;
 }
 
 static pbd_status cl_predict(void *impl, int bdf2, pbd_error *err)
@@ -200,11 +206,11 @@ static pbd_status cl_project_jacobi(void *impl, int reset, pbd_error *err)
     cl_impl *c = impl;
     pbd_status status = PBD_OK;
     cl_int r = reset;
-    if (c->fused_jacobi) { /* jacobi_fused16 projects in the gather's launch */
+    if (c->plan->reduce_serial) { /* CPU devices: jacobi_fused16 projects as it gathers */
         c->jacobi_reset = reset;
         return PBD_OK;
     }
-    cl_mem p = c->iterate ? c->p_next : c->p;
+    cl_mem p = position_buffer(c, c->iterate);
     ARG(PBD_STAGE_PROJECT_JACOBI, 0, p);
     ARG(PBD_STAGE_PROJECT_JACOBI, 6, r);
     status = launch(c, PBD_STAGE_PROJECT_JACOBI, (size_t)c->plan->num_distance, c->wg, err);
@@ -216,10 +222,10 @@ static pbd_status cl_gather_jacobi(void *impl, pbd_error *err)
 {
     cl_impl *c = impl;
     pbd_status status = PBD_OK;
-    cl_mem from = c->iterate ? c->p_next : c->p, to = c->iterate ? c->p : c->p_next;
+    cl_mem from = position_buffer(c, c->iterate), to = position_buffer(c, !c->iterate);
     ARG(PBD_STAGE_GATHER, 0, from);
     ARG(PBD_STAGE_GATHER, 1, to);
-    if (c->fused_jacobi) {
+    if (c->plan->reduce_serial) {
         cl_int r = c->jacobi_reset;
         ARG(PBD_STAGE_GATHER, 10, r);
     }
@@ -549,7 +555,6 @@ pbd_status pbd_cl_solver_create(const pbd_model *m, pbd_plan *plan, const pbd_so
         names[PBD_STAGE_GATHER] = "jacobi_fused16"; /* project_distance_jacobi is not launched */
         names[PBD_STAGE_PREDICT] = "predict8";
     }
-    c->fused_jacobi = lanes;
     if (status == PBD_OK)
         status = pbd_cl_build(&c->cl, desc->kernel_dir,
                               float_sums && info->fp64 ? "-DPBD_FLOAT_ACC=1" : NULL, err);
@@ -660,7 +665,7 @@ pbd_status pbd_cl_solver_create(const pbd_model *m, pbd_plan *plan, const pbd_so
     float h = plan->h, inv_h = plan->inv_h, inv_h2 = plan->inv_h2, omega = plan->cfg.omega;
     float point = plan->point_damping, rigid = plan->rigid_damping;
     c->jacobi_start = jacobi && plan->cfg.iterations % 2 == 1;
-    cl_mem p_start = c->jacobi_start ? c->p_next : c->p;
+    cl_mem p_start = position_buffer(c, c->jacobi_start);
     ARG(PBD_STAGE_PREDICT, 0, c->x);
     ARG(PBD_STAGE_PREDICT, 1, p_start);
     ARG(PBD_STAGE_PREDICT, 2, c->v);
@@ -703,7 +708,6 @@ pbd_status pbd_cl_solver_create(const pbd_model *m, pbd_plan *plan, const pbd_so
      * launch a colour. */
     int nbound = plan->color_offsets[plan->boundary_colors];
     c->serial_boundary = nbound <= PBD_SERIAL_BOUNDARY;
-    plan->gs_launches = plan->num_colors + (plan->num_planes > 0);
     if (c->gs_blocks) {
         cl_int first = 0, nbc = plan->boundary_colors, nblocks = plan->num_blocks;
         cl_int ninterior = plan->num_colors - plan->boundary_colors;
@@ -734,7 +738,7 @@ pbd_status pbd_cl_solver_create(const pbd_model *m, pbd_plan *plan, const pbd_so
     }
     ARG(PBD_STAGE_GATHER, 0, c->p);
     ARG(PBD_STAGE_GATHER, 1, c->p_next);
-    if (c->fused_jacobi) {
+    if (lanes) {
         ARG(PBD_STAGE_GATHER, 2, c->ell_start);
         ARG(PBD_STAGE_GATHER, 3, c->ell_other);
         ARG(PBD_STAGE_GATHER, 4, c->ell_code);
@@ -761,7 +765,6 @@ pbd_status pbd_cl_solver_create(const pbd_model *m, pbd_plan *plan, const pbd_so
         ARG(PBD_STAGE_GATHER, 9, npl);
         ARG(PBD_STAGE_GATHER, 10, track);
         ARG(PBD_STAGE_GATHER, 11, n);
-        plan->jacobi_launches = (plan->num_distance > 0) + 1;
     }
     cl_int nseg = plan->num_segments;
     cl_int with_dx = plan->num_planes > 0;

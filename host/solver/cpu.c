@@ -169,10 +169,9 @@ static pbd_status cpu_update(void *impl, int bdf2, int keep_prev, pbd_error *err
     return PBD_OK;
 }
 
-/* The device's reduction order, exactly: PBD_REDUCE_WG lanes, lane l summing items l, l + WG,
- * ... in turn, then a tree that adds lane l + w into lane l for w = WG/2, ..., 1. With the
- * same (IEEE double) arithmetic the CPU and an fp64 device give the same bits. */
-/* The device's tree over `count` lanes (a power of two): lane l + lane l + count / 2, ... */
+/* The device's tree over `count` lanes (a power of two), each already summed in the device's
+ * order: it adds lane l + w into lane l for w = count / 2, ..., 1. With the same (IEEE
+ * double) arithmetic the CPU and an fp64 device give the same bits. */
 static void reduce_lanes(double (*lanes)[PBD_SUM_COUNT], int count, double *out)
 {
     for (int w = count / 2; w > 0; w >>= 1)
@@ -368,8 +367,6 @@ pbd_status pbd_cpu_create(const pbd_model *m, pbd_plan *plan, const pbd_solver_d
 {
     /* The reference adds the sums in the order asked for: a device's (desc->sums). */
     plan->reduce_serial = desc->sums == PBD_SUMS_LANES;
-    plan->gs_launches = plan->num_colors + (plan->num_planes > 0);
-    plan->jacobi_launches = (plan->num_distance > 0) + 1;
     if (plan->reduce_serial)
         plan->solve_serial = 1;
     cpu_impl *c = calloc(1, sizeof *c);

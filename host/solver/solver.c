@@ -214,6 +214,10 @@ pbd_status pbd_plan_build(const pbd_model *m, const pbd_config *cfg, pbd_plan *p
                        cfg->solver == PBD_SOLVER_JACOBI ? &plan->csr_other : NULL, err);
     if (st != PBD_OK)
         goto fail_col;
+    /* A launch a colour and one for the collisions; Jacobi's projection and gather. A backend
+     * that groups its work differently says so when it is created. */
+    plan->gs_launches = plan->num_colors + (plan->num_planes > 0);
+    plan->jacobi_launches = (plan->num_distance > 0) + 1;
 
     int nseg = 0;
     for (int b = 0; b < m->num_bodies; ++b)

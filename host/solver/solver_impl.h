@@ -48,8 +48,8 @@ typedef struct pbd_plan {
     int boundary_colors; /* the first colours: the constraints that cross blocks */
     int *block_offsets;  /* (num_colors - boundary_colors) x (num_blocks + 1): block b's part of
                             interior colour k is distance[bo[k (nb + 1) + b] .. + b + 1]) */
-    int gs_launches;     /* launches per Gauss-Seidel iteration, set by the backend */
-    int jacobi_launches; /* launches per Jacobi iteration, set by the backend */
+    int gs_launches;     /* launches per Gauss-Seidel iteration (a backend may lower it) */
+    int jacobi_launches; /* launches per Jacobi iteration (a backend may lower it) */
     int *csr_offsets;    /* num_particles + 1 */
     int *csr_slots;      /* 2 * num_distance: slot 2c + end, ascending per particle */
     int *csr_other;      /* Jacobi: the slot's other particle (else NULL) */
