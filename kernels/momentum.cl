@@ -157,50 +157,46 @@ static void sums8_store(const sums8 *a, pbd_acc *out)
     out[PBD_SUM_ERR] = fmax(e2.lo, e2.hi);
 }
 
-/* pbd_update_particle for particles i .. i + n - 1 in float8 lanes, the same operations per
- * lane (pbd_update_velocity's), leaving the new positions and velocities in q. */
+/* pbd_update_particle for particles i .. i + n - 1, the same operations per component
+ * (pbd_update_velocity's), leaving the new positions and velocities in q. The update is
+ * element-wise, so it runs on the records as they are stored (two float16 of four
+ * particles); only the new x and v are transposed, for the sums. */
 VEC8_INLINE void update8(part8 *q, int i, int n, int skip, __global pbd_float4 *x,
                          __global const pbd_float4 *p, __global pbd_float4 *v,
                          __global pbd_float4 *xp, __global pbd_float4 *vp, int bdf2, int keep_prev,
                          float inv_h, float damping)
 {
-    /* x, p and v stay as loaded too: the new x is p and the kept previous state x and v,
-     * copied without a transposition; only the new v is transposed back. */
-    float16 xlo, xhi, plo, phi, vlo, vhi;
-    float8 xx, xy, xz, xw, px, py, pz, pw, vx, vy, vz, vw;
+    const int16 wlane = (int16)(0, 0, 0, -1, 0, 0, 0, -1, 0, 0, 0, -1, 0, 0, 0, -1);
+    float16 xlo, xhi, plo, phi, vlo, vhi, nlo, nhi;
     load_raw8(x, i, n, &xlo, &xhi);
     load_raw8(p, i, n, &plo, &phi);
     load_raw8(v, i, n, &vlo, &vhi);
-    split8(xlo, xhi, &xx, &xy, &xz, &xw);
-    split8(plo, phi, &px, &py, &pz, &pw);
-    split8(vlo, vhi, &vx, &vy, &vz, &vw);
     float f = 1.0f - damping;
     if (!bdf2) {
-        q->vx = (px - xx) * inv_h * f;
-        q->vy = (py - xy) * inv_h * f;
-        q->vz = (pz - xz) * inv_h * f;
+        nlo = (plo - xlo) * inv_h * f;
+        nhi = (phi - xhi) * inv_h * f;
     } else {
-        float8 ax, ay, az, aw;
-        load8(xp, i, n, &ax, &ay, &az, &aw);
+        float16 alo, ahi;
+        load_raw8(xp, i, n, &alo, &ahi);
         float g = 0.5f * inv_h * f;
-        q->vx = (3.0f * px - 4.0f * xx + ax) * g;
-        q->vy = (3.0f * py - 4.0f * xy + ay) * g;
-        q->vz = (3.0f * pz - 4.0f * xz + az) * g;
+        nlo = (3.0f * plo - 4.0f * xlo + alo) * g;
+        nhi = (3.0f * phi - 4.0f * xhi + ahi) * g;
     }
     /* Lanes below skip hold particles this work-item has updated already: their kept
      * previous state is not written again, and their x (p by now) and loaded v go back
-     * unchanged, so that x and v still take whole-vector stores. */
+     * unchanged, so that x and v still take whole-vector stores. The mass (w) stays. */
     if (keep_prev) {
         store_raw8(xp, i, skip, n, xlo, xhi);
         store_raw8(vp, i, skip, n, vlo, vhi);
     }
-    int8 done = (int8)(0, 1, 2, 3, 4, 5, 6, 7) < skip;
-    store8(v, i, n, select(q->vx, vx, done), select(q->vy, vy, done), select(q->vz, vz, done), vw);
+    int16 k = (int16)(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+    nlo = select(nlo, vlo, wlane | (k < skip));
+    nhi = select(nhi, vhi, wlane | (k + 4 < skip));
+    store_raw8(v, i, 0, n, nlo, nhi);
     store_raw8(x, i, 0, n, plo, phi);
-    q->x = px;
-    q->y = py;
-    q->z = pz;
-    q->m = vw;
+    float8 unused;
+    split8(plo, phi, &q->x, &q->y, &q->z, &unused);
+    split8(nlo, nhi, &q->vx, &q->vy, &q->vz, &q->m);
 }
 
 /* Adds particles i + skip .. i + n - 1 (1 <= n <= 8; skip > 0 only with n = 8) to a, after
