@@ -41,78 +41,123 @@ __kernel void predict(__global const pbd_float4 *particle_x, __global pbd_float4
                     particle_body, body_apply, rigid_k, apply, keep_v, gx, gy, gz, h, bdf2, track);
 }
 
-/* The same for CPU devices, particles 8i .. 8i + 7 a work-item in float8 lanes (vec8.cl),
- * each lane doing predict_one's operations (pbd_apply_rigid's and pbd_predict's) in their
- * order: the same bits. The last few particles go one by one. */
-__kernel void predict8(__global const pbd_float4 *particle_x, __global pbd_float4 *particle_p,
-                       __global pbd_float4 *particle_v, __global const pbd_float4 *particle_xp,
-                       __global const pbd_float4 *particle_vp, __global pbd_float4 *particle_dx,
-                       __global const int *particle_body, __global const pbd_float4 *body_apply,
-                       float rigid_k, int apply, int keep_v, float gx, float gy, float gz, float h,
-                       int bdf2, int track, int num_particles)
+/* The same for CPU devices, a run of PBD_PREDICT_RUN particles a work-item, eight at a time,
+ * held as they are stored: two float16 of four particles each. The stage is element-wise but
+ * for the cross products, whose operands are permuted within each particle (yzx, zxy), so
+ * there is nothing to transpose; each lane does predict_one's operations (pbd_apply_rigid's
+ * and pbd_predict's) in their order: the same bits. A run keeps its body's records in
+ * registers while its particles stay in that body (a load of them for every eight, each
+ * waiting on the particle's body index, cost more than the correction's arithmetic). The
+ * last few particles go one by one. */
+
+/* Within each particle of four: (y, z, x, w) and (z, x, y, w), and w everywhere. */
+#define PBD_YZX ((uint16)(1, 2, 0, 3, 5, 6, 4, 7, 9, 10, 8, 11, 13, 14, 12, 15))
+#define PBD_ZXY ((uint16)(2, 0, 1, 3, 6, 4, 5, 7, 10, 8, 9, 11, 14, 12, 13, 15))
+#define PBD_WWW ((uint16)(3, 3, 3, 3, 7, 7, 7, 7, 11, 11, 11, 11, 15, 15, 15, 15))
+
+/* The body records of four particles (com, v_cor, w_cor, rigid v, rigid w), each a float16
+ * of four float4 side by side. */
+typedef struct rec4 {
+    float16 c, u, w, ur, wr;
+} rec4;
+
+/* Record q of four particles' bodies k (PBD_APPLY_COUNT k). */
+VEC8_INLINE float16 record4(__global const pbd_float4 *a, int4 k, int q)
 {
-    int i = 8 * get_global_id(0);
-    if (i >= num_particles)
-        return;
-    if (i + 8 > num_particles) {
-        for (int k = i; k < num_particles; ++k)
-            predict_one(k, particle_x, particle_p, particle_v, particle_xp, particle_vp,
-                        particle_dx, particle_body, body_apply, rigid_k, apply, keep_v, gx, gy, gz,
-                        h, bdf2, track);
-        return;
+    return (float16)(a[k.s0 + q], a[k.s1 + q], a[k.s2 + q], a[k.s3 + q]);
+}
+
+VEC8_INLINE void records4(rec4 *r, __global const pbd_float4 *a, int4 k, int rigid)
+{
+    r->c = record4(a, k, 0);
+    r->u = record4(a, k, 1);
+    r->w = record4(a, k, 2);
+    if (rigid) {
+        r->ur = record4(a, k, 3);
+        r->wr = record4(a, k, 4);
     }
-    float8 xx, xy, xz, xw, vx, vy, vz, vw;
-    load8(particle_x, i, 8, &xx, &xy, &xz, &xw);
-    load8(particle_v, i, 8, &vx, &vy, &vz, &vw);
-    int8 pinned = xw <= 0.0f;
+}
+
+/* u + w x r per particle of four. */
+VEC8_INLINE float16 rigid4(float16 u, float16 w, float16 r)
+{
+    return u +
+           (shuffle(w, PBD_YZX) * shuffle(r, PBD_ZXY) - shuffle(w, PBD_ZXY) * shuffle(r, PBD_YZX));
+}
+
+/* Particles i .. i + 3, their bodies' records in b when `apply`. */
+VEC8_INLINE void predict4(int i, __global const pbd_float4 *particle_x,
+                          __global pbd_float4 *particle_p, __global pbd_float4 *particle_v,
+                          __global const pbd_float4 *particle_xp,
+                          __global const pbd_float4 *particle_vp, const rec4 *b, float rigid_k,
+                          int apply, int keep_v, float16 g, float h, int bdf2)
+{
+    const int16 wlane = (int16)(0, 0, 0, -1, 0, 0, 0, -1, 0, 0, 0, -1, 0, 0, 0, -1);
+    float16 x = VEC8_LOAD16(particle_x + i);
+    float16 v = VEC8_LOAD16(particle_v + i);
+    int16 keep = (shuffle(x, PBD_WWW) <= 0.0f) | wlane; /* pinned, and the w lanes */
     if (apply) {
-        /* Each lane's body record (com, v_cor, w_cor, rigid v, rigid w): one body's,
-         * broadcast, or where the eight straddle two bodies, gathered lane by lane. */
-        int8 rec = vload8(0, particle_body + i) * PBD_APPLY_COUNT;
-        int same = particle_body[i] == particle_body[i + 7];
-        float8 cx, cy, cz, ux, uy, uz, wx, wy, wz;
-        record8(body_apply, rec, same, &cx, &cy, &cz);
-        record8(body_apply, rec + 1, same, &ux, &uy, &uz);
-        record8(body_apply, rec + 2, same, &wx, &wy, &wz);
-        float8 rx = xx - cx, ry = xy - cy, rz = xz - cz;
-        float8 nx = vx + (ux + (wy * rz - wz * ry));
-        float8 ny = vy + (uy + (wz * rx - wx * rz));
-        float8 nz = vz + (uz + (wx * ry - wy * rx));
-        if (rigid_k > 0.0f) {
-            record8(body_apply, rec + 3, same, &ux, &uy, &uz);
-            record8(body_apply, rec + 4, same, &wx, &wy, &wz);
-            nx = nx + rigid_k * (ux + (wy * rz - wz * ry) - nx);
-            ny = ny + rigid_k * (uy + (wz * rx - wx * rz) - ny);
-            nz = nz + rigid_k * (uz + (wx * ry - wy * rx) - nz);
-        }
-        vx = select(nx, vx, pinned);
-        vy = select(ny, vy, pinned);
-        vz = select(nz, vz, pinned);
+        float16 r = x - b->c;
+        float16 n = v + rigid4(b->u, b->w, r);
+        if (rigid_k > 0.0f)
+            n = n + rigid_k * (rigid4(b->ur, b->wr, r) - n);
+        v = select(n, v, keep);
         if (keep_v)
-            store8(particle_v, i, 8, vx, vy, vz, vw);
+            VEC8_STORE16(v, particle_v + i);
     }
-    float8 px, py, pz;
-    if (!bdf2) {
-        px = xx + h * (vx + h * gx);
-        py = xy + h * (vy + h * gy);
-        pz = xz + h * (vz + h * gz);
-    } else {
-        const float a = 4.0f / 3.0f, b = 1.0f / 3.0f, c = 2.0f / 3.0f;
-        float8 ax, ay, az, aw, bx, by, bz, bw;
-        load8(particle_xp, i, 8, &ax, &ay, &az, &aw);
-        load8(particle_vp, i, 8, &bx, &by, &bz, &bw);
-        float8 ux = a * vx - b * bx + c * h * gx;
-        float8 uy = a * vy - b * by + c * h * gy;
-        float8 uz = a * vz - b * bz + c * h * gz;
-        px = a * xx - b * ax + c * h * ux;
-        py = a * xy - b * ay + c * h * uy;
-        pz = a * xz - b * az + c * h * uz;
+    float16 p;
+    if (!bdf2)
+        p = x + h * (v + h * g);
+    else {
+        const float a = 4.0f / 3.0f, c = 2.0f / 3.0f, d = 1.0f / 3.0f;
+        float16 xp = VEC8_LOAD16(particle_xp + i);
+        float16 vp = VEC8_LOAD16(particle_vp + i);
+        float16 u = a * v - d * vp + c * h * g;
+        p = a * x - d * xp + c * h * u;
     }
-    store8(particle_p, i, 8, select(px, xx, pinned), select(py, xy, pinned), select(pz, xz, pinned),
-           xw);
-    if (track) {
-        __global float *d = (__global float *)(particle_dx + i);
-        vstore16((float16)(0.0f), 0, d);
-        vstore16((float16)(0.0f), 1, d);
+    VEC8_STORE16(select(p, x, keep), particle_p + i);
+}
+
+__kernel void predict_runs(__global const pbd_float4 *particle_x, __global pbd_float4 *particle_p,
+                           __global pbd_float4 *particle_v, __global const pbd_float4 *particle_xp,
+                           __global const pbd_float4 *particle_vp, __global pbd_float4 *particle_dx,
+                           __global const int *particle_body, __global const pbd_float4 *body_apply,
+                           float rigid_k, int apply, int keep_v, float gx, float gy, float gz,
+                           float h, int bdf2, int track, int num_particles)
+{
+    int first = PBD_PREDICT_RUN * get_global_id(0);
+    int end = min(first + PBD_PREDICT_RUN, num_particles);
+    const float4 g4 = (float4)(gx, gy, gz, 0.0f);
+    const float16 g = (float16)(g4, g4, g4, g4);
+    const int rigid = rigid_k > 0.0f;
+    rec4 one; /* the records of body `cached`, four times over */
+    one.c = one.u = one.w = one.ur = one.wr = (float16)(0.0f);
+    int cached = -1;
+    int i = first;
+    for (; i + 8 <= end; i += 8) {
+        rec4 b0 = one, b1 = one;
+        if (apply) {
+            int body = particle_body[i];
+            if (body != particle_body[i + 7]) { /* two bodies: each particle's own */
+                int8 k = vload8(0, particle_body + i) * PBD_APPLY_COUNT;
+                records4(&b0, body_apply, k.lo, rigid);
+                records4(&b1, body_apply, k.hi, rigid);
+            } else if (body != cached) {
+                records4(&one, body_apply, (int4)(body * PBD_APPLY_COUNT), rigid);
+                cached = body;
+                b0 = b1 = one;
+            }
+        }
+        predict4(i, particle_x, particle_p, particle_v, particle_xp, particle_vp, &b0, rigid_k,
+                 apply, keep_v, g, h, bdf2);
+        predict4(i + 4, particle_x, particle_p, particle_v, particle_xp, particle_vp, &b1, rigid_k,
+                 apply, keep_v, g, h, bdf2);
+        if (track) {
+            VEC8_STORE16((float16)(0.0f), particle_dx + i);
+            VEC8_STORE16((float16)(0.0f), particle_dx + i + 4);
+        }
     }
+    for (; i < end; ++i)
+        predict_one(i, particle_x, particle_p, particle_v, particle_xp, particle_vp, particle_dx,
+                    particle_body, body_apply, rigid_k, apply, keep_v, gx, gy, gz, h, bdf2, track);
 }

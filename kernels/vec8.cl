@@ -3,8 +3,9 @@
  * work-item loops) packs a float4 record's components into vector operations, and the loop
  * vectoriser then refuses the work-item loop ("instruction return type cannot be
  * vectorized"). So kernels that want the vector unit and read float4 records take 8 or 16
- * records a work-item and work on them as float8 or float16, one component a register.
- * Built after pbd_shared.h. */
+ * records a work-item and work on them as float8 or float16, one component a register, or,
+ * where the work is element-wise (the prediction, the velocity update), as they are stored,
+ * four records a float16. Built after pbd_shared.h. */
 
 /* The helpers below are inlined into their loops, where n = 8 is a constant: a call would
  * pass the float8 values through memory. */

@@ -124,9 +124,10 @@ static pbd_status cl_predict(void *impl, int bdf2, pbd_error *err)
     ARG(PBD_STAGE_PREDICT, 9, apply);
     ARG(PBD_STAGE_PREDICT, 15, b);
     size_t n = (size_t)c->plan->num_particles;
-    if (c->plan->reduce_serial) /* CPU devices: predict8, 8 particles a work-item */
-        status = launch(c, PBD_STAGE_PREDICT, (n + 7) / 8, serial_local(c, (n + 7) / 8), err);
-    else
+    if (c->plan->reduce_serial) { /* CPU devices: predict_runs, a run of particles a work-item */
+        size_t runs = (n + PBD_PREDICT_RUN - 1) / PBD_PREDICT_RUN;
+        status = launch(c, PBD_STAGE_PREDICT, runs, serial_local(c, runs), err);
+    } else
         status = launch(c, PBD_STAGE_PREDICT, n, c->wg, err);
     if (status == PBD_OK)
         c->pending = 0;
@@ -553,7 +554,7 @@ pbd_status pbd_cl_solver_create(const pbd_model *m, pbd_plan *plan, const pbd_so
     if (lanes) {
         names[PBD_STAGE_PROJECT_GS] = "project_distance_gs16";
         names[PBD_STAGE_GATHER] = "jacobi_fused16"; /* project_distance_jacobi is not launched */
-        names[PBD_STAGE_PREDICT] = "predict8";
+        names[PBD_STAGE_PREDICT] = "predict_runs";
     }
     if (status == PBD_OK)
         status = pbd_cl_build(&c->cl, desc->kernel_dir,
