@@ -84,9 +84,9 @@ PBD_INLINE int pbd_sum_lane(int k, int count)
     return count >= PBD_SUM_LANES && k >= full ? k - (count - PBD_SUM_LANES) : k % PBD_SUM_LANES;
 }
 
-/* Particles a work-item of predict_runs (the CPU devices' prediction) takes, a multiple of
- * 8. */
-#define PBD_PREDICT_RUN 64
+/* Particles a work-item of the CPU devices' element-wise stages (predict_runs,
+ * update_runs) takes, a multiple of 8. */
+#define PBD_PARTICLE_RUN 64
 
 /* Bodies of at most this many segments are summed by one work-item each in body_solve (one
  * launch covers 64 bodies); larger ones get a work-group and a tree. */

@@ -41,7 +41,7 @@ __kernel void predict(__global const pbd_float4 *particle_x, __global pbd_float4
                     particle_body, body_apply, rigid_k, apply, keep_v, gx, gy, gz, h, bdf2, track);
 }
 
-/* The same for CPU devices, a run of PBD_PREDICT_RUN particles a work-item, eight at a time,
+/* The same for CPU devices, a run of PBD_PARTICLE_RUN particles a work-item, eight at a time,
  * held as they are stored: two float16 of four particles each. The stage is element-wise but
  * for the cross products, whose operands are permuted within each particle (yzx, zxy), so
  * there is nothing to transpose; each lane does predict_one's operations (pbd_apply_rigid's
@@ -125,8 +125,8 @@ __kernel void predict_runs(__global const pbd_float4 *particle_x, __global pbd_f
                            float rigid_k, int apply, int keep_v, float gx, float gy, float gz,
                            float h, int bdf2, int track, int num_particles)
 {
-    int first = PBD_PREDICT_RUN * get_global_id(0);
-    int end = min(first + PBD_PREDICT_RUN, num_particles);
+    int first = PBD_PARTICLE_RUN * get_global_id(0);
+    int end = min(first + PBD_PARTICLE_RUN, num_particles);
     const float4 g4 = (float4)(gx, gy, gz, 0.0f);
     const float16 g = (float16)(g4, g4, g4, g4);
     const int rigid = rigid_k > 0.0f;

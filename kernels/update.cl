@@ -1,6 +1,6 @@
 /* Last projection stage of a substep: the velocity update (first order or BDF2) with point
  * damping, then x = p. For BDF2 the old x and v are kept for the next prediction. Built after
- * pbd_shared.h. */
+ * pbd_shared.h and vec8.cl. */
 __kernel void update_velocity(__global pbd_float4 *particle_x,
                               __global const pbd_float4 *particle_p,
                               __global pbd_float4 *particle_v, __global pbd_float4 *particle_xp,
@@ -13,4 +13,41 @@ __kernel void update_velocity(__global pbd_float4 *particle_x,
     pbd_float4 p;
     pbd_update_particle(i, particle_x, particle_p, particle_v, particle_xp, particle_vp, bdf2,
                         keep_prev, inv_h, damping, &p);
+}
+
+/* The same for CPU devices, a run of PBD_PARTICLE_RUN particles a work-item, four at a time
+ * as they are stored (a float16): the update is element-wise, each lane doing
+ * pbd_update_velocity's operations, so the same bits. The last few particles go one by
+ * one. */
+__kernel void update_runs(__global pbd_float4 *particle_x, __global const pbd_float4 *particle_p,
+                          __global pbd_float4 *particle_v, __global pbd_float4 *particle_xp,
+                          __global pbd_float4 *particle_vp, float inv_h, float damping, int bdf2,
+                          int keep_prev, int num_particles)
+{
+    const int16 wlane = (int16)(0, 0, 0, -1, 0, 0, 0, -1, 0, 0, 0, -1, 0, 0, 0, -1);
+    int first = PBD_PARTICLE_RUN * get_global_id(0);
+    int end = min(first + PBD_PARTICLE_RUN, num_particles);
+    float f = 1.0f - damping;
+    int i = first;
+    for (; i + 4 <= end; i += 4) {
+        float16 x = VEC8_LOAD16(particle_x + i);
+        float16 p = VEC8_LOAD16(particle_p + i);
+        float16 v = VEC8_LOAD16(particle_v + i);
+        float16 n;
+        if (!bdf2)
+            n = (p - x) * inv_h * f;
+        else
+            n = (3.0f * p - 4.0f * x + VEC8_LOAD16(particle_xp + i)) * (0.5f * inv_h * f);
+        if (keep_prev) {
+            VEC8_STORE16(x, particle_xp + i);
+            VEC8_STORE16(v, particle_vp + i);
+        }
+        VEC8_STORE16(select(n, v, wlane), particle_v + i); /* w: the mass stays */
+        VEC8_STORE16(p, particle_x + i);
+    }
+    for (; i < end; ++i) {
+        pbd_float4 p;
+        pbd_update_particle(i, particle_x, particle_p, particle_v, particle_xp, particle_vp, bdf2,
+                            keep_prev, inv_h, damping, &p);
+    }
 }

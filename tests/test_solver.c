@@ -316,32 +316,34 @@ static void blocked_gs_same_bits(void **state)
 
 /* Jacobi on the device (gains, then a gather into the other position buffer; on CPU devices
  * both in jacobi_fused16) gives the CPU reference's bits: a pinned cloth falling onto a floor
- * at 10 iterations, and a free cloth tumbling onto it at 7 iterations and 2 substeps (an odd
- * count: the prediction goes into the second buffer; momentum is preserved, so the
- * collisions' displacements are tracked; soft constraints, so the multipliers count). Both
+ * at 10 iterations with BDF2 and point damping, and a free cloth tumbling onto it at 7 iterations
+ * and 2 substeps (an odd count: the prediction goes into the second buffer; momentum is preserved,
+ * so the collisions' displacements are tracked; soft constraints, so the multipliers count). Both
  * are still moving at the end, so a stale iterate would show. */
 static void jacobi_same_bits(void **state)
 {
     (void)state;
-    const char *const pin[2] = {"corners", "none"};
+    const char *const pin[2] = {"corners", "none"}, *const height[2] = {"0.1", "0.3"};
     const char *const spin[2] = {"[0, 0, 0]", "[1, 2, 4]"};
     const char *const compliance[2] = {"0", "1e-4"};
-    const int iterations[2] = {10, 7}, substeps[2] = {1, 2};
+    const char *const update[2] = {
+        ", \"velocity_update\": \"bdf2\", \"damping\": \"point\", \"damping_k\": 0.002", ""};
+    const int iterations[2] = {10, 7}, substeps[2] = {1, 2}, frames[2] = {20, 20};
     for (int variant = 0; variant < 2; ++variant) {
         char json[1024];
         snprintf(json, sizeof json,
                  "{\"dt\": 0.016666666666666666, \"iterations\": %d, \"substeps\": %d, "
                  "\"solver\": \"jacobi\", \"planes\": [{\"normal\": [0, 1, 0], \"offset\": 0}], "
                  "\"bodies\": [{\"type\": \"cloth\", \"resolution\": [47, 41], \"size\": [2, 2], "
-                 "\"center\": [0, 0.3, 0], \"orientation\": \"xz\", \"pin\": \"%s\", "
-                 "\"angular_velocity\": %s, \"compliance\": %s, \"mass\": 1}]}",
-                 iterations[variant], substeps[variant], pin[variant], spin[variant],
-                 compliance[variant]);
+                 "\"center\": [0, %s, 0], \"orientation\": \"xz\", \"pin\": \"%s\", "
+                 "\"angular_velocity\": %s, \"compliance\": %s, \"mass\": 1}]%s}",
+                 iterations[variant], substeps[variant], height[variant], pin[variant],
+                 spin[variant], compliance[variant], update[variant]);
         pbd_scene s = {0};
         pbd_error err = {0};
         assert_int_equal(pbd_scene_parse(json, "jacobi", &s, &err), PBD_OK);
         const int n = s.model.num_particles;
-        pair_result r = run_pair(&s.model, &s.config, 20);
+        pair_result r = run_pair(&s.model, &s.config, frames[variant]);
         int floor = 0;
         double vmax = 0.0;
         for (int i = 0; i < n; ++i) {

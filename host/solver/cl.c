@@ -125,7 +125,7 @@ static pbd_status cl_predict(void *impl, int bdf2, pbd_error *err)
     ARG(PBD_STAGE_PREDICT, 15, b);
     size_t n = (size_t)c->plan->num_particles;
     if (c->plan->reduce_serial) { /* CPU devices: predict_runs, a run of particles a work-item */
-        size_t runs = (n + PBD_PREDICT_RUN - 1) / PBD_PREDICT_RUN;
+        size_t runs = (n + PBD_PARTICLE_RUN - 1) / PBD_PARTICLE_RUN;
         status = launch(c, PBD_STAGE_PREDICT, runs, serial_local(c, runs), err);
     } else
         status = launch(c, PBD_STAGE_PREDICT, n, c->wg, err);
@@ -248,10 +248,13 @@ static pbd_status cl_update(void *impl, int bdf2, int keep_prev, pbd_error *err)
     /* The two kernels take bdf2 and keep_prev at different positions. */
     ARG(PBD_STAGE_UPDATE, c->fused ? 10 : 7, b);
     ARG(PBD_STAGE_UPDATE, c->fused ? 11 : 8, k);
+    size_t n = (size_t)c->plan->num_particles, runs = (n + PBD_PARTICLE_RUN - 1) / PBD_PARTICLE_RUN;
     if (c->fused)
         status = launch(c, PBD_STAGE_UPDATE, nseg, serial_local(c, nseg), err);
+    else if (c->plan->reduce_serial) /* CPU devices: update_runs, a run a work-item */
+        status = launch(c, PBD_STAGE_UPDATE, runs, serial_local(c, runs), err);
     else
-        status = launch(c, PBD_STAGE_UPDATE, (size_t)c->plan->num_particles, c->wg, err);
+        status = launch(c, PBD_STAGE_UPDATE, n, c->wg, err);
 cleanup:
     return status;
 }
@@ -545,6 +548,8 @@ pbd_status pbd_cl_solver_create(const pbd_model *m, pbd_plan *plan, const pbd_so
     c->fused = plan->reduce_serial && plan->momentum_active && !float_sums;
     if (c->fused)
         names[PBD_STAGE_UPDATE] = "update_reduce_serial";
+    else if (plan->reduce_serial)
+        names[PBD_STAGE_UPDATE] = "update_runs";
     /* Bodies of one segment each: the update's work-item holds the body's whole sums, so it
      * solves it too, and a substep's correction costs no launch of its own. */
     c->solved = c->fused && plan->num_segments == plan->num_bodies;
