@@ -27,45 +27,57 @@ __kernel void project_distance_jacobi(__global const pbd_float4 *particle_p,
                            reset_lambda);
 }
 
-/* Sixteen constraints [c, c + 16) on CPU devices: their records, and their 32 particles as
- * float16 components (gather16). */
-typedef struct pbd_con16 {
-    int16 ia, ib;
-    float16 ax, ay, az, aw, bx, by, bz, bw, rest, compliance;
-} pbd_con16;
-
-static inline pbd_con16 pbd_load16(__global const float4 *p, __global const int *distance, int c)
-{
-    pbd_con16 k;
-    int16 d0 = vload16(0, distance + 4 * c), d1 = vload16(0, distance + 4 * c + 16);
-    int16 d2 = vload16(0, distance + 4 * c + 32), d3 = vload16(0, distance + 4 * c + 48);
-    k.ia = (int16)(d0.s048c, d1.s048c, d2.s048c, d3.s048c);
-    k.ib = (int16)(d0.s159d, d1.s159d, d2.s159d, d3.s159d);
-    k.rest = as_float16((int16)(d0.s26ae, d1.s26ae, d2.s26ae, d3.s26ae));
-    k.compliance = as_float16((int16)(d0.s37bf, d1.s37bf, d2.s37bf, d3.s37bf));
-    gather16(p, k.ia, &k.ax, &k.ay, &k.az, &k.aw);
-    gather16(p, k.ib, &k.bx, &k.by, &k.bz, &k.bw);
-    return k;
-}
-
-/* Gauss-Seidel on CPU devices, sixteen constraints of one colour at a time: pbd_load16,
- * pbd_distance_gain16, and the corrected particles transposed back. Element by element this
- * is the arithmetic of the float4 kernel, so the results are the same bits. The sixteen share
- * no particle: they are of one colour. Sixteen rather than eight: the chain from the loads
- * through sqrt and two divisions to the stores is long, and one core overlaps too little of
- * the next group's with it; sixteen at once did the same work in about 15 % less time
- * (@cloth-256). */
+/* Gauss-Seidel on CPU devices, sixteen constraints [c, c + 16) of one colour at a time. The
+ * 32 particles stay as they are stored, four records to a float16: d = pa - pb and the
+ * corrections p += (w g) d are element-wise there, so only d and the inverse masses are
+ * transposed, for pbd_distance_gain16 (sixteen constraints a lane each), and each gain is
+ * spread back over its record's four lanes with one shuffle. Element by element this is the
+ * arithmetic of the float4 kernel, so the results are the same bits; d's w lane is zeroed, so
+ * adding (w g) d leaves each inverse mass as it was. The sixteen share no particle: they are
+ * of one colour. Transposing all 32 particles to components and back, as this did before,
+ * cost about a quarter more time on @cloth-256: the transposes' shuffles all queue for one
+ * port. Sixteen rather than eight: the chain from the loads through sqrt and two divisions
+ * to the stores is long, and one core overlaps too little of the next group's with it. */
 static inline void pbd_gs16(__global float4 *particle_p, __global const int *distance,
                             __global float *distance_lambda, int c, float inv_h2, int reset_lambda)
 {
-    pbd_con16 k = pbd_load16(particle_p, distance, c);
+    int16 d0 = vload16(0, distance + 4 * c), d1 = vload16(0, distance + 4 * c + 16);
+    int16 d2 = vload16(0, distance + 4 * c + 32), d3 = vload16(0, distance + 4 * c + 48);
+    int16 ia = (int16)(d0.s048c, d1.s048c, d2.s048c, d3.s048c);
+    int16 ib = (int16)(d0.s159d, d1.s159d, d2.s159d, d3.s159d);
+    float16 rest = as_float16((int16)(d0.s26ae, d1.s26ae, d2.s26ae, d3.s26ae));
+    float16 compliance = as_float16((int16)(d0.s37bf, d1.s37bf, d2.s37bf, d3.s37bf));
+    /* Arrays here would not be kept in registers. */
+    float16 a0, a1, a2, a3, b0, b1, b2, b3;
+    gather8(particle_p, ia.lo, &a0, &a1);
+    gather8(particle_p, ia.hi, &a2, &a3);
+    gather8(particle_p, ib.lo, &b0, &b1);
+    gather8(particle_p, ib.hi, &b2, &b3);
+    float16 e0 = a0 - b0, e1 = a1 - b1, e2 = a2 - b2, e3 = a3 - b3;
+    float8 x0, y0, z0, x1, y1, z1, wa0, wa1, wb0, wb1, unused;
+    split8(e0, e1, &x0, &y0, &z0, &unused);
+    split8(e2, e3, &x1, &y1, &z1, &unused);
+    split8(a0, a1, &unused, &unused, &unused, &wa0);
+    split8(a2, a3, &unused, &unused, &unused, &wa1);
+    split8(b0, b1, &unused, &unused, &unused, &wb0);
+    split8(b2, b3, &unused, &unused, &unused, &wb1);
+    float16 wa = (float16)(wa0, wa1), wb = (float16)(wb0, wb1), dl;
     float16 lambda = reset_lambda ? (float16)0.0f : vload16(0, distance_lambda + c);
-    float16 dx = k.ax - k.bx, dy = k.ay - k.by, dz = k.az - k.bz, dl;
-    float16 g =
-        pbd_distance_gain16(dx, dy, dz, k.aw, k.bw, k.rest, k.compliance, lambda, inv_h2, &dl);
-    float16 ga = k.aw * g, gb = -k.bw * g;
-    scatter16(particle_p, k.ia, k.ax + ga * dx, k.ay + ga * dy, k.az + ga * dz, k.aw);
-    scatter16(particle_p, k.ib, k.bx + gb * dx, k.by + gb * dy, k.bz + gb * dz, k.bw);
+    float16 g = pbd_distance_gain16((float16)(x0, x1), (float16)(y0, y1), (float16)(z0, z1), wa, wb,
+                                    rest, compliance, lambda, inv_h2, &dl);
+    float16 ga = wa * g, gb = -wb * g;
+    const int16 wlane = (int16)(0, 0, 0, -1, 0, 0, 0, -1, 0, 0, 0, -1, 0, 0, 0, -1);
+    const uint16 spread = (uint16)(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+    e0 = select(e0, (float16)(0.0f), wlane);
+    e1 = select(e1, (float16)(0.0f), wlane);
+    e2 = select(e2, (float16)(0.0f), wlane);
+    e3 = select(e3, (float16)(0.0f), wlane);
+    scatter8(particle_p, ia.lo, a0 + shuffle(ga, spread) * e0, a1 + shuffle(ga, spread + 4) * e1);
+    scatter8(particle_p, ia.hi, a2 + shuffle(ga, spread + 8) * e2,
+             a3 + shuffle(ga, spread + 12) * e3);
+    scatter8(particle_p, ib.lo, b0 + shuffle(gb, spread) * e0, b1 + shuffle(gb, spread + 4) * e1);
+    scatter8(particle_p, ib.hi, b2 + shuffle(gb, spread + 8) * e2,
+             b3 + shuffle(gb, spread + 12) * e3);
     vstore16(lambda + dl, 0, distance_lambda + c);
 }
 

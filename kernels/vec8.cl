@@ -40,6 +40,20 @@ VEC8_INLINE void gather8(__global const pbd_float4 *a, int8 k, float16 *lo, floa
     *hi = (float16)(a[k.s4], a[k.s5], a[k.s6], a[k.s7]);
 }
 
+/* The inverse of gather8: two float16 of four records to a[k.s0], ..., a[k.s7]. The eight
+ * records must be distinct. */
+VEC8_INLINE void scatter8(__global pbd_float4 *a, int8 k, float16 lo, float16 hi)
+{
+    a[k.s0] = lo.s0123;
+    a[k.s1] = lo.s4567;
+    a[k.s2] = lo.s89ab;
+    a[k.s3] = lo.scdef;
+    a[k.s4] = hi.s0123;
+    a[k.s5] = hi.s4567;
+    a[k.s6] = hi.s89ab;
+    a[k.s7] = hi.scdef;
+}
+
 /* Records a[k.s0], ..., a[k.sf] as four float16, one per component: sixteen loads and a
  * transpose of a few shuffles (split8 of each half), where one gather per component would
  * cost more. */
@@ -56,32 +70,6 @@ VEC8_INLINE void gather16(__global const pbd_float4 *a, int16 k, float16 *x, flo
     *y = (float16)(y0, y1);
     *z = (float16)(z0, z1);
     *w = (float16)(w0, w1);
-}
-
-/* The inverse of gather16: x, y, z, w lane j to record a[k.sj] (join8 of each half), sixteen
- * 16-byte stores. The sixteen records must be distinct. */
-VEC8_INLINE void scatter16(__global pbd_float4 *a, int16 k, float16 x, float16 y, float16 z,
-                           float16 w)
-{
-    float16 r0, r1, r2, r3;
-    join8(x.lo, y.lo, z.lo, w.lo, &r0, &r1);
-    join8(x.hi, y.hi, z.hi, w.hi, &r2, &r3);
-    a[k.s0] = r0.s0123;
-    a[k.s1] = r0.s4567;
-    a[k.s2] = r0.s89ab;
-    a[k.s3] = r0.scdef;
-    a[k.s4] = r1.s0123;
-    a[k.s5] = r1.s4567;
-    a[k.s6] = r1.s89ab;
-    a[k.s7] = r1.scdef;
-    a[k.s8] = r2.s0123;
-    a[k.s9] = r2.s4567;
-    a[k.sa] = r2.s89ab;
-    a[k.sb] = r2.scdef;
-    a[k.sc] = r3.s0123;
-    a[k.sd] = r3.s4567;
-    a[k.se] = r3.s89ab;
-    a[k.sf] = r3.scdef;
 }
 
 /* Four float4 records at a (16-byte aligned) as one float16, and back. Clang-based OpenCL
