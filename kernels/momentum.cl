@@ -6,9 +6,10 @@
  *   momentum_apply: one work-item per particle: v += v_cor + w_cor x (x - com). The step
  *                   folds this into the next substep's predict (predict.cl), so a substep
  *                   costs two extra launches; it runs alone only before the state is read.
- * On CPU devices with fp64 the update also does body_reduce's work (update_reduce_serial),
- * and, when every body is one segment, body_solve's: then no launch of its own at all.
- * Fixed orders and no atomics: the sums, and so the corrections, are the same on every run.
+ * On CPU devices with fp64 the update also does body_reduce's and body_solve's work
+ * (update_reduce_serial): then the correction has no launch of its own at all. Fixed orders
+ * (the one atomic, on CPU devices, only elects the work-item that adds a body's segments in
+ * order): the sums, and so the corrections, are the same on every run.
  * Each of the first two comes in two layouts: a work-group and a tree per item (GPUs), or a
  * work-item per item (CPU devices, and bodies small enough) summing a segment in
  * PBD_SUM_LANES double8 lanes and a body's segments in order. The CPU reference reduces in
@@ -279,12 +280,14 @@ VEC8_INLINE void sum_segment8(pbd_segment seg, int update, __global pbd_float4 *
     sums8_store(&a, out);
 }
 
-/* update_velocity and body_reduce_serial in one pass, for CPU devices with fp64 sums: one
- * work-item per segment updates its particles (update.cl's work, 8 at a time in float8
- * lanes) and sums them from the registers, saving the reduction a second read of x and v.
- * With `solve` (every body is one segment) it goes on to body_solve_serial's work for the
- * segment's body, saving that launch. The same operations in the same order as the
- * separate kernels: the same bits. */
+/* update_velocity, body_reduce_serial and body_solve_serial in one launch, for CPU devices
+ * with fp64 sums: one work-item per segment updates its particles (update.cl's work, 8 at a
+ * time in float8 lanes) and sums them from the registers, saving the reduction a second read
+ * of x and v. With `solve`, the body's last segment to finish does body_solve_serial's work:
+ * it adds the body's segment sums in order from zero and solves, saving that launch. A
+ * counter per body (body_done; the elected work-item sets it back to 0) elects it; the
+ * atomic only elects, the sums keep their fixed order, so the bits are those of the
+ * separate kernels. The fences make each segment's sums visible before its count. */
 __kernel void
 update_reduce_serial(__global const pbd_segment *segments, __global pbd_float4 *particle_x,
                      __global const pbd_float4 *particle_p, __global pbd_float4 *particle_v,
@@ -293,7 +296,8 @@ update_reduce_serial(__global const pbd_segment *segments, __global pbd_float4 *
                      float inv_h, float damping, int bdf2, int keep_prev, int with_dx,
                      __global pbd_acc *segment_sums, int num_segments, int solve,
                      __global pbd_acc *body_track, __global const int *body_flags, float4 gh,
-                     __global pbd_acc *body_out, __global pbd_float4 *body_apply)
+                     __global pbd_acc *body_out, __global pbd_float4 *body_apply,
+                     __global const int *body_segments, __global int *body_done)
 {
     int g = get_global_id(0);
     if (g >= num_segments)
@@ -309,13 +313,27 @@ update_reduce_serial(__global const pbd_segment *segments, __global pbd_float4 *
         sum_segment8(seg, 1, particle_x, particle_p, particle_v, particle_xp, particle_vp,
                      particle_dx, body_ref[seg.body], bdf2, keep_prev, inv_h, damping, with_dx, 0,
                      NULL, NULL, NULL, acc);
-    if (solve) {
-        solve_body(seg.body, acc, body_ref, body_track, body_flags, PBD_SOLVE_STEP, gh, body_out,
-                   body_apply);
-        return;
-    }
     for (int q = 0; q < PBD_SUM_COUNT; ++q)
         segment_sums[g * PBD_SUM_COUNT + q] = acc[q];
+    if (!solve)
+        return;
+    int b = seg.body, first = body_segments[b], count = body_segments[b + 1] - first;
+    if (count > 1) {
+        mem_fence(CLK_GLOBAL_MEM_FENCE);
+        if (atomic_inc(body_done + b) != count - 1)
+            return;
+        mem_fence(CLK_GLOBAL_MEM_FENCE);
+        body_done[b] = 0;
+    }
+    pbd_acc s[PBD_SUM_COUNT];
+    for (int q = 0; q < PBD_SUM_COUNT; ++q)
+        acc[q] = 0;
+    for (int k = first; k < first + count; ++k) {
+        for (int q = 0; q < PBD_SUM_COUNT; ++q)
+            s[q] = segment_sums[k * PBD_SUM_COUNT + q];
+        pbd_sums_add(acc, s);
+    }
+    solve_body(b, acc, body_ref, body_track, body_flags, PBD_SOLVE_STEP, gh, body_out, body_apply);
 }
 #endif
 

@@ -30,7 +30,7 @@ typedef struct cl_impl {
     cl_mem color_offsets, block_offsets, block_first;
     cl_kernel gs_serial, gs_blocks; /* block Gauss-Seidel on CPU devices (else NULL) */
     int serial_boundary;            /* the boundary colours run in one gs_serial work-item */
-    cl_mem segment_sums, out_step, out_other, body_apply;
+    cl_mem segment_sums, out_step, out_other, body_apply, body_done;
     size_t wg;       /* work-group size of the per-particle and per-constraint kernels */
     size_t acc_size; /* sizeof(pbd_acc) on the device: 8 with fp64 sums, else 4 */
     cl_event events[EVENT_BATCH];
@@ -39,7 +39,6 @@ typedef struct cl_impl {
     int pending;  /* a momentum correction is computed but not yet applied to v */
     size_t bytes; /* device memory allocated */
     int fused;    /* the update also sums for the correction (update_reduce_serial) */
-    int solved;   /* the fused update also solves (every body is one segment) */
     pbd_kernel_time times[PBD_STAGE_COUNT];
 } cl_impl;
 
@@ -273,7 +272,7 @@ static pbd_status reduce_and_solve(cl_impl *c, int mode, int summed, cl_mem out,
     ARG(PBD_STAGE_SOLVE, 5, m);
     ARG(PBD_STAGE_SOLVE, 7, out);
     size_t nseg = (size_t)pl->num_segments, nb = (size_t)pl->num_bodies;
-    if (summed && mode == PBD_SOLVE_STEP && c->solved)
+    if (summed && mode == PBD_SOLVE_STEP)
         return PBD_OK; /* the update did it all */
     if (summed)
         status = PBD_OK;
@@ -423,6 +422,7 @@ static void cl_destroy(void *impl)
                       &c->out_step,
                       &c->out_other,
                       &c->body_apply,
+                      &c->body_done,
                       &c->color_offsets,
                       &c->block_offsets,
                       &c->block_first};
@@ -550,9 +550,10 @@ pbd_status pbd_cl_solver_create(const pbd_model *m, pbd_plan *plan, const pbd_so
         names[PBD_STAGE_UPDATE] = "update_reduce_serial";
     else if (plan->reduce_serial)
         names[PBD_STAGE_UPDATE] = "update_runs";
-    /* Bodies of one segment each: the update's work-item holds the body's whole sums, so it
-     * solves it too, and a substep's correction costs no launch of its own. */
-    c->solved = c->fused && plan->num_segments == plan->num_bodies;
+    /* The fused update also solves each body (its last segment's work-item), so a substep's
+     * correction costs no launch of its own. */
+    if (c->fused)
+        plan->momentum_launches = 0;
     /* CPU devices: projections that the OpenCL C compiler can vectorise across work-items
      * (bit-identical; about 20 % faster on PoCL 3.1). GPUs keep the float4 kernels. */
     int lanes = plan->reduce_serial;
@@ -650,6 +651,7 @@ pbd_status pbd_cl_solver_create(const pbd_model *m, pbd_plan *plan, const pbd_so
     BUF(out_step, nb * PBD_OUT_COUNT * c->acc_size, NULL);
     BUF(out_other, nb * PBD_OUT_COUNT * c->acc_size, NULL);
     BUF(body_apply, nb * PBD_APPLY_COUNT * f4, NULL);
+    BUF(body_done, c->fused ? nb * sizeof(cl_int) : 0, NULL);
 #undef BUF
     free(track0);
     if ((status = st) != PBD_OK)
@@ -660,6 +662,10 @@ pbd_status pbd_cl_solver_create(const pbd_model *m, pbd_plan *plan, const pbd_so
         cl_uchar zero = 0;
         PBD_CL_CHECK(
             clEnqueueFillBuffer(c->cl.queue, c->out_step, &zero, 1, 0, bytes, 0, NULL, NULL));
+        /* No body's segments have counted themselves done (update_reduce_serial). */
+        if (c->fused)
+            PBD_CL_CHECK(clEnqueueFillBuffer(c->cl.queue, c->body_done, &zero, 1, 0,
+                                             nb * sizeof(cl_int), 0, NULL, NULL));
     }
 
     cl_int n = plan->num_particles, ncons = plan->num_distance, npl = plan->num_planes;
@@ -791,13 +797,15 @@ pbd_status pbd_cl_solver_create(const pbd_model *m, pbd_plan *plan, const pbd_so
         ARG(PBD_STAGE_UPDATE, 12, with_dx);
         ARG(PBD_STAGE_UPDATE, 13, c->segment_sums);
         ARG(PBD_STAGE_UPDATE, 14, nseg);
-        cl_int solved = c->solved;
-        ARG(PBD_STAGE_UPDATE, 15, solved);
+        cl_int one = 1;
+        ARG(PBD_STAGE_UPDATE, 15, one);
         ARG(PBD_STAGE_UPDATE, 16, c->body_track);
         ARG(PBD_STAGE_UPDATE, 17, c->body_flags);
         ARG(PBD_STAGE_UPDATE, 18, gh);
         ARG(PBD_STAGE_UPDATE, 19, c->out_step);
         ARG(PBD_STAGE_UPDATE, 20, c->body_apply);
+        ARG(PBD_STAGE_UPDATE, 21, c->body_segments);
+        ARG(PBD_STAGE_UPDATE, 22, c->body_done);
     } else {
         ARG(PBD_STAGE_UPDATE, 0, c->x);
         ARG(PBD_STAGE_UPDATE, 1, c->p);

@@ -247,6 +247,8 @@ pbd_status pbd_plan_build(const pbd_model *m, const pbd_config *cfg, pbd_plan *p
     }
     if (cfg->damping == PBD_DAMPING_RIGID && cfg->damping_k > 0.0f)
         plan->momentum_active = 1;
+    /* The correction: the reduction and the solve (its broadcast rides on the next predict). */
+    plan->momentum_launches = plan->momentum_active ? 2 : 0;
     plan->body_segments[m->num_bodies] = nseg;
     plan->solve_serial = 1;
     for (int b = 0; b < m->num_bodies; ++b)
@@ -384,7 +386,7 @@ pbd_status pbd_solver_momentum(pbd_solver *s, pbd_body_momentum *out, pbd_error 
 
 long pbd_solver_momentum_launches_per_frame(const pbd_solver *s)
 {
-    return s->plan.momentum_active ? 2L * s->plan.cfg.substeps : 0L;
+    return (long)s->plan.momentum_launches * s->plan.cfg.substeps;
 }
 
 pbd_sum_layout pbd_solver_sum_layout(const pbd_solver *s)

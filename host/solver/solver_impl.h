@@ -44,15 +44,16 @@ typedef struct pbd_plan {
      * block inside each colour, so a block's constraints can all be projected by one worker,
      * colour after colour, while the other blocks run alongside it (they share no particle). */
     int num_blocks;
-    int *block_first;    /* num_blocks + 1: block b is particles [bf[b], bf[b+1]) */
-    int boundary_colors; /* the first colours: the constraints that cross blocks */
-    int *block_offsets;  /* (num_colors - boundary_colors) x (num_blocks + 1): block b's part of
-                            interior colour k is distance[bo[k (nb + 1) + b] .. + b + 1]) */
-    int gs_launches;     /* launches per Gauss-Seidel iteration (a backend may lower it) */
-    int jacobi_launches; /* launches per Jacobi iteration (a backend may lower it) */
-    int *csr_offsets;    /* num_particles + 1 */
-    int *csr_slots;      /* 2 * num_distance: slot 2c + end, ascending per particle */
-    int *csr_other;      /* Jacobi: the slot's other particle (else NULL) */
+    int *block_first;      /* num_blocks + 1: block b is particles [bf[b], bf[b+1]) */
+    int boundary_colors;   /* the first colours: the constraints that cross blocks */
+    int *block_offsets;    /* (num_colors - boundary_colors) x (num_blocks + 1): block b's part of
+                              interior colour k is distance[bo[k (nb + 1) + b] .. + b + 1]) */
+    int gs_launches;       /* launches per Gauss-Seidel iteration (a backend may lower it) */
+    int jacobi_launches;   /* launches per Jacobi iteration (a backend may lower it) */
+    int momentum_launches; /* launches per substep of the momentum correction (likewise) */
+    int *csr_offsets;      /* num_particles + 1 */
+    int *csr_slots;        /* 2 * num_distance: slot 2c + end, ascending per particle */
+    int *csr_other;        /* Jacobi: the slot's other particle (else NULL) */
     int num_segments;
     pbd_segment *segments; /* reduction pieces, ordered by body */
     int *body_segments;    /* num_bodies + 1: body b owns segments [bs[b], bs[b+1]) */

@@ -55,8 +55,8 @@ long pbd_step_launches(const pbd_plan *plan)
         per_iteration = plan->gs_launches;
     else
         per_iteration = plan->jacobi_launches;
-    /* The momentum correction: body_reduce and body_solve; its broadcast rides on the next
-     * predict (momentum_apply runs alone only before the state is read). */
+    /* The momentum correction's own launches (momentum_apply runs alone only before the state
+     * is read). */
     return (long)cfg->substeps *
-           (2 + (long)cfg->iterations * per_iteration + (plan->momentum_active ? 2 : 0));
+           (2 + (long)cfg->iterations * per_iteration + plan->momentum_launches);
 }
