@@ -155,13 +155,15 @@ int pbd_cli_bench_row(const char *scene, const pbd_solver_desc *desc, int solver
         goto done;
     /* Warm-up: the first launches pay for code generation and first-touch page faults, so
      * the run length is chosen from 3 frames after it (a first run after a kernel change
-     * spends most of a second compiling, which used to leave runs of 2 frames). */
+     * spends most of a second compiling, which used to leave runs of 2 frames). Those 3
+     * frames run whether or not they are needed, so that rows given the same frame count
+     * (the suite's CPU rows take their OpenCL row's) end in the same state. */
     if (pbd_solver_step(sv, 3, err) != PBD_OK || pbd_solver_finish(sv, err) != PBD_OK)
         goto done;
     double t0 = now_s();
+    if (pbd_solver_step(sv, 3, err) != PBD_OK || pbd_solver_finish(sv, err) != PBD_OK)
+        goto done;
     if (frames <= 0) {
-        if (pbd_solver_step(sv, 3, err) != PBD_OK || pbd_solver_finish(sv, err) != PBD_OK)
-            goto done;
         double per = (now_s() - t0) / 3.0;
         frames = per > 0.0 ? (int)(0.25 / per) : 200;
         frames = frames < 2 ? 2 : frames > 200 ? 200 : frames;

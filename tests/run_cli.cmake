@@ -3,7 +3,8 @@
 #   MATCH   a regular expression the output (stderr, then stdout) must match;
 #   CREATES a file that must exist afterwards, with LINES lines when LINES is given;
 #   ABSENT  a file that must not exist afterwards (nor any temporary beside it);
-#   JSON, JSON_LENGTH  a file that must hold a JSON array of JSON_LENGTH entries.
+#   JSON, JSON_LENGTH  a file that must hold a JSON array of JSON_LENGTH entries;
+#   JSON_PAIRS  a key that entries 2i and 2i + 1 of that array must give the same value for.
 # Prints what it found on failure.
 if(CREATES)
   file(REMOVE ${CREATES})
@@ -45,6 +46,17 @@ if(JSON)
   string(JSON n ERROR_VARIABLE bad LENGTH "${text}")
   if(bad OR NOT n EQUAL JSON_LENGTH)
     message(FATAL_ERROR "${JSON}: expected a JSON array of ${JSON_LENGTH} entries (${bad}${n})")
+  endif()
+  if(JSON_PAIRS)
+    math(EXPR last "${n} - 2")
+    foreach(i RANGE 0 ${last} 2)
+      math(EXPR j "${i} + 1")
+      string(JSON a GET "${text}" ${i} ${JSON_PAIRS})
+      string(JSON b GET "${text}" ${j} ${JSON_PAIRS})
+      if(NOT a STREQUAL b)
+        message(FATAL_ERROR "${JSON}: entries ${i} and ${j} differ in ${JSON_PAIRS}: ${a}, ${b}")
+      endif()
+    endforeach()
   endif()
 endif()
 message(STATUS "exit ${rc}; output: ${all}")
