@@ -167,22 +167,15 @@ VEC8_INLINE void update8(part8 *q, int i, int n, int skip, __global pbd_float4 *
                          __global pbd_float4 *xp, __global pbd_float4 *vp, int bdf2, int keep_prev,
                          float inv_h, float damping)
 {
-    const int16 wlane = (int16)(0, 0, 0, -1, 0, 0, 0, -1, 0, 0, 0, -1, 0, 0, 0, -1);
-    float16 xlo, xhi, plo, phi, vlo, vhi, nlo, nhi;
+    float16 xlo, xhi, plo, phi, vlo, vhi, alo = 0.0f, ahi = 0.0f;
     load_raw8(x, i, n, &xlo, &xhi);
     load_raw8(p, i, n, &plo, &phi);
     load_raw8(v, i, n, &vlo, &vhi);
     float f = 1.0f - damping;
-    if (!bdf2) {
-        nlo = (plo - xlo) * inv_h * f;
-        nhi = (phi - xhi) * inv_h * f;
-    } else {
-        float16 alo, ahi;
+    if (bdf2)
         load_raw8(xp, i, n, &alo, &ahi);
-        float g = 0.5f * inv_h * f;
-        nlo = (3.0f * plo - 4.0f * xlo + alo) * g;
-        nhi = (3.0f * phi - 4.0f * xhi + ahi) * g;
-    }
+    float16 nlo = velocity16(xlo, plo, alo, bdf2, inv_h, f);
+    float16 nhi = velocity16(xhi, phi, ahi, bdf2, inv_h, f);
     /* Lanes below skip hold particles this work-item has updated already: their kept
      * previous state is not written again, and their x (p by now) and loaded v go back
      * unchanged, so that x and v still take whole-vector stores. The mass (w) stays. */
@@ -191,8 +184,8 @@ VEC8_INLINE void update8(part8 *q, int i, int n, int skip, __global pbd_float4 *
         store_raw8(vp, i, skip, n, vlo, vhi);
     }
     int16 k = (int16)(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
-    nlo = select(nlo, vlo, wlane | (k < skip));
-    nhi = select(nhi, vhi, wlane | (k + 4 < skip));
+    nlo = select(nlo, vlo, VEC8_W_LANES | (k < skip));
+    nhi = select(nhi, vhi, VEC8_W_LANES | (k + 4 < skip));
     store_raw8(v, i, 0, n, nlo, nhi);
     store_raw8(x, i, 0, n, plo, phi);
     float8 unused;
@@ -282,7 +275,7 @@ VEC8_INLINE void sum_segment8(pbd_segment seg, int update, __global pbd_float4 *
 
 /* update_velocity, body_reduce_serial and body_solve_serial in one launch, for CPU devices
  * with fp64 sums: one work-item per segment updates its particles (update.cl's work, 8 at a
- * time in float8 lanes) and sums them from the registers, saving the reduction a second read
+ * time, update8) and sums them from the registers, saving the reduction a second read
  * of x and v. With `solve`, the body's last segment to finish does body_solve_serial's work:
  * it adds the body's segment sums in order from zero and solves, saving that launch. A
  * counter per body (body_done; the elected work-item sets it back to 0) elects it; the

@@ -92,10 +92,9 @@ VEC8_INLINE void predict4(int i, __global const pbd_float4 *particle_x,
                           __global const pbd_float4 *particle_vp, const rec4 *b, float rigid_k,
                           int apply, int keep_v, float16 g, float h, int bdf2)
 {
-    const int16 wlane = (int16)(0, 0, 0, -1, 0, 0, 0, -1, 0, 0, 0, -1, 0, 0, 0, -1);
     float16 x = VEC8_LOAD16(particle_x + i);
     float16 v = VEC8_LOAD16(particle_v + i);
-    int16 keep = (shuffle(x, PBD_WWW) <= 0.0f) | wlane; /* pinned, and the w lanes */
+    int16 keep = (shuffle(x, PBD_WWW) <= 0.0f) | VEC8_W_LANES; /* pinned, and the w lanes */
     if (apply) {
         float16 r = x - b->c;
         float16 n = v + rigid4(b->u, b->w, r);

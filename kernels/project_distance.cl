@@ -66,12 +66,11 @@ static inline void pbd_gs16(__global float4 *particle_p, __global const int *dis
     float16 g = pbd_distance_gain16((float16)(x0, x1), (float16)(y0, y1), (float16)(z0, z1), wa, wb,
                                     rest, compliance, lambda, inv_h2, &dl);
     float16 ga = wa * g, gb = -wb * g;
-    const int16 wlane = (int16)(0, 0, 0, -1, 0, 0, 0, -1, 0, 0, 0, -1, 0, 0, 0, -1);
     const uint16 spread = (uint16)(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
-    e0 = select(e0, (float16)(0.0f), wlane);
-    e1 = select(e1, (float16)(0.0f), wlane);
-    e2 = select(e2, (float16)(0.0f), wlane);
-    e3 = select(e3, (float16)(0.0f), wlane);
+    e0 = select(e0, (float16)(0.0f), VEC8_W_LANES);
+    e1 = select(e1, (float16)(0.0f), VEC8_W_LANES);
+    e2 = select(e2, (float16)(0.0f), VEC8_W_LANES);
+    e3 = select(e3, (float16)(0.0f), VEC8_W_LANES);
     scatter8(particle_p, ia.lo, a0 + shuffle(ga, spread) * e0, a1 + shuffle(ga, spread + 4) * e1);
     scatter8(particle_p, ia.hi, a2 + shuffle(ga, spread + 8) * e2,
              a3 + shuffle(ga, spread + 12) * e3);

@@ -24,7 +24,6 @@ __kernel void update_runs(__global pbd_float4 *particle_x, __global const pbd_fl
                           __global pbd_float4 *particle_vp, float inv_h, float damping, int bdf2,
                           int keep_prev, int num_particles)
 {
-    const int16 wlane = (int16)(0, 0, 0, -1, 0, 0, 0, -1, 0, 0, 0, -1, 0, 0, 0, -1);
     int first = PBD_PARTICLE_RUN * get_global_id(0);
     int end = min(first + PBD_PARTICLE_RUN, num_particles);
     float f = 1.0f - damping;
@@ -33,16 +32,12 @@ __kernel void update_runs(__global pbd_float4 *particle_x, __global const pbd_fl
         float16 x = VEC8_LOAD16(particle_x + i);
         float16 p = VEC8_LOAD16(particle_p + i);
         float16 v = VEC8_LOAD16(particle_v + i);
-        float16 n;
-        if (!bdf2)
-            n = (p - x) * inv_h * f;
-        else
-            n = (3.0f * p - 4.0f * x + VEC8_LOAD16(particle_xp + i)) * (0.5f * inv_h * f);
+        float16 n = velocity16(x, p, bdf2 ? VEC8_LOAD16(particle_xp + i) : x, bdf2, inv_h, f);
         if (keep_prev) {
             VEC8_STORE16(x, particle_xp + i);
             VEC8_STORE16(v, particle_vp + i);
         }
-        VEC8_STORE16(select(n, v, wlane), particle_v + i); /* w: the mass stays */
+        VEC8_STORE16(select(n, v, VEC8_W_LANES), particle_v + i); /* w: the mass stays */
         VEC8_STORE16(p, particle_x + i);
     }
     for (; i < end; ++i) {

@@ -33,6 +33,19 @@ VEC8_INLINE void join8(float8 x, float8 y, float8 z, float8 w, float16 *lo, floa
     *hi = (float16)(xy.s89, zw.s89, xy.sab, zw.sab, xy.scd, zw.scd, xy.sef, zw.sef);
 }
 
+/* Four float4 records in a float16: their w lanes (inverse mass or mass), for select. */
+#define VEC8_W_LANES ((int16)(0, 0, 0, -1, 0, 0, 0, -1, 0, 0, 0, -1, 0, 0, 0, -1))
+
+/* pbd_update_velocity's new velocity for four records as stored (x, p and, for BDF2, the
+ * previous x), component by component: the same bits. The w lanes hold no mass; callers keep
+ * it with VEC8_W_LANES. */
+VEC8_INLINE float16 velocity16(float16 x, float16 p, float16 xp, int bdf2, float inv_h, float f)
+{
+    if (!bdf2)
+        return (p - x) * inv_h * f;
+    return (3.0f * p - 4.0f * x + xp) * (0.5f * inv_h * f);
+}
+
 /* Records a[k.s0], ..., a[k.s7] (float4) as two float16: a gather. */
 VEC8_INLINE void gather8(__global const pbd_float4 *a, int8 k, float16 *lo, float16 *hi)
 {
@@ -128,24 +141,6 @@ VEC8_INLINE void store8(__global pbd_float4 *a, int i, int n, float8 x, float8 y
     float16 lo, hi;
     join8(x, y, z, w, &lo, &hi);
     store_raw8(a, i, 0, n, lo, hi);
-}
-
-/* The xyz of records a[k.s0], ..., a[k.s7] as three float8: a gather, or where every lane
- * has the same record (`same`), a broadcast of a[k.s0]. */
-VEC8_INLINE void record8(__global const pbd_float4 *a, int8 k, int same, float8 *x, float8 *y,
-                         float8 *z)
-{
-    if (same) {
-        float4 v = a[k.s0];
-        *x = (float8)(v.x);
-        *y = (float8)(v.y);
-        *z = (float8)(v.z);
-        return;
-    }
-    float16 lo, hi;
-    float8 unused;
-    gather8(a, k, &lo, &hi);
-    split8(lo, hi, x, y, z, &unused);
 }
 
 /* pbd_collide_planes for eight particles held as components. */
