@@ -112,7 +112,7 @@ void pbd_coloring_free(pbd_coloring *c);
 
 typedef enum pbd_solver_kind {
     PBD_SOLVER_GS = 0,     /* coloured (block) Gauss-Seidel */
-    PBD_SOLVER_JACOBI = 1, /* per-constraint delta slots + deterministic gather */
+    PBD_SOLVER_JACOBI = 1, /* per-constraint gains + deterministic gather */
 } pbd_solver_kind;
 
 typedef enum pbd_backend_kind {

@@ -276,21 +276,21 @@ VEC8_INLINE void sum_segment8(pbd_segment seg, int update, __global pbd_float4 *
 /* update_velocity, body_reduce_serial and body_solve_serial in one launch, for CPU devices
  * with fp64 sums: one work-item per segment updates its particles (update.cl's work, 8 at a
  * time, update8) and sums them from the registers, saving the reduction a second read
- * of x and v. With `solve`, the body's last segment to finish does body_solve_serial's work:
- * it adds the body's segment sums in order from zero and solves, saving that launch. A
- * counter per body (body_done; the elected work-item sets it back to 0) elects it; the
- * atomic only elects, the sums keep their fixed order, so the bits are those of the
- * separate kernels. The fences make each segment's sums visible before its count. */
+ * of x and v. Then the body's last segment to finish does body_solve_serial's work: it adds the
+ * body's segment sums in order from zero and solves, saving that launch. A counter per body
+ * (body_done; the elected work-item sets it back to 0) elects it; the atomic only elects, the sums
+ * keep their fixed order, so the bits are those of the separate kernels. The fences make each
+ * segment's sums visible before its count. */
 __kernel void
 update_reduce_serial(__global const pbd_segment *segments, __global pbd_float4 *particle_x,
                      __global const pbd_float4 *particle_p, __global pbd_float4 *particle_v,
                      __global pbd_float4 *particle_xp, __global pbd_float4 *particle_vp,
                      __global const pbd_float4 *particle_dx, __global pbd_float4 *body_ref,
                      float inv_h, float damping, int bdf2, int keep_prev, int with_dx,
-                     __global pbd_acc *segment_sums, int num_segments, int solve,
-                     __global pbd_acc *body_track, __global const int *body_flags, float4 gh,
-                     __global pbd_acc *body_out, __global pbd_float4 *body_apply,
-                     __global const int *body_segments, __global int *body_done)
+                     __global pbd_acc *segment_sums, int num_segments, __global pbd_acc *body_track,
+                     __global const int *body_flags, float4 gh, __global pbd_acc *body_out,
+                     __global pbd_float4 *body_apply, __global const int *body_segments,
+                     __global int *body_done)
 {
     int g = get_global_id(0);
     if (g >= num_segments)
@@ -308,8 +308,6 @@ update_reduce_serial(__global const pbd_segment *segments, __global pbd_float4 *
                      NULL, NULL, NULL, acc);
     for (int q = 0; q < PBD_SUM_COUNT; ++q)
         segment_sums[g * PBD_SUM_COUNT + q] = acc[q];
-    if (!solve)
-        return;
     int b = seg.body, first = body_segments[b], count = body_segments[b + 1] - first;
     if (count > 1) {
         mem_fence(CLK_GLOBAL_MEM_FENCE);

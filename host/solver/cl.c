@@ -258,9 +258,8 @@ cleanup:
     return status;
 }
 
-/* Queues body_reduce (unless `summed`: the fused update did it) and body_solve in `mode`,
- * writing the records to `out`. */
-static pbd_status reduce_and_solve(cl_impl *c, int mode, int summed, cl_mem out, pbd_error *err)
+/* Queues body_reduce and body_solve in `mode`, writing the records to `out`. */
+static pbd_status reduce_and_solve(cl_impl *c, int mode, cl_mem out, pbd_error *err)
 {
     const pbd_plan *pl = c->plan;
     pbd_status status = PBD_OK;
@@ -272,11 +271,7 @@ static pbd_status reduce_and_solve(cl_impl *c, int mode, int summed, cl_mem out,
     ARG(PBD_STAGE_SOLVE, 5, m);
     ARG(PBD_STAGE_SOLVE, 7, out);
     size_t nseg = (size_t)pl->num_segments, nb = (size_t)pl->num_bodies;
-    if (summed && mode == PBD_SOLVE_STEP)
-        return PBD_OK; /* the update did it all */
-    if (summed)
-        status = PBD_OK;
-    else if (pl->reduce_serial)
+    if (pl->reduce_serial)
         status = launch(c, PBD_STAGE_REDUCE, nseg, serial_local(c, nseg), err);
     else
         status = launch(c, PBD_STAGE_REDUCE, nseg * wg, wg, err);
@@ -288,11 +283,12 @@ cleanup:
     return status;
 }
 
-/* Reduce and solve; the broadcast waits for the next predict (or a read). */
+/* Reduce and solve (unless the fused update did both); the broadcast waits for the next
+ * predict (or a read). */
 static pbd_status cl_momentum(void *impl, pbd_error *err)
 {
     cl_impl *c = impl;
-    pbd_status status = reduce_and_solve(c, PBD_SOLVE_STEP, c->fused, c->out_step, err);
+    pbd_status status = c->fused ? PBD_OK : reduce_and_solve(c, PBD_SOLVE_STEP, c->out_step, err);
     if (status == PBD_OK)
         c->pending = 1;
     return status;
@@ -305,7 +301,7 @@ static pbd_status cl_body_solve(void *impl, int mode, double *out, pbd_error *er
     cl_mem src = mode >= 0 ? c->out_other : c->out_step;
     void *buf = NULL;
     if (mode >= 0 && ((status = flush(c, err)) != PBD_OK ||
-                      (status = reduce_and_solve(c, mode, 0, c->out_other, err)) != PBD_OK))
+                      (status = reduce_and_solve(c, mode, c->out_other, err)) != PBD_OK))
         return status;
     if (!out)
         return PBD_OK;
@@ -546,16 +542,16 @@ pbd_status pbd_cl_solver_create(const pbd_model *m, pbd_plan *plan, const pbd_so
     int float_sums = desc->float_sums || !info->fp64;
     /* CPU devices with fp64 sums: the velocity update also sums for the correction. */
     c->fused = plan->reduce_serial && plan->momentum_active && !float_sums;
-    if (c->fused)
-        names[PBD_STAGE_UPDATE] = "update_reduce_serial";
-    else if (plan->reduce_serial)
-        names[PBD_STAGE_UPDATE] = "update_runs";
     /* The fused update also solves each body (its last segment's work-item), so a substep's
      * correction costs no launch of its own. */
-    if (c->fused)
+    if (c->fused) {
+        names[PBD_STAGE_UPDATE] = "update_reduce_serial";
         plan->momentum_launches = 0;
-    /* CPU devices: projections that the OpenCL C compiler can vectorise across work-items
-     * (bit-identical; about 20 % faster on PoCL 3.1). GPUs keep the float4 kernels. */
+    } else if (plan->reduce_serial) {
+        names[PBD_STAGE_UPDATE] = "update_runs";
+    }
+    /* CPU devices: kernels that take 16 constraints, 16 particles or a run of particles a
+     * work-item in float16 (bit-identical to the float4 ones). GPUs keep the float4 kernels. */
     int lanes = plan->reduce_serial;
     if (lanes) {
         names[PBD_STAGE_PROJECT_GS] = "project_distance_gs16";
@@ -797,15 +793,13 @@ pbd_status pbd_cl_solver_create(const pbd_model *m, pbd_plan *plan, const pbd_so
         ARG(PBD_STAGE_UPDATE, 12, with_dx);
         ARG(PBD_STAGE_UPDATE, 13, c->segment_sums);
         ARG(PBD_STAGE_UPDATE, 14, nseg);
-        cl_int one = 1;
-        ARG(PBD_STAGE_UPDATE, 15, one);
-        ARG(PBD_STAGE_UPDATE, 16, c->body_track);
-        ARG(PBD_STAGE_UPDATE, 17, c->body_flags);
-        ARG(PBD_STAGE_UPDATE, 18, gh);
-        ARG(PBD_STAGE_UPDATE, 19, c->out_step);
-        ARG(PBD_STAGE_UPDATE, 20, c->body_apply);
-        ARG(PBD_STAGE_UPDATE, 21, c->body_segments);
-        ARG(PBD_STAGE_UPDATE, 22, c->body_done);
+        ARG(PBD_STAGE_UPDATE, 15, c->body_track);
+        ARG(PBD_STAGE_UPDATE, 16, c->body_flags);
+        ARG(PBD_STAGE_UPDATE, 17, gh);
+        ARG(PBD_STAGE_UPDATE, 18, c->out_step);
+        ARG(PBD_STAGE_UPDATE, 19, c->body_apply);
+        ARG(PBD_STAGE_UPDATE, 20, c->body_segments);
+        ARG(PBD_STAGE_UPDATE, 21, c->body_done);
     } else {
         ARG(PBD_STAGE_UPDATE, 0, c->x);
         ARG(PBD_STAGE_UPDATE, 1, c->p);
