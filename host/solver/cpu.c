@@ -86,16 +86,13 @@ static void flush(cpu_impl *c)
     charge(c, PBD_STAGE_APPLY, t0);
 }
 
-static pbd_status cpu_project_color(void *impl, int color, int reset, pbd_error *err)
+static void project_color(cpu_impl *c, int color, int reset)
 {
-    (void)err;
-    cpu_impl *c = impl;
     const pbd_plan *pl = c->plan;
     double t0 = now_ms();
     for (int k = pl->color_offsets[color]; k < pl->color_offsets[color + 1]; ++k)
         pbd_gs_project(c->p, pl->distance, c->lambda, k, pl->inv_h2, reset);
     charge(c, PBD_STAGE_PROJECT_GS, t0);
-    return PBD_OK;
 }
 
 /* Collides p[i] with the planes, recording the displacement when momentum is tracked. */
@@ -105,25 +102,25 @@ static void collide_one(cpu_impl *c, int i, pbd_float4 p0)
     pbd_collide_particle(c->p, c->dx, i, p0, pl->planes, pl->num_planes, pl->momentum_active);
 }
 
-static pbd_status cpu_collide(void *impl, pbd_error *err)
+static void collide(cpu_impl *c)
 {
-    (void)err;
-    cpu_impl *c = impl;
     double t0 = now_ms();
     for (int i = 0; i < c->plan->num_particles; ++i)
         collide_one(c, i, c->p[i]);
     charge(c, PBD_STAGE_COLLIDE, t0);
-    return PBD_OK;
 }
 
 /* Every colour in the plan's order (boundary colours, then the blocks' colours), then the
  * collisions: the order every device follows, however it groups its launches. */
 static pbd_status cpu_project_gs(void *impl, int reset, pbd_error *err)
 {
+    (void)err;
     cpu_impl *c = impl;
     for (int k = 0; k < c->plan->num_colors; ++k)
-        cpu_project_color(impl, k, reset, err);
-    return c->plan->num_planes > 0 ? cpu_collide(impl, err) : PBD_OK;
+        project_color(c, k, reset);
+    if (c->plan->num_planes > 0)
+        collide(c);
+    return PBD_OK;
 }
 
 static pbd_status cpu_project_jacobi(void *impl, int reset, pbd_error *err)
