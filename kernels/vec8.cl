@@ -67,6 +67,21 @@ VEC8_INLINE void scatter8(__global pbd_float4 *a, int8 k, float16 lo, float16 hi
     a[k.s7] = hi.scdef;
 }
 
+/* Eight consecutive records r0 = (p0, p1, p2, p3), r1 = (p4, ..., p7) as the even ones
+ * (p0, p2, p4, p6) and the odd ones (p1, p3, p5, p7): whole-record shuffles. */
+VEC8_INLINE void vec8_pairs_split(float16 r0, float16 r1, float16 *even, float16 *odd)
+{
+    *even = (float16)(r0.s0123, r0.s89ab, r1.s0123, r1.s89ab);
+    *odd = (float16)(r0.s4567, r0.scdef, r1.s4567, r1.scdef);
+}
+
+/* The inverse of vec8_pairs_split. */
+VEC8_INLINE void vec8_pairs_join(float16 even, float16 odd, float16 *r0, float16 *r1)
+{
+    *r0 = (float16)(even.s0123, odd.s0123, even.s4567, odd.s4567);
+    *r1 = (float16)(even.s89ab, odd.s89ab, even.scdef, odd.scdef);
+}
+
 /* Records a[k.s0], ..., a[k.sf] as four float16, one per component: sixteen loads and a
  * transpose of a few shuffles (split8 of each half), where one gather per component would
  * cost more. */

@@ -4,6 +4,7 @@
 #include <math.h>
 
 #include "scene/generators.h"
+#include "solver/solver_impl.h"
 #include "test_util.h"
 
 #define MAX_SCENES 64
@@ -315,6 +316,49 @@ static void blocked_gs_same_bits(void **state)
     }
 }
 
+/* The plan's runs (pbd_plan.block_runs), which the CPU devices' Gauss-Seidel kernel loads
+ * without looking at the particle indices: every group of sixteen marked as consecutive or
+ * as interleaved pairs is one, the parts stay inside their block's part of the colour, and on
+ * a cloth numbered row by row most constraints are found in runs. */
+static void plan_block_runs(void **state)
+{
+    (void)state;
+    const char *const names[2] = {"@cloth-96", "@cloth-256"};
+    for (int v = 0; v < 2; ++v) {
+        pbd_scene s = {0};
+        pbd_error err = {0};
+        assert_int_equal(pbd_scene_load(names[v], &s, &err), PBD_OK);
+        pbd_plan plan;
+        assert_int_equal(pbd_plan_build(&s.model, &s.config, &plan, &err), PBD_OK);
+        int nb = plan.num_blocks, nic = plan.num_colors - plan.boundary_colors;
+        assert_true(nb > 1);
+        long interior = 0, in_runs = 0;
+        for (int k = 0; k < nic; ++k)
+            for (int b = 0; b < nb; ++b) {
+                const int *bo = plan.block_offsets + k * (nb + 1);
+                const int *br = plan.block_runs + 2 * (k * nb + b);
+                assert_true(bo[b] <= br[0] && br[0] <= br[1] && br[1] <= bo[b + 1]);
+                assert_int_equal((br[0] - bo[b]) % 16, 0);
+                assert_int_equal((br[1] - br[0]) % 16, 0);
+                for (int c = bo[b]; c < br[1]; ++c) {
+                    const pbd_distance *d = plan.distance, *g = d + c - (c - bo[b]) % 16;
+                    int j = (int)(d + c - g);
+                    if (c < br[0])
+                        assert_true(d[c].a == g->a + j && d[c].b == g->b + j);
+                    else
+                        assert_true(d[c].a == g->a + 2 * j && d[c].b == d[c].a + 1);
+                }
+                interior += bo[b + 1] - bo[b];
+                in_runs += br[1] - bo[b];
+            }
+        print_message("%s: %d blocks, %ld of %ld interior constraints in runs\n", names[v], nb,
+                      in_runs, interior);
+        assert_true(in_runs > interior * 6 / 10);
+        pbd_plan_free(&plan);
+        pbd_scene_free(&s);
+    }
+}
+
 /* Jacobi on the device (gains, then a gather into the other position buffer; on CPU devices
  * both in jacobi_fused16) gives the CPU reference's bits: a pinned cloth falling onto a floor
  * at 10 iterations with BDF2 and point damping, and a free cloth tumbling onto it at 7 iterations
@@ -526,6 +570,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(coloring_validator_rejects),
     cmocka_unit_test(cpu_vs_cl_gs),
     cmocka_unit_test(blocked_gs_same_bits),
+    cmocka_unit_test(plan_block_runs),
     cmocka_unit_test(jacobi_same_bits),
     cmocka_unit_test(cpu_vs_cl_jacobi),
     cmocka_unit_test(deterministic_gs),

@@ -27,7 +27,7 @@ typedef struct cl_impl {
      * substep's last gather lands in p. */
     int iterate, jacobi_start;
     cl_mem particle_body, segments, body_segments, body_ref, body_track, body_flags;
-    cl_mem color_offsets, block_offsets, block_first;
+    cl_mem color_offsets, block_offsets, block_runs, block_first;
     cl_kernel gs_serial, gs_blocks; /* block Gauss-Seidel on CPU devices (else NULL) */
     int serial_boundary;            /* the boundary colours run in one gs_serial work-item */
     cl_mem segment_sums, out_step, out_other, body_apply, body_done;
@@ -191,7 +191,7 @@ static pbd_status cl_project_gs(void *impl, int reset, pbd_error *err)
     if (status != PBD_OK)
         return status;
     if (blocked) {
-        PBD_CL_CHECK(clSetKernelArg(c->gs_blocks, 8, sizeof r, &r));
+        PBD_CL_CHECK(clSetKernelArg(c->gs_blocks, 9, sizeof r, &r));
         status =
             launch_kernel(c, c->gs_blocks, PBD_STAGE_PROJECT_GS, (size_t)pl->num_blocks, 1, err);
     } else if (pl->num_planes > 0) {
@@ -421,6 +421,7 @@ static void cl_destroy(void *impl)
                       &c->body_done,
                       &c->color_offsets,
                       &c->block_offsets,
+                      &c->block_runs,
                       &c->block_first};
     for (size_t k = 0; k < sizeof mems / sizeof mems[0]; ++k)
         if (*mems[k])
@@ -636,6 +637,7 @@ pbd_status pbd_cl_solver_create(const pbd_model *m, pbd_plan *plan, const pbd_so
     size_t nic = (size_t)(plan->num_colors - plan->boundary_colors);
     BUF(color_offsets, ((size_t)plan->num_colors + 1) * sizeof(int), plan->color_offsets);
     BUF(block_offsets, nic * ((size_t)plan->num_blocks + 1) * sizeof(int), plan->block_offsets);
+    BUF(block_runs, nic * 2 * (size_t)plan->num_blocks * sizeof(int), plan->block_runs);
     BUF(block_first, ((size_t)plan->num_blocks + 1) * sizeof(int), plan->block_first);
     BUF(particle_body, np * sizeof(int), m->body);
     BUF(segments, (size_t)plan->num_segments * sizeof(pbd_segment), plan->segments);
@@ -732,15 +734,16 @@ pbd_status pbd_cl_solver_create(const pbd_model *m, pbd_plan *plan, const pbd_so
         ARGK(c->gs_serial, 6, inv_h2);
         ARGK(c->gs_serial, 7, zero);
         ARGK(c->gs_blocks, 3, c->block_offsets);
-        ARGK(c->gs_blocks, 4, ninterior);
-        ARGK(c->gs_blocks, 5, c->block_first);
-        ARGK(c->gs_blocks, 6, nblocks);
-        ARGK(c->gs_blocks, 7, inv_h2);
-        ARGK(c->gs_blocks, 8, zero);
-        ARGK(c->gs_blocks, 9, c->planes);
-        ARGK(c->gs_blocks, 10, npl);
-        ARGK(c->gs_blocks, 11, c->dx);
-        ARGK(c->gs_blocks, 12, track);
+        ARGK(c->gs_blocks, 4, c->block_runs);
+        ARGK(c->gs_blocks, 5, ninterior);
+        ARGK(c->gs_blocks, 6, c->block_first);
+        ARGK(c->gs_blocks, 7, nblocks);
+        ARGK(c->gs_blocks, 8, inv_h2);
+        ARGK(c->gs_blocks, 9, zero);
+        ARGK(c->gs_blocks, 10, c->planes);
+        ARGK(c->gs_blocks, 11, npl);
+        ARGK(c->gs_blocks, 12, c->dx);
+        ARGK(c->gs_blocks, 13, track);
 #undef ARGK
         plan->gs_launches = (c->serial_boundary ? nbc > 0 : nbc) + 1;
     }

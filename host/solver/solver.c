@@ -20,6 +20,7 @@ void pbd_plan_free(pbd_plan *plan)
     free(plan->color_offsets);
     free(plan->block_first);
     free(plan->block_offsets);
+    free(plan->block_runs);
     free(plan->distance);
     free(plan->csr_offsets);
     free(plan->csr_slots);
@@ -73,6 +74,56 @@ static pbd_status check_config(const pbd_config *c, pbd_error *err)
 #define PBD_BLOCK_PARTICLES 2048
 #define PBD_MAX_BLOCKS      8
 
+/* Whether constraint `cur` continues a run of `kind` after `prev` (model indices into d):
+ * consecutive ends (a + 1, b + 1), or the next of interleaved pairs (a + 2, b = a + 1). */
+static int run_continues(const pbd_distance *d, int prev, int cur, int kind)
+{
+    pbd_distance p = d[prev], c = d[cur];
+    if (kind == PBD_RUN_CONSECUTIVE)
+        return c.a == p.a + 1 && c.b == p.b + 1;
+    return c.a == p.a + 2 && c.b == c.a + 1 && p.b == p.a + 1;
+}
+
+/* Moves the runs of `kind` in in[0, n), sixteen constraints at a time, to out and the others
+ * to left, each in their order; returns how many went to out. */
+static int take_runs(const pbd_distance *d, const int *in, int n, int kind, int *out, int *left,
+                     int *num_left)
+{
+    int num_out = 0;
+    *num_left = 0;
+    for (int j = 0; j < n;) {
+        int e = j + 1;
+        while (e < n && run_continues(d, in[e - 1], in[e], kind))
+            ++e;
+        int take = (e - j) / 16 * 16;
+        for (int k = j; k < e; ++k) {
+            if (k < j + take)
+                out[num_out++] = in[k];
+            else
+                left[(*num_left)++] = in[k];
+        }
+        j = e;
+    }
+    return num_out;
+}
+
+/* Sorts order[lo, hi), one block's part of one colour, for pbd_gs16 (project_distance.cl):
+ * first the groups of sixteen whose ends are two runs of consecutive particles, then those of
+ * interleaved pairs, then the rest, and writes where the pairs and the rest begin to runs[0],
+ * runs[1]. The order inside a colour does not change the result, as its constraints share no
+ * particle. tmp holds 2 (hi - lo) ints. */
+static void sort_runs(const pbd_distance *d, int *order, int lo, int hi, int *tmp, int *runs)
+{
+    int n = hi - lo, nleft = 0, nrest = 0;
+    int *left = tmp, *rest = tmp + n;
+    int ncons = take_runs(d, order + lo, n, PBD_RUN_CONSECUTIVE, order + lo, left, &nleft);
+    /* take_runs writes out[] no faster than it reads in[], so order + lo serves as both. */
+    int npairs = take_runs(d, left, nleft, PBD_RUN_PAIRS, order + lo + ncons, rest, &nrest);
+    memcpy(order + lo + ncons + npairs, rest, (size_t)nrest * sizeof *order);
+    runs[0] = lo + ncons;
+    runs[1] = lo + ncons + npairs;
+}
+
 /* Cuts the particles into blocks of consecutive indices and colours the constraints that
  * cross blocks (first) and those inside one block (then, each colour sorted by block) into
  * `col`. Meshes numbered without locality would put most constraints on the boundary; they
@@ -85,9 +136,10 @@ static pbd_status block_coloring(const pbd_model *m, pbd_plan *plan, pbd_colorin
     nb = nb < 1 ? 1 : nb > PBD_MAX_BLOCKS ? PBD_MAX_BLOCKS : nb;
     int *block = malloc(((size_t)np + 1) * sizeof *block);
     int *list = malloc(((size_t)n + 1) * sizeof *list);
+    int *tmp = malloc((2 * (size_t)n + 1) * sizeof *tmp);
     pbd_coloring cb = {0}, ci = {0};
     pbd_status st = PBD_OK;
-    if (!block || !list) {
+    if (!block || !list || !tmp) {
         st = pbd_error_set(err, PBD_ERR_MEMORY, "out of memory preparing the solver");
         goto done;
     }
@@ -119,10 +171,13 @@ static pbd_status block_coloring(const pbd_model *m, pbd_plan *plan, pbd_colorin
     plan->block_first = malloc(((size_t)nb + 1) * sizeof *plan->block_first);
     plan->block_offsets =
         malloc(((size_t)ci.num_colors * ((size_t)nb + 1) + 1) * sizeof *plan->block_offsets);
+    plan->block_runs =
+        malloc((2 * (size_t)ci.num_colors * (size_t)nb + 1) * sizeof *plan->block_runs);
     col->num_colors = nc;
     col->offsets = malloc(((size_t)nc + 1) * sizeof *col->offsets);
     col->order = malloc(((size_t)n + 1) * sizeof *col->order);
-    if (!plan->block_first || !plan->block_offsets || !col->offsets || !col->order) {
+    if (!plan->block_first || !plan->block_offsets || !plan->block_runs || !col->offsets ||
+        !col->order) {
         st = pbd_error_set(err, PBD_ERR_MEMORY, "out of memory preparing the solver");
         goto done;
     }
@@ -140,6 +195,8 @@ static pbd_status block_coloring(const pbd_model *m, pbd_plan *plan, pbd_colorin
             for (int s = ci.offsets[k]; s < ci.offsets[k + 1]; ++s)
                 if (block[m->distance[ci.order[s]].a] == b)
                     col->order[j++] = ci.order[s];
+            sort_runs(m->distance, col->order, bo[b], j, tmp,
+                      plan->block_runs + 2 * ((size_t)k * (size_t)nb + (size_t)b));
         }
         bo[nb] = j;
         col->offsets[cb.num_colors + k + 1] = j;
@@ -151,6 +208,7 @@ done:
     pbd_coloring_free(&ci);
     free(block);
     free(list);
+    free(tmp);
     return st;
 }
 

@@ -48,6 +48,10 @@ typedef struct pbd_plan {
     int boundary_colors;   /* the first colours: the constraints that cross blocks */
     int *block_offsets;    /* (num_colors - boundary_colors) x (num_blocks + 1): block b's part of
                               interior colour k is distance[bo[k (nb + 1) + b] .. + b + 1]) */
+    int *block_runs;       /* (num_colors - boundary_colors) x num_blocks x 2: where block b's
+                              part of interior colour k stops being runs of consecutive
+                              particles and then interleaved pairs (PBD_RUN_*), each a
+                              multiple of sixteen constraints from the part's start */
     int gs_launches;       /* launches per Gauss-Seidel iteration (a backend may lower it) */
     int jacobi_launches;   /* launches per Jacobi iteration (a backend may lower it) */
     int momentum_launches; /* launches per substep of the momentum correction (likewise) */
