@@ -151,27 +151,49 @@ static inline void pbd_gs_range(__global float4 *particle_p, __global const int 
         pbd_gs_project(particle_p, dist, distance_lambda, c, inv_h2, reset_lambda);
 }
 
-/* One colour, constraints [offset, offset + count): work-item j takes sixteen of them. */
+/* Constraints [lo, hi) of one colour, sorted by the plan: runs of consecutive particles up to
+ * `pairs`, interleaved pairs up to `rest`, then any (PBD_RUN_*). */
+static inline void pbd_gs_part(__global float4 *particle_p, __global const int *distance,
+                               __global float *distance_lambda, int lo, int pairs, int rest, int hi,
+                               float inv_h2, int reset_lambda)
+{
+    int c = lo;
+    for (; c < pairs; c += 16)
+        pbd_gs16(particle_p, distance, distance_lambda, c, inv_h2, reset_lambda,
+                 PBD_RUN_CONSECUTIVE);
+    for (; c < rest; c += 16)
+        pbd_gs16(particle_p, distance, distance_lambda, c, inv_h2, reset_lambda, PBD_RUN_PAIRS);
+    pbd_gs_range(particle_p, distance, distance_lambda, c, hi, inv_h2, reset_lambda);
+}
+
+/* One colour, constraints [offset, offset + count), of which [offset, pairs) are runs of
+ * consecutive particles and [pairs, rest) interleaved pairs: work-item j takes sixteen. */
 __kernel void project_distance_gs16(__global pbd_float4 *particle_p, __global const int *distance,
                                     __global float *distance_lambda, int offset, int count,
-                                    float inv_h2, int reset_lambda)
+                                    float inv_h2, int reset_lambda, int pairs, int rest)
 {
-    int k = 16 * (int)get_global_id(0);
-    if (k < count)
-        pbd_gs_range(particle_p, distance, distance_lambda, offset + k, offset + min(k + 16, count),
-                     inv_h2, reset_lambda);
+    int k = 16 * (int)get_global_id(0), c = offset + k;
+    if (c < pairs)
+        pbd_gs16(particle_p, distance, distance_lambda, c, inv_h2, reset_lambda,
+                 PBD_RUN_CONSECUTIVE);
+    else if (c < rest)
+        pbd_gs16(particle_p, distance, distance_lambda, c, inv_h2, reset_lambda, PBD_RUN_PAIRS);
+    else if (k < count)
+        pbd_gs_range(particle_p, distance, distance_lambda, c, offset + min(k + 16, count), inv_h2,
+                     reset_lambda);
 }
 
 /* Colours [first, first + num_colors) in one work-item, colour after colour: the boundary
  * of a block Gauss-Seidel iteration when it is small, in one launch instead of one a
- * colour. */
+ * colour. color_runs: pbd_plan.color_runs. */
 __kernel void project_gs_serial(__global pbd_float4 *particle_p, __global const int *distance,
                                 __global float *distance_lambda, __global const int *color_offsets,
-                                int first, int num_colors, float inv_h2, int reset_lambda)
+                                __global const int *color_runs, int first, int num_colors,
+                                float inv_h2, int reset_lambda)
 {
     for (int k = first; k < first + num_colors; ++k)
-        pbd_gs_range(particle_p, distance, distance_lambda, color_offsets[k], color_offsets[k + 1],
-                     inv_h2, reset_lambda);
+        pbd_gs_part(particle_p, distance, distance_lambda, color_offsets[k], color_runs[2 * k],
+                    color_runs[2 * k + 1], color_offsets[k + 1], inv_h2, reset_lambda);
 }
 
 /* The blocks' colours: work-item b projects block b's share of each interior colour in turn
@@ -190,13 +212,8 @@ __kernel void project_gs_blocks(__global pbd_float4 *particle_p, __global const 
     for (int k = 0; k < num_colors; ++k) {
         __global const int *bo = block_offsets + k * (num_blocks + 1);
         __global const int *br = block_runs + 2 * (k * num_blocks + b);
-        int c = bo[b], pairs = br[0], rest = br[1];
-        for (; c < pairs; c += 16)
-            pbd_gs16(particle_p, distance, distance_lambda, c, inv_h2, reset_lambda,
-                     PBD_RUN_CONSECUTIVE);
-        for (; c < rest; c += 16)
-            pbd_gs16(particle_p, distance, distance_lambda, c, inv_h2, reset_lambda, PBD_RUN_PAIRS);
-        pbd_gs_range(particle_p, distance, distance_lambda, c, bo[b + 1], inv_h2, reset_lambda);
+        pbd_gs_part(particle_p, distance, distance_lambda, bo[b], br[0], br[1], bo[b + 1], inv_h2,
+                    reset_lambda);
     }
     for (int i = block_first[b], end = block_first[b + 1]; num_planes > 0 && i < end; i += 8) {
         float8 x, y, z, w;

@@ -235,16 +235,17 @@ static void pair_check_free(pair_result *r)
 
 /* Block Gauss-Seidel: the device's grouping of the colours (boundary colours in one
  * work-item or a launch each, then a work-item per block with its collisions) gives the
- * CPU reference's bits, and the launch counts show which grouping ran. Four cloths: 96 x 96
+ * CPU reference's bits, and the launch counts show which grouping ran. Five cloths: 96 x 96
  * (4 blocks, a small boundary), 1024 x 40 (8 blocks of 5 rows: over 8192 boundary
  * constraints, a launch a colour), 96 x 96 with its particles numbered at random (no
- * locality: one block, the plain colour launches), and 96 x 96 free and spinning (its
- * momentum preserved, so the blocks also track their collisions' displacements). */
+ * locality: one block, the plain colour launches), 96 x 96 free and spinning (its momentum
+ * preserved, so the blocks also track their collisions' displacements), and 40 x 40 (too
+ * small for blocks: the colour launches, with the colours' runs and pairs). */
 static void blocked_gs_same_bits(void **state)
 {
     (void)state;
-    const int res[4][2] = {{96, 96}, {1024, 40}, {96, 96}, {96, 96}};
-    for (int variant = 0; variant < 4; ++variant) {
+    const int res[5][2] = {{96, 96}, {1024, 40}, {96, 96}, {96, 96}, {40, 40}};
+    for (int variant = 0; variant < 5; ++variant) {
         int free_body = variant == 3;
         char json[1024];
         snprintf(
@@ -316,44 +317,68 @@ static void blocked_gs_same_bits(void **state)
     }
 }
 
-/* The plan's runs (pbd_plan.block_runs), which the CPU devices' Gauss-Seidel kernel loads
- * without looking at the particle indices: every group of sixteen marked as consecutive or
- * as interleaved pairs is one, the parts stay inside their block's part of the colour, and on
- * a cloth numbered row by row most constraints are found in runs. */
+/* Checks one sorted part [lo, hi) of a colour (pbd_plan.block_runs, color_runs): groups of
+ * sixteen of consecutive particles up to `pairs`, of interleaved pairs up to `rest`. Returns
+ * how many constraints are in runs or pairs. */
+static long check_runs(const pbd_distance *d, int lo, int pairs, int rest, int hi)
+{
+    assert_true(lo <= pairs && pairs <= rest && rest <= hi);
+    assert_int_equal((pairs - lo) % 16, 0);
+    assert_int_equal((rest - pairs) % 16, 0);
+    for (int c = lo; c < rest; ++c) {
+        const pbd_distance *g = d + c - (c - lo) % 16;
+        int j = (int)(d + c - g);
+        if (c < pairs)
+            assert_true(d[c].a == g->a + j && d[c].b == g->b + j);
+        else
+            assert_true(d[c].a == g->a + 2 * j && d[c].b == d[c].a + 1);
+    }
+    return rest - lo;
+}
+
+/* The plan's runs (pbd_plan.block_runs, color_runs), which the CPU devices' Gauss-Seidel
+ * kernels load without looking at the particle indices: every group of sixteen marked as
+ * consecutive or as interleaved pairs is one, and on cloths numbered row by row runs are
+ * found: most of the blocks' parts of the colours of 96 x 96 and 256 x 256 cloths (short rows
+ * leave more behind: 95 shear constraints a row are 5 groups and 15 left), the vertical
+ * constraints of their boundary colours, and a quarter of the whole colours of a 40 x 40 cloth
+ * (one block; the colouring's balancing pass breaks up its rows). */
 static void plan_block_runs(void **state)
 {
     (void)state;
-    const char *const names[2] = {"@cloth-96", "@cloth-256"};
-    for (int v = 0; v < 2; ++v) {
+    const char *const names[3] = {"@cloth-96", "@cloth-256", "@cloth-40"};
+    const double min_share[3] = {0.7, 0.85, 0.25}; /* of the interior constraints, in runs */
+    for (int v = 0; v < 3; ++v) {
         pbd_scene s = {0};
         pbd_error err = {0};
         assert_int_equal(pbd_scene_load(names[v], &s, &err), PBD_OK);
         pbd_plan plan;
         assert_int_equal(pbd_plan_build(&s.model, &s.config, &plan, &err), PBD_OK);
-        int nb = plan.num_blocks, nic = plan.num_colors - plan.boundary_colors;
-        assert_true(nb > 1);
-        long interior = 0, in_runs = 0;
-        for (int k = 0; k < nic; ++k)
+        const pbd_distance *d = plan.distance;
+        const int *co = plan.color_offsets, *cr = plan.color_runs;
+        int nb = plan.num_blocks, nbc = plan.boundary_colors, nic = plan.num_colors - nbc;
+        assert_true(v == 2 ? nb == 1 : nb > 1);
+        long interior = 0, in_runs = 0, boundary = co[nbc], boundary_runs = 0;
+        for (int k = 0; k < nbc; ++k)
+            boundary_runs += check_runs(d, co[k], cr[2 * k], cr[2 * k + 1], co[k + 1]);
+        for (int k = 0; k < nic; ++k) {
+            const int *bo = plan.block_offsets + k * (nb + 1), *kr = cr + 2 * (nbc + k);
             for (int b = 0; b < nb; ++b) {
-                const int *bo = plan.block_offsets + k * (nb + 1);
                 const int *br = plan.block_runs + 2 * (k * nb + b);
-                assert_true(bo[b] <= br[0] && br[0] <= br[1] && br[1] <= bo[b + 1]);
-                assert_int_equal((br[0] - bo[b]) % 16, 0);
-                assert_int_equal((br[1] - br[0]) % 16, 0);
-                for (int c = bo[b]; c < br[1]; ++c) {
-                    const pbd_distance *d = plan.distance, *g = d + c - (c - bo[b]) % 16;
-                    int j = (int)(d + c - g);
-                    if (c < br[0])
-                        assert_true(d[c].a == g->a + j && d[c].b == g->b + j);
-                    else
-                        assert_true(d[c].a == g->a + 2 * j && d[c].b == d[c].a + 1);
-                }
+                in_runs += check_runs(d, bo[b], br[0], br[1], bo[b + 1]);
                 interior += bo[b + 1] - bo[b];
-                in_runs += br[1] - bo[b];
             }
-        print_message("%s: %d blocks, %ld of %ld interior constraints in runs\n", names[v], nb,
-                      in_runs, interior);
-        assert_true(in_runs > interior * 6 / 10);
+            /* a colour of several blocks' parts is not one run */
+            if (nb == 1)
+                assert_true(kr[0] == plan.block_runs[2 * k] && kr[1] == plan.block_runs[2 * k + 1]);
+            else
+                assert_true(kr[0] == co[nbc + k] && kr[1] == co[nbc + k]);
+        }
+        print_message("%s: %d blocks, %ld of %ld interior and %ld of %ld boundary constraints in "
+                      "runs\n",
+                      names[v], nb, in_runs, interior, boundary_runs, boundary);
+        assert_true((double)in_runs >= min_share[v] * (double)interior);
+        assert_true(boundary_runs >= boundary / 4);
         pbd_plan_free(&plan);
         pbd_scene_free(&s);
     }

@@ -27,7 +27,7 @@ typedef struct cl_impl {
      * substep's last gather lands in p. */
     int iterate, jacobi_start;
     cl_mem particle_body, segments, body_segments, body_ref, body_track, body_flags;
-    cl_mem color_offsets, block_offsets, block_runs, block_first;
+    cl_mem color_offsets, color_runs, block_offsets, block_runs, block_first;
     cl_kernel gs_serial, gs_blocks; /* block Gauss-Seidel on CPU devices (else NULL) */
     int serial_boundary;            /* the boundary colours run in one gs_serial work-item */
     cl_mem segment_sums, out_step, out_other, body_apply, body_done;
@@ -155,6 +155,10 @@ static pbd_status cl_project_color(void *impl, int color, int reset, pbd_error *
     ARG(PBD_STAGE_PROJECT_GS, 3, offset);
     ARG(PBD_STAGE_PROJECT_GS, 4, count);
     ARG(PBD_STAGE_PROJECT_GS, 6, r);
+    if (c->plan->reduce_serial) { /* where the colour's runs and pairs end */
+        ARG(PBD_STAGE_PROJECT_GS, 7, c->plan->color_runs[2 * color]);
+        ARG(PBD_STAGE_PROJECT_GS, 8, c->plan->color_runs[2 * color + 1]);
+    }
     /* CPU devices (project_distance_gs16): sixteen constraints a work-item. */
     size_t items = c->plan->reduce_serial ? ((size_t)count + 15) / 16 : (size_t)count;
     status = launch(c, PBD_STAGE_PROJECT_GS, items, c->wg, err);
@@ -181,7 +185,7 @@ static pbd_status cl_project_gs(void *impl, int reset, pbd_error *err)
     int colors = blocked ? pl->boundary_colors : pl->num_colors;
     if (blocked && c->serial_boundary) {
         if (colors > 0) {
-            PBD_CL_CHECK(clSetKernelArg(c->gs_serial, 7, sizeof r, &r));
+            PBD_CL_CHECK(clSetKernelArg(c->gs_serial, 8, sizeof r, &r));
             status = launch_kernel(c, c->gs_serial, PBD_STAGE_PROJECT_GS, 1, 1, err);
         }
     } else {
@@ -420,6 +424,7 @@ static void cl_destroy(void *impl)
                       &c->body_apply,
                       &c->body_done,
                       &c->color_offsets,
+                      &c->color_runs,
                       &c->block_offsets,
                       &c->block_runs,
                       &c->block_first};
@@ -636,6 +641,7 @@ pbd_status pbd_cl_solver_create(const pbd_model *m, pbd_plan *plan, const pbd_so
     BUF(planes, ((size_t)plan->num_planes + 1) * f4, plan->planes);
     size_t nic = (size_t)(plan->num_colors - plan->boundary_colors);
     BUF(color_offsets, ((size_t)plan->num_colors + 1) * sizeof(int), plan->color_offsets);
+    BUF(color_runs, 2 * (size_t)plan->num_colors * sizeof(int), plan->color_runs);
     BUF(block_offsets, nic * ((size_t)plan->num_blocks + 1) * sizeof(int), plan->block_offsets);
     BUF(block_runs, nic * 2 * (size_t)plan->num_blocks * sizeof(int), plan->block_runs);
     BUF(block_first, ((size_t)plan->num_blocks + 1) * sizeof(int), plan->block_first);
@@ -701,6 +707,10 @@ pbd_status pbd_cl_solver_create(const pbd_model *m, pbd_plan *plan, const pbd_so
     ARG(PBD_STAGE_PROJECT_GS, 4, zero);
     ARG(PBD_STAGE_PROJECT_GS, 5, inv_h2);
     ARG(PBD_STAGE_PROJECT_GS, 6, zero);
+    if (lanes) {
+        ARG(PBD_STAGE_PROJECT_GS, 7, zero);
+        ARG(PBD_STAGE_PROJECT_GS, 8, zero);
+    }
     ARG(PBD_STAGE_COLLIDE, 0, c->p);
     ARG(PBD_STAGE_COLLIDE, 1, c->dx);
     ARG(PBD_STAGE_COLLIDE, 2, c->planes);
@@ -729,10 +739,11 @@ pbd_status pbd_cl_solver_create(const pbd_model *m, pbd_plan *plan, const pbd_so
 #define ARGK(kernel, index, value)                                                                 \
     PBD_CL_CHECK(clSetKernelArg(kernel, index, sizeof(value), &(value)))
         ARGK(c->gs_serial, 3, c->color_offsets);
-        ARGK(c->gs_serial, 4, first);
-        ARGK(c->gs_serial, 5, nbc);
-        ARGK(c->gs_serial, 6, inv_h2);
-        ARGK(c->gs_serial, 7, zero);
+        ARGK(c->gs_serial, 4, c->color_runs);
+        ARGK(c->gs_serial, 5, first);
+        ARGK(c->gs_serial, 6, nbc);
+        ARGK(c->gs_serial, 7, inv_h2);
+        ARGK(c->gs_serial, 8, zero);
         ARGK(c->gs_blocks, 3, c->block_offsets);
         ARGK(c->gs_blocks, 4, c->block_runs);
         ARGK(c->gs_blocks, 5, ninterior);

@@ -21,6 +21,7 @@ void pbd_plan_free(pbd_plan *plan)
     free(plan->block_first);
     free(plan->block_offsets);
     free(plan->block_runs);
+    free(plan->color_runs);
     free(plan->distance);
     free(plan->csr_offsets);
     free(plan->csr_slots);
@@ -176,8 +177,9 @@ static pbd_status block_coloring(const pbd_model *m, pbd_plan *plan, pbd_colorin
     col->num_colors = nc;
     col->offsets = malloc(((size_t)nc + 1) * sizeof *col->offsets);
     col->order = malloc(((size_t)n + 1) * sizeof *col->order);
-    if (!plan->block_first || !plan->block_offsets || !plan->block_runs || !col->offsets ||
-        !col->order) {
+    plan->color_runs = malloc((2 * (size_t)nc + 1) * sizeof *plan->color_runs);
+    if (!plan->block_first || !plan->block_offsets || !plan->block_runs || !plan->color_runs ||
+        !col->offsets || !col->order) {
         st = pbd_error_set(err, PBD_ERR_MEMORY, "out of memory preparing the solver");
         goto done;
     }
@@ -186,6 +188,9 @@ static pbd_status block_coloring(const pbd_model *m, pbd_plan *plan, pbd_colorin
     for (int k = 0; k <= cb.num_colors; ++k)
         col->offsets[k] = cb.offsets[k];
     memcpy(col->order, cb.order, (size_t)nbound * sizeof *col->order);
+    for (int k = 0; k < cb.num_colors; ++k)
+        sort_runs(m->distance, col->order, cb.offsets[k], cb.offsets[k + 1], tmp,
+                  plan->color_runs + 2 * k);
     /* Each interior colour, bucketed by block (stable: model order within a block). */
     int j = nbound;
     for (int k = 0; k < ci.num_colors; ++k) {
@@ -200,6 +205,10 @@ static pbd_status block_coloring(const pbd_model *m, pbd_plan *plan, pbd_colorin
         }
         bo[nb] = j;
         col->offsets[cb.num_colors + k + 1] = j;
+        /* The colour as a whole is sorted into runs when it is one block's part. */
+        int *cr = plan->color_runs + 2 * (cb.num_colors + k);
+        cr[0] = nb == 1 ? plan->block_runs[2 * k] : bo[0];
+        cr[1] = nb == 1 ? plan->block_runs[2 * k + 1] : bo[0];
     }
 done:
     if (st != PBD_OK)

@@ -52,6 +52,9 @@ typedef struct pbd_plan {
                               part of interior colour k stops being runs of consecutive
                               particles and then interleaved pairs (PBD_RUN_*), each a
                               multiple of sixteen constraints from the part's start */
+    int *color_runs;       /* num_colors x 2: the same for whole colours (the boundary colours,
+                              and every colour when there is one block); a colour of several
+                              blocks' parts has none */
     int gs_launches;       /* launches per Gauss-Seidel iteration (a backend may lower it) */
     int jacobi_launches;   /* launches per Jacobi iteration (a backend may lower it) */
     int momentum_launches; /* launches per substep of the momentum correction (likewise) */
