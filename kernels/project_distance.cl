@@ -51,15 +51,16 @@ VEC8_INLINE void pbd_gs16(__global float4 *particle_p, __global const int *dista
                           __global float *distance_lambda, int c, float inv_h2, int reset_lambda,
                           int kind)
 {
-    int16 d0 = vload16(0, distance + 4 * c), d1 = vload16(0, distance + 4 * c + 16);
-    int16 d2 = vload16(0, distance + 4 * c + 32), d3 = vload16(0, distance + 4 * c + 48);
-    int16 ia = (int16)(d0.s048c, d1.s048c, d2.s048c, d3.s048c);
-    int16 ib = (int16)(d0.s159d, d1.s159d, d2.s159d, d3.s159d);
-    float16 rest = as_float16((int16)(d0.s26ae, d1.s26ae, d2.s26ae, d3.s26ae));
-    float16 compliance = as_float16((int16)(d0.s37bf, d1.s37bf, d2.s37bf, d3.s37bf));
+    /* The constraints' records as four float16, split like particle records. */
+    float8 fa0, fb0, r0, k0, fa1, fb1, r1, k1;
+    split8(VEC8_LOAD16(distance + 4 * c), VEC8_LOAD16(distance + 4 * c + 16), &fa0, &fb0, &r0, &k0);
+    split8(VEC8_LOAD16(distance + 4 * c + 32), VEC8_LOAD16(distance + 4 * c + 48), &fa1, &fb1, &r1,
+           &k1);
+    int16 ia = as_int16((float16)(fa0, fa1)), ib = as_int16((float16)(fb0, fb1));
+    float16 rest = (float16)(r0, r1), compliance = (float16)(k0, k1);
     /* Arrays here would not be kept in registers. */
     float16 a0, a1, a2, a3, b0, b1, b2, b3;
-    __global float4 *pa = particle_p + d0.s0, *pb = particle_p + d0.s1;
+    __global float4 *pa = particle_p + distance[4 * c], *pb = particle_p + distance[4 * c + 1];
     if (kind == PBD_RUN_CONSECUTIVE) {
         a0 = VEC8_LOAD16(pa), a1 = VEC8_LOAD16(pa + 4);
         a2 = VEC8_LOAD16(pa + 8), a3 = VEC8_LOAD16(pa + 12);
@@ -89,7 +90,7 @@ VEC8_INLINE void pbd_gs16(__global float4 *particle_p, __global const int *dista
     split8(b0, b1, &unused, &unused, &unused, &wb0);
     split8(b2, b3, &unused, &unused, &unused, &wb1);
     float16 wa = (float16)(wa0, wa1), wb = (float16)(wb0, wb1), dl;
-    float16 lambda = reset_lambda ? (float16)0.0f : vload16(0, distance_lambda + c);
+    float16 lambda = reset_lambda ? (float16)0.0f : VEC8_LOADF16(distance_lambda + c);
     float16 g = pbd_distance_gain16((float16)(x0, x1), (float16)(y0, y1), (float16)(z0, z1), wa, wb,
                                     rest, compliance, lambda, inv_h2, &dl);
     float16 ga = wa * g, gb = -wb * g;
@@ -135,7 +136,7 @@ VEC8_INLINE void pbd_gs16(__global float4 *particle_p, __global const int *dista
         scatter8(particle_p, ib.lo, b0, b1);
         scatter8(particle_p, ib.hi, b2, b3);
     }
-    vstore16(lambda + dl, 0, distance_lambda + c);
+    VEC8_STOREF16(lambda + dl, distance_lambda + c);
 }
 
 /* Constraints [lo, hi) of one colour: sixteen at a time, the rest one by one. */

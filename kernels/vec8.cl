@@ -100,17 +100,22 @@ VEC8_INLINE void gather16(__global const pbd_float4 *a, int16 k, float16 *x, flo
     *w = (float16)(w0, w1);
 }
 
-/* Four float4 records at a (16-byte aligned) as one float16, and back. Clang-based OpenCL
- * compilers (PoCL, where this matters) get one unaligned vector access from a float16 type
- * of float4 alignment; vload16 can become many narrow loads and inserts there. Others use
- * vload16 and vstore16. */
+/* Four float4 records at a (16-byte aligned) as one float16, and back; and sixteen floats at
+ * a float pointer (any float's alignment). Clang-based OpenCL compilers (PoCL, where this
+ * matters) get one unaligned vector access from a float16 type of the pointer's alignment;
+ * vload16 can become many narrow loads and inserts there. Others use vload16 and vstore16. */
 #ifdef __clang__
 typedef float vec8_f16 __attribute__((ext_vector_type(16), aligned(16)));
-#define VEC8_LOAD16(a)     (*(__global const vec8_f16 *)(a))
-#define VEC8_STORE16(v, a) (*(__global vec8_f16 *)(a) = (v))
+typedef float vec8_f16_a4 __attribute__((ext_vector_type(16), aligned(4)));
+#define VEC8_LOAD16(a)      (*(__global const vec8_f16 *)(a))
+#define VEC8_STORE16(v, a)  (*(__global vec8_f16 *)(a) = (v))
+#define VEC8_LOADF16(a)     (*(__global const vec8_f16_a4 *)(a))
+#define VEC8_STOREF16(v, a) (*(__global vec8_f16_a4 *)(a) = (v))
 #else
-#define VEC8_LOAD16(a)     vload16(0, (__global const float *)(a))
-#define VEC8_STORE16(v, a) vstore16((v), 0, (__global float *)(a))
+#define VEC8_LOAD16(a)      vload16(0, (__global const float *)(a))
+#define VEC8_STORE16(v, a)  vstore16((v), 0, (__global float *)(a))
+#define VEC8_LOADF16(a)     vload16(0, (a))
+#define VEC8_STOREF16(v, a) vstore16((v), 0, (a))
 #endif
 
 /* Particles i .. i + n - 1 of a (float4 records, 1 <= n <= 8) as they are, two float16.
