@@ -53,7 +53,7 @@ __kernel void jacobi_fused16(__global const pbd_float4 *particle_p,
     int16 count = 0;
     for (int k = ell_start[j]; k < ell_start[j + 1]; ++k) {
         int16 o = vload16(k, ell_other), code = vload16(k, ell_code);
-        float16 lambda = reset_lambda ? (float16)0.0f : vload16(k, ell_lambda);
+        float16 lambda = reset_lambda ? (float16)0.0f : VEC8_LOADF16(ell_lambda + 16 * k);
         float16 qx, qy, qz, qw, dl;
         gather16(particle_p, o, &qx, &qy, &qz, &qw);
         int16 on = code >= 0, at_b = (code & 1) != 0;
@@ -61,7 +61,7 @@ __kernel void jacobi_fused16(__global const pbd_float4 *particle_p,
                                         at_b ? qz - pz : pz - qz, at_b ? qw : pw, at_b ? pw : qw,
                                         vload16(k, ell_rest), vload16(k, ell_compliance), lambda,
                                         inv_h2, &dl);
-        vstore16(lambda + dl, k, ell_lambda);
+        VEC8_STOREF16(lambda + dl, ell_lambda + 16 * k);
         float16 ge = pw * g;
         sx = on ? sx + ge * (px - qx) : sx;
         sy = on ? sy + ge * (py - qy) : sy;
