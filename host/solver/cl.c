@@ -12,6 +12,12 @@
 /* Block Gauss-Seidel: boundary constraints up to this many are projected by one work-item
  * (about 5 ns each on a CPU core: 40 us at most), more get a launch a colour. */
 #define PBD_SERIAL_BOUNDARY 8192
+/* A mesh of one block (too small for two, or numbered without locality) with up to this
+ * many constraints runs in one work-item, one launch an iteration, rather than a launch a
+ * colour and one for the collisions: on PoCL a launch costs about as much as 1,000
+ * projections on one core, and a 60 x 60 cloth (14,042 constraints, 13 colours) steps in
+ * 0.87 instead of 1.55 ms. */
+#define PBD_ONE_BLOCK 32768
 
 typedef struct cl_impl {
     pbd_cl cl;
@@ -570,8 +576,10 @@ pbd_status pbd_cl_solver_create(const pbd_model *m, pbd_plan *plan, const pbd_so
     for (int k = 0; status == PBD_OK && k < PBD_STAGE_COUNT; ++k)
         status = pbd_cl_kernel(&c->cl, names[k], &c->kernels[k], err);
     /* Block Gauss-Seidel on CPU devices: a work-item runs a whole block, so the step needs
-     * two launches an iteration instead of one a colour plus collide_planes. */
-    int blocked = lanes && plan->num_blocks > 1 && plan->cfg.solver == PBD_SOLVER_GS;
+     * two launches an iteration instead of one a colour plus collide_planes; a small mesh
+     * of one block, one. */
+    int blocked = lanes && plan->cfg.solver == PBD_SOLVER_GS &&
+                  (plan->num_blocks > 1 || plan->num_distance <= PBD_ONE_BLOCK);
     if (blocked && status == PBD_OK)
         status = pbd_cl_kernel(&c->cl, "project_gs_serial", &c->gs_serial, err);
     if (blocked && status == PBD_OK)
