@@ -184,22 +184,10 @@ __kernel void project_distance_gs16(__global pbd_float4 *particle_p, __global co
                      reset_lambda);
 }
 
-/* Colours [first, first + num_colors) in one work-item, colour after colour: the boundary
- * of a block Gauss-Seidel iteration when it is small, in one launch instead of one a
- * colour. color_runs: pbd_plan.color_runs. */
-__kernel void project_gs_serial(__global pbd_float4 *particle_p, __global const int *distance,
-                                __global float *distance_lambda, __global const int *color_offsets,
-                                __global const int *color_runs, int first, int num_colors,
-                                float inv_h2, int reset_lambda)
-{
-    for (int k = first; k < first + num_colors; ++k)
-        pbd_gs_part(particle_p, distance, distance_lambda, color_offsets[k], color_runs[2 * k],
-                    color_runs[2 * k + 1], color_offsets[k + 1], inv_h2, reset_lambda);
-}
-
 /* The blocks' colours: work-item b projects block b's share of each interior colour in turn
  * (no other block touches its particles), then collides the block's particles with the
- * planes, as collide_planes would after the last colour. */
+ * planes, as collide_planes would after the last colour. The boundary colours run through
+ * it too, before, with the groups of cuts (pbd_plan.cut_offsets) for blocks and no planes. */
 __kernel void project_gs_blocks(__global pbd_float4 *particle_p, __global const int *distance,
                                 __global float *distance_lambda, __global const int *block_offsets,
                                 __global const int *block_runs, int num_colors,

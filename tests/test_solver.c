@@ -233,21 +233,21 @@ static void pair_check_free(pair_result *r)
     free(r->v_cpu);
 }
 
-/* Block Gauss-Seidel: the device's grouping of the colours (boundary colours in one
- * work-item or a launch each, then a work-item per block with its collisions) gives the
- * CPU reference's bits, and the launch counts show which grouping ran. Five cloths: 96 x 96
- * (4 blocks, a small boundary), 1024 x 40 (8 blocks of 5 rows: over 8192 boundary
- * constraints, a launch a colour), 96 x 96 with the first half of its particles numbered
- * at random (no locality: one block, too many constraints for one work-item, so the plain
- * colour launches, with the ordered half's runs and pairs), 96 x 96 free and spinning (its
- * momentum preserved, so the blocks also track their collisions' displacements), and
- * 32 x 32 (one block of under 32,768 constraints: one work-item, one launch an
- * iteration). */
+/* Block Gauss-Seidel: the device's grouping of the colours (the boundary colours in a
+ * work-item a group of cuts, then a work-item per block with its collisions) gives the CPU
+ * reference's bits, and the launch counts show which grouping ran. Seven cloths: 96 x 96
+ * (4 blocks, 3 cuts), 1024 x 40 (8 blocks of 5 rows: 7 cuts, over 8192 boundary
+ * constraints), 96 x 96 with the first half of its particles numbered at random (no
+ * locality: one block, too many constraints for one work-item, so the plain colour
+ * launches, with the ordered half's runs and pairs), 96 x 96 free and spinning (its
+ * momentum preserved, so the blocks also track their collisions' displacements), 32 x 32
+ * (one block of under 32,768 constraints: one work-item, one launch an iteration), 64 x 64
+ * (2 blocks: one cut) and 96 x 96 with a rod across two cuts (which become one group). */
 static void blocked_gs_same_bits(void **state)
 {
     (void)state;
-    const int res[5][2] = {{96, 96}, {1024, 40}, {96, 96}, {96, 96}, {32, 32}};
-    for (int variant = 0; variant < 5; ++variant) {
+    const int res[7][2] = {{96, 96}, {1024, 40}, {96, 96}, {96, 96}, {32, 32}, {64, 64}, {96, 96}};
+    for (int variant = 0; variant < 7; ++variant) {
         int free_body = variant == 3;
         char json[1024];
         snprintf(
@@ -290,12 +290,28 @@ static void blocked_gs_same_bits(void **state)
             free(x);
             free(v);
         }
+        if (variant == 6) { /* a rod from particle 0 to the first of block 2 (of 4) */
+            int far = 2 * (n / 4);
+            pbd_float4 p0 = m->x[0], p1 = m->x[far];
+            float dx = p1.x - p0.x, dy = p1.y - p0.y, dz = p1.z - p0.z;
+            assert_int_equal(
+                pbd_model_add_distance(m, 0, far, sqrtf(dx * dx + dy * dy + dz * dz), 0.0f), 0);
+            pbd_plan plan;
+            assert_int_equal(pbd_plan_build(m, &s.config, &plan, &err), PBD_OK);
+            /* it crosses cut 0 and touches a particle of cut 1: those two are one group */
+            assert_int_equal(plan.num_blocks, 4);
+            assert_int_equal(plan.num_cuts, 2);
+            pbd_plan_free(&plan);
+        }
         pair_result r = run_pair(m, &s.config, 30);
         int colors = r.colors;
         long *launches = r.launches;
         print_message("cloth %d x %d%s: %d colours, launches per frame cpu %ld cl %ld, %ld values "
                       "differ (worst %.3g)\n",
-                      res[variant][0], res[variant][1], variant == 2 ? " (half renumbered)" : "",
+                      res[variant][0], res[variant][1],
+                      variant == 2   ? " (half renumbered)"
+                      : variant == 6 ? " (with a rod)"
+                                     : "",
                       colors, launches[0], launches[1], r.differ, r.worst);
         /* The cloth fell onto the floor: there were collisions to agree on. */
         int floor = 0;
@@ -307,10 +323,9 @@ static void blocked_gs_same_bits(void **state)
         int fixed = free_body ? 4 : 2;
         assert_int_equal(launches[0], fixed + 10 * (colors + 1));
         if (r.cpu_device) {
-            if (variant == 0 || variant == 3) /* boundary in one work-item, then the blocks */
+            /* the boundary in one launch (a work-item a group of cuts), then the blocks */
+            if (variant == 0 || variant == 1 || variant == 3 || variant == 5 || variant == 6)
                 assert_int_equal(launches[1], 2 + 10 * 2);
-            else if (variant == 1) /* a launch per boundary colour, then the blocks */
-                assert_true(launches[1] > 2 + 10 * 3 && launches[1] < launches[0] - 10);
             else if (variant == 4) /* one block, no boundary */
                 assert_int_equal(launches[1], 2 + 10 * 1);
             else /* no blocks */
@@ -340,18 +355,20 @@ static long check_runs(const pbd_distance *d, int lo, int pairs, int rest, int h
     return rest - lo;
 }
 
-/* The plan's runs (pbd_plan.block_runs, color_runs), which the CPU devices' Gauss-Seidel
- * kernels load without looking at the particle indices: every group of sixteen marked as
- * consecutive or as interleaved pairs is one, and on cloths numbered row by row runs are
- * found: most of the blocks' parts of the colours of 96 x 96 and 256 x 256 cloths (short rows
- * leave more behind: 95 shear constraints a row are 5 groups and 15 left), the vertical
- * constraints of their boundary colours, and a quarter of the whole colours of a 40 x 40 cloth
- * (one block; the colouring's balancing pass breaks up its rows). */
+/* The plan's runs (pbd_plan.block_runs, cut_runs, color_runs), which the CPU devices'
+ * Gauss-Seidel kernels load without looking at the particle indices: every group of sixteen
+ * marked as consecutive or as interleaved pairs is one, and on cloths numbered row by row
+ * runs are found: most of the blocks' parts of the colours of 96 x 96 and 256 x 256 cloths
+ * (short rows leave more behind: 95 shear constraints a row are 5 groups and 15 left), the
+ * vertical constraints of their boundary, and a quarter of the whole colours of a 40 x 40
+ * cloth (one block; the colouring's balancing pass breaks up its rows). And the boundary's
+ * groups of cuts: one a cut between blocks, sharing no particle. */
 static void plan_block_runs(void **state)
 {
     (void)state;
     const char *const names[3] = {"@cloth-96", "@cloth-256", "@cloth-40"};
     const double min_share[3] = {0.7, 0.85, 0.25}; /* of the interior constraints, in runs */
+    const int cuts[3] = {3, 7, 0};
     for (int v = 0; v < 3; ++v) {
         pbd_scene s = {0};
         pbd_error err = {0};
@@ -361,10 +378,30 @@ static void plan_block_runs(void **state)
         const pbd_distance *d = plan.distance;
         const int *co = plan.color_offsets, *cr = plan.color_runs;
         int nb = plan.num_blocks, nbc = plan.boundary_colors, nic = plan.num_colors - nbc;
+        int ng = plan.num_cuts;
         assert_true(v == 2 ? nb == 1 : nb > 1);
+        assert_int_equal(ng, cuts[v]);
         long interior = 0, in_runs = 0, boundary = co[nbc], boundary_runs = 0;
-        for (int k = 0; k < nbc; ++k)
-            boundary_runs += check_runs(d, co[k], cr[2 * k], cr[2 * k + 1], co[k + 1]);
+        int *owner = malloc((size_t)plan.num_particles * sizeof *owner);
+        assert_non_null(owner);
+        for (int i = 0; i < plan.num_particles; ++i)
+            owner[i] = -1;
+        for (int k = 0; k < nbc; ++k) {
+            const int *cg = plan.cut_offsets + k * (ng + 1);
+            assert_true(cg[0] == co[k] && cg[ng] == co[k + 1]);
+            for (int g = 0; g < ng; ++g) {
+                const int *gr = plan.cut_runs + 2 * (k * ng + g);
+                boundary_runs += check_runs(d, cg[g], gr[0], gr[1], cg[g + 1]);
+                for (int c = cg[g]; c < cg[g + 1]; ++c) {
+                    int ends[2] = {d[c].a, d[c].b};
+                    for (int e = 0; e < 2; ++e) {
+                        assert_true(owner[ends[e]] < 0 || owner[ends[e]] == g);
+                        owner[ends[e]] = g;
+                    }
+                }
+            }
+        }
+        free(owner);
         for (int k = 0; k < nic; ++k) {
             const int *bo = plan.block_offsets + k * (nb + 1), *kr = cr + 2 * (nbc + k);
             for (int b = 0; b < nb; ++b) {
@@ -378,9 +415,9 @@ static void plan_block_runs(void **state)
             else
                 assert_true(kr[0] == co[nbc + k] && kr[1] == co[nbc + k]);
         }
-        print_message("%s: %d blocks, %ld of %ld interior and %ld of %ld boundary constraints in "
-                      "runs\n",
-                      names[v], nb, in_runs, interior, boundary_runs, boundary);
+        print_message("%s: %d blocks, %d groups of cuts, %ld of %ld interior and %ld of %ld "
+                      "boundary constraints in runs\n",
+                      names[v], nb, ng, in_runs, interior, boundary_runs, boundary);
         assert_true((double)in_runs >= min_share[v] * (double)interior);
         assert_true(boundary_runs >= boundary / 4);
         pbd_plan_free(&plan);

@@ -9,9 +9,6 @@
 /* Profiling events are harvested in batches of this many, so memory stays bounded. */
 #define EVENT_BATCH 2048
 
-/* Block Gauss-Seidel: boundary constraints up to this many are projected by one work-item
- * (about 5 ns each on a CPU core: 40 us at most), more get a launch a colour. */
-#define PBD_SERIAL_BOUNDARY 8192
 /* A mesh of one block (too small for two, or numbered without locality) with up to this
  * many constraints runs in one work-item, one launch an iteration, rather than a launch a
  * colour and one for the collisions: on PoCL a launch costs about as much as 1,000
@@ -33,9 +30,9 @@ typedef struct cl_impl {
      * substep's last gather lands in p. */
     int iterate, jacobi_start;
     cl_mem particle_body, segments, body_segments, body_ref, body_track, body_flags;
-    cl_mem color_offsets, color_runs, block_offsets, block_runs, block_first;
-    cl_kernel gs_serial, gs_blocks; /* block Gauss-Seidel on CPU devices (else NULL) */
-    int serial_boundary;            /* the boundary colours run in one gs_serial work-item */
+    cl_mem color_offsets, color_runs, block_offsets, block_runs, block_first, cut_offsets, cut_runs;
+    cl_kernel gs_blocks; /* block Gauss-Seidel on CPU devices (else NULL) */
+    cl_kernel gs_cuts;   /* project_gs_blocks over the boundary's groups of cuts (else NULL) */
     cl_mem segment_sums, out_step, out_other, body_apply, body_done;
     size_t wg;       /* work-group size of the per-particle and per-constraint kernels */
     size_t acc_size; /* sizeof(pbd_acc) on the device: 8 with fp64 sums, else 4 */
@@ -177,10 +174,35 @@ static pbd_status cl_collide(cl_impl *c, pbd_error *err)
     return launch(c, PBD_STAGE_COLLIDE, (size_t)c->plan->num_particles, c->wg, err);
 }
 
+/* project_gs_blocks's arguments: `parts` workers through `colors` colours, worker w's part
+ * of colour k being distance[offsets[k (parts + 1) + w] ..) and sorted as `runs` says
+ * (pbd_plan.block_runs), then colliding its block with `planes` planes. */
+static pbd_status blocks_args(cl_impl *c, cl_kernel k, cl_mem offsets, cl_mem runs, cl_int colors,
+                              cl_int parts, cl_int planes, cl_int track, pbd_error *err)
+{
+    pbd_status status = PBD_OK;
+    cl_mem mem[] = {c->p, c->distance, c->lambda, offsets, runs};
+    cl_float inv_h2 = c->plan->inv_h2;
+    cl_int zero = 0;
+    for (cl_uint a = 0; a < 5; ++a)
+        PBD_CL_CHECK(clSetKernelArg(k, a, sizeof(cl_mem), &mem[a]));
+    PBD_CL_CHECK(clSetKernelArg(k, 5, sizeof colors, &colors));
+    PBD_CL_CHECK(clSetKernelArg(k, 6, sizeof(cl_mem), &c->block_first));
+    PBD_CL_CHECK(clSetKernelArg(k, 7, sizeof parts, &parts));
+    PBD_CL_CHECK(clSetKernelArg(k, 8, sizeof inv_h2, &inv_h2));
+    PBD_CL_CHECK(clSetKernelArg(k, 9, sizeof zero, &zero));
+    PBD_CL_CHECK(clSetKernelArg(k, 10, sizeof(cl_mem), &c->planes));
+    PBD_CL_CHECK(clSetKernelArg(k, 11, sizeof planes, &planes));
+    PBD_CL_CHECK(clSetKernelArg(k, 12, sizeof(cl_mem), &c->dx));
+    PBD_CL_CHECK(clSetKernelArg(k, 13, sizeof track, &track));
+cleanup:
+    return status;
+}
+
 /* One Gauss-Seidel iteration in the plan's order. CPU devices with blocks: the boundary
- * colours (in one work-item when few, else a launch each), then every block's colours and
- * collisions in one launch, a work-item a block. Otherwise a launch a colour, then
- * collide_planes. */
+ * colours in one launch, a work-item a group of cuts (pbd_plan.num_cuts), then every
+ * block's colours and collisions in one launch, a work-item a block. Otherwise a launch a
+ * colour, then collide_planes. */
 static pbd_status cl_project_gs(void *impl, int reset, pbd_error *err)
 {
     cl_impl *c = impl;
@@ -189,12 +211,10 @@ static pbd_status cl_project_gs(void *impl, int reset, pbd_error *err)
     cl_int r = reset;
     int blocked = c->gs_blocks != NULL;
     int colors = blocked ? pl->boundary_colors : pl->num_colors;
-    if (blocked && c->serial_boundary) {
-        if (colors > 0) {
-            PBD_CL_CHECK(clSetKernelArg(c->gs_serial, 8, sizeof r, &r));
-            status = launch_kernel(c, c->gs_serial, PBD_STAGE_PROJECT_GS, 1, 1, err);
-        }
-    } else {
+    if (c->gs_cuts) {
+        PBD_CL_CHECK(clSetKernelArg(c->gs_cuts, 9, sizeof r, &r));
+        status = launch_kernel(c, c->gs_cuts, PBD_STAGE_PROJECT_GS, (size_t)pl->num_cuts, 1, err);
+    } else if (!blocked) {
         for (int k = 0; k < colors && status == PBD_OK; ++k)
             status = cl_project_color(c, k, reset, err);
     }
@@ -394,10 +414,10 @@ static void cl_destroy(void *impl)
     for (int k = 0; k < PBD_STAGE_COUNT; ++k)
         if (c->kernels[k])
             clReleaseKernel(c->kernels[k]);
-    if (c->gs_serial)
-        clReleaseKernel(c->gs_serial);
     if (c->gs_blocks)
         clReleaseKernel(c->gs_blocks);
+    if (c->gs_cuts)
+        clReleaseKernel(c->gs_cuts);
     cl_mem *mems[] = {&c->x,
                       &c->p,
                       &c->v,
@@ -433,6 +453,8 @@ static void cl_destroy(void *impl)
                       &c->color_runs,
                       &c->block_offsets,
                       &c->block_runs,
+                      &c->cut_offsets,
+                      &c->cut_runs,
                       &c->block_first};
     for (size_t k = 0; k < sizeof mems / sizeof mems[0]; ++k)
         if (*mems[k])
@@ -581,9 +603,11 @@ pbd_status pbd_cl_solver_create(const pbd_model *m, pbd_plan *plan, const pbd_so
     int blocked = lanes && plan->cfg.solver == PBD_SOLVER_GS &&
                   (plan->num_blocks > 1 || plan->num_distance <= PBD_ONE_BLOCK);
     if (blocked && status == PBD_OK)
-        status = pbd_cl_kernel(&c->cl, "project_gs_serial", &c->gs_serial, err);
-    if (blocked && status == PBD_OK)
         status = pbd_cl_kernel(&c->cl, "project_gs_blocks", &c->gs_blocks, err);
+    /* The boundary constraints in groups that share no particle: one launch, a work-item a
+     * group, run as the blocks are (without their collisions). */
+    if (blocked && plan->boundary_colors > 0 && status == PBD_OK)
+        status = pbd_cl_kernel(&c->cl, "project_gs_blocks", &c->gs_cuts, err);
     if (status != PBD_OK)
         goto cleanup;
 
@@ -652,6 +676,9 @@ pbd_status pbd_cl_solver_create(const pbd_model *m, pbd_plan *plan, const pbd_so
     BUF(color_runs, 2 * (size_t)plan->num_colors * sizeof(int), plan->color_runs);
     BUF(block_offsets, nic * ((size_t)plan->num_blocks + 1) * sizeof(int), plan->block_offsets);
     BUF(block_runs, nic * 2 * (size_t)plan->num_blocks * sizeof(int), plan->block_runs);
+    size_t nbcol = (size_t)plan->boundary_colors, ncut = (size_t)plan->num_cuts;
+    BUF(cut_offsets, nbcol * (ncut + 1) * sizeof(int), plan->cut_offsets);
+    BUF(cut_runs, nbcol * 2 * ncut * sizeof(int), plan->cut_runs);
     BUF(block_first, ((size_t)plan->num_blocks + 1) * sizeof(int), plan->block_first);
     BUF(particle_body, np * sizeof(int), m->body);
     BUF(segments, (size_t)plan->num_segments * sizeof(pbd_segment), plan->segments);
@@ -732,39 +759,19 @@ pbd_status pbd_cl_solver_create(const pbd_model *m, pbd_plan *plan, const pbd_so
     ARG(PBD_STAGE_PROJECT_JACOBI, 4, ncons);
     ARG(PBD_STAGE_PROJECT_JACOBI, 5, inv_h2);
     ARG(PBD_STAGE_PROJECT_JACOBI, 6, zero);
-    /* Few boundary constraints: one work-item projects them all at less than the cost of a
-     * launch a colour. */
-    int nbound = plan->color_offsets[plan->boundary_colors];
-    c->serial_boundary = nbound <= PBD_SERIAL_BOUNDARY;
     if (c->gs_blocks) {
-        cl_int first = 0, nbc = plan->boundary_colors, nblocks = plan->num_blocks;
+        cl_int nbc = plan->boundary_colors, nblocks = plan->num_blocks;
         cl_int ninterior = plan->num_colors - plan->boundary_colors;
-        cl_mem k[] = {c->p, c->distance, c->lambda};
-        for (cl_uint a = 0; a < 3; ++a) {
-            PBD_CL_CHECK(clSetKernelArg(c->gs_serial, a, sizeof(cl_mem), &k[a]));
-            PBD_CL_CHECK(clSetKernelArg(c->gs_blocks, a, sizeof(cl_mem), &k[a]));
-        }
-#define ARGK(kernel, index, value)                                                                 \
-    PBD_CL_CHECK(clSetKernelArg(kernel, index, sizeof(value), &(value)))
-        ARGK(c->gs_serial, 3, c->color_offsets);
-        ARGK(c->gs_serial, 4, c->color_runs);
-        ARGK(c->gs_serial, 5, first);
-        ARGK(c->gs_serial, 6, nbc);
-        ARGK(c->gs_serial, 7, inv_h2);
-        ARGK(c->gs_serial, 8, zero);
-        ARGK(c->gs_blocks, 3, c->block_offsets);
-        ARGK(c->gs_blocks, 4, c->block_runs);
-        ARGK(c->gs_blocks, 5, ninterior);
-        ARGK(c->gs_blocks, 6, c->block_first);
-        ARGK(c->gs_blocks, 7, nblocks);
-        ARGK(c->gs_blocks, 8, inv_h2);
-        ARGK(c->gs_blocks, 9, zero);
-        ARGK(c->gs_blocks, 10, c->planes);
-        ARGK(c->gs_blocks, 11, npl);
-        ARGK(c->gs_blocks, 12, c->dx);
-        ARGK(c->gs_blocks, 13, track);
-#undef ARGK
-        plan->gs_launches = (c->serial_boundary ? nbc > 0 : nbc) + 1;
+        if (status == PBD_OK)
+            status = blocks_args(c, c->gs_blocks, c->block_offsets, c->block_runs, ninterior,
+                                 nblocks, npl, track, err);
+        /* the boundary's groups: no collisions, so no planes and nothing to track */
+        if (status == PBD_OK && c->gs_cuts)
+            status = blocks_args(c, c->gs_cuts, c->cut_offsets, c->cut_runs, nbc, plan->num_cuts, 0,
+                                 0, err);
+        if (status != PBD_OK)
+            goto cleanup;
+        plan->gs_launches = (nbc > 0) + 1;
     }
     ARG(PBD_STAGE_GATHER, 0, c->p);
     ARG(PBD_STAGE_GATHER, 1, c->p_next);

@@ -21,6 +21,8 @@ void pbd_plan_free(pbd_plan *plan)
     free(plan->block_first);
     free(plan->block_offsets);
     free(plan->block_runs);
+    free(plan->cut_offsets);
+    free(plan->cut_runs);
     free(plan->color_runs);
     free(plan->distance);
     free(plan->csr_offsets);
@@ -125,6 +127,53 @@ static void sort_runs(const pbd_distance *d, int *order, int lo, int hi, int *tm
     runs[1] = lo + ncons + npairs;
 }
 
+/* The root of cut k in a union-find forest. */
+static int cut_root(int *parent, int k)
+{
+    while (parent[k] != k)
+        k = parent[k] = parent[parent[k]];
+    return k;
+}
+
+/* Groups the boundary constraints (list[0, nbound)) by the cut they cross, named by the
+ * lower of their two blocks, merging cuts that share a particle, so that different groups
+ * share none and can be projected side by side. Writes each constraint's group (by model
+ * index) to group[] and returns the number of groups, numbered in the order of their lowest
+ * cut. touch: num_particles ints; nb <= PBD_MAX_BLOCKS. */
+static int group_cuts(const pbd_model *m, const int *block, const int *list, int nbound, int nb,
+                      int *touch, int *group)
+{
+    int parent[PBD_MAX_BLOCKS];
+    for (int i = 0; i < m->num_particles; ++i)
+        touch[i] = -1;
+    for (int k = 0; k < nb; ++k)
+        parent[k] = k;
+    for (int j = 0; j < nbound; ++j) {
+        pbd_distance d = m->distance[list[j]];
+        int cut = block[d.a] < block[d.b] ? block[d.a] : block[d.b];
+        int ends[2] = {d.a, d.b};
+        for (int e = 0; e < 2; ++e) {
+            if (touch[ends[e]] < 0)
+                touch[ends[e]] = cut;
+            else
+                parent[cut_root(parent, touch[ends[e]])] = cut_root(parent, cut);
+        }
+    }
+    /* Number the groups that hold constraints by their lowest cut. */
+    int used[PBD_MAX_BLOCKS] = {0}, id[PBD_MAX_BLOCKS], ng = 0;
+    for (int j = 0; j < nbound; ++j) {
+        pbd_distance d = m->distance[list[j]];
+        used[cut_root(parent, block[d.a] < block[d.b] ? block[d.a] : block[d.b])] = 1;
+    }
+    for (int k = 0; k < nb; ++k)
+        id[k] = used[k] ? ng++ : -1;
+    for (int j = 0; j < nbound; ++j) {
+        pbd_distance d = m->distance[list[j]];
+        group[list[j]] = id[cut_root(parent, block[d.a] < block[d.b] ? block[d.a] : block[d.b])];
+    }
+    return ng;
+}
+
 /* Cuts the particles into blocks of consecutive indices and colours the constraints that
  * cross blocks (first) and those inside one block (then, each colour sorted by block) into
  * `col`. Meshes numbered without locality would put most constraints on the boundary; they
@@ -138,9 +187,11 @@ static pbd_status block_coloring(const pbd_model *m, pbd_plan *plan, pbd_colorin
     int *block = malloc(((size_t)np + 1) * sizeof *block);
     int *list = malloc(((size_t)n + 1) * sizeof *list);
     int *tmp = malloc((2 * (size_t)n + 1) * sizeof *tmp);
+    int *group = malloc(((size_t)n + 1) * sizeof *group);
+    int *touch = malloc(((size_t)np + 1) * sizeof *touch);
     pbd_coloring cb = {0}, ci = {0};
     pbd_status st = PBD_OK;
-    if (!block || !list || !tmp) {
+    if (!block || !list || !tmp || !group || !touch) {
         st = pbd_error_set(err, PBD_ERR_MEMORY, "out of memory preparing the solver");
         goto done;
     }
@@ -166,9 +217,13 @@ static pbd_status block_coloring(const pbd_model *m, pbd_plan *plan, pbd_colorin
     if ((st = pbd_color_subset(m, list, nbound, &cb, err)) != PBD_OK ||
         (st = pbd_color_subset(m, list + nbound, n - nbound, &ci, err)) != PBD_OK)
         goto done;
-    int nc = cb.num_colors + ci.num_colors;
+    int nc = cb.num_colors + ci.num_colors, nbc = cb.num_colors;
+    int ng = group_cuts(m, block, list, nbound, nb, touch, group);
     plan->num_blocks = nb;
-    plan->boundary_colors = cb.num_colors;
+    plan->boundary_colors = nbc;
+    plan->num_cuts = ng;
+    plan->cut_offsets = malloc(((size_t)nbc * ((size_t)ng + 1) + 1) * sizeof *plan->cut_offsets);
+    plan->cut_runs = malloc((2 * (size_t)nbc * (size_t)ng + 1) * sizeof *plan->cut_runs);
     plan->block_first = malloc(((size_t)nb + 1) * sizeof *plan->block_first);
     plan->block_offsets =
         malloc(((size_t)ci.num_colors * ((size_t)nb + 1) + 1) * sizeof *plan->block_offsets);
@@ -179,20 +234,31 @@ static pbd_status block_coloring(const pbd_model *m, pbd_plan *plan, pbd_colorin
     col->order = malloc(((size_t)n + 1) * sizeof *col->order);
     plan->color_runs = malloc((2 * (size_t)nc + 1) * sizeof *plan->color_runs);
     if (!plan->block_first || !plan->block_offsets || !plan->block_runs || !plan->color_runs ||
-        !col->offsets || !col->order) {
+        !plan->cut_offsets || !plan->cut_runs || !col->offsets || !col->order) {
         st = pbd_error_set(err, PBD_ERR_MEMORY, "out of memory preparing the solver");
         goto done;
     }
     for (int b = 0; b <= nb; ++b)
         plan->block_first[b] = (int)((long long)b * np / nb);
-    for (int k = 0; k <= cb.num_colors; ++k)
-        col->offsets[k] = cb.offsets[k];
-    memcpy(col->order, cb.order, (size_t)nbound * sizeof *col->order);
-    for (int k = 0; k < cb.num_colors; ++k)
-        sort_runs(m->distance, col->order, cb.offsets[k], cb.offsets[k + 1], tmp,
-                  plan->color_runs + 2 * k);
-    /* Each interior colour, bucketed by block (stable: model order within a block). */
-    int j = nbound;
+    /* Each boundary colour, bucketed by group of cuts (stable), so the groups can run side
+     * by side; then each interior colour, bucketed by block (stable: model order within a
+     * block). Each part is sorted into runs. */
+    int j = 0;
+    for (int k = 0; k < nbc; ++k) {
+        int *co = plan->cut_offsets + (size_t)k * ((size_t)ng + 1);
+        col->offsets[k] = j;
+        for (int g = 0; g < ng; ++g) {
+            co[g] = j;
+            for (int s = cb.offsets[k]; s < cb.offsets[k + 1]; ++s)
+                if (group[cb.order[s]] == g)
+                    col->order[j++] = cb.order[s];
+            sort_runs(m->distance, col->order, co[g], j, tmp,
+                      plan->cut_runs + 2 * ((size_t)k * (size_t)ng + (size_t)g));
+        }
+        co[ng] = j;
+        plan->color_runs[2 * k] = plan->color_runs[2 * k + 1] = co[0]; /* see cut_runs */
+    }
+    col->offsets[nbc] = j;
     for (int k = 0; k < ci.num_colors; ++k) {
         int *bo = plan->block_offsets + (size_t)k * ((size_t)nb + 1);
         for (int b = 0; b < nb; ++b) {
@@ -204,9 +270,9 @@ static pbd_status block_coloring(const pbd_model *m, pbd_plan *plan, pbd_colorin
                       plan->block_runs + 2 * ((size_t)k * (size_t)nb + (size_t)b));
         }
         bo[nb] = j;
-        col->offsets[cb.num_colors + k + 1] = j;
+        col->offsets[nbc + k + 1] = j;
         /* The colour as a whole is sorted into runs when it is one block's part. */
-        int *cr = plan->color_runs + 2 * (cb.num_colors + k);
+        int *cr = plan->color_runs + 2 * (nbc + k);
         cr[0] = nb == 1 ? plan->block_runs[2 * k] : bo[0];
         cr[1] = nb == 1 ? plan->block_runs[2 * k + 1] : bo[0];
     }
@@ -218,6 +284,8 @@ done:
     free(block);
     free(list);
     free(tmp);
+    free(group);
+    free(touch);
     return st;
 }
 

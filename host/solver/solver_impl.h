@@ -52,9 +52,14 @@ typedef struct pbd_plan {
                               part of interior colour k stops being runs of consecutive
                               particles and then interleaved pairs (PBD_RUN_*), each a
                               multiple of sixteen constraints from the part's start */
-    int *color_runs;       /* num_colors x 2: the same for whole colours (the boundary colours,
-                              and every colour when there is one block); a colour of several
-                              blocks' parts has none */
+    int *color_runs;       /* num_colors x 2: the same for whole colours, when there is one
+                              block (the colour launches); else none (the parts have them) */
+    int num_cuts;          /* groups of the boundary constraints that share no particle: the
+                              cuts between blocks (a cut is named by its lower block), those
+                              that share a particle merged */
+    int *cut_offsets;      /* boundary_colors x (num_cuts + 1): group g's part of boundary
+                              colour k is distance[co[k (ng + 1) + g] .. + g + 1]) */
+    int *cut_runs;         /* boundary_colors x num_cuts x 2: as block_runs */
     int gs_launches;       /* launches per Gauss-Seidel iteration (a backend may lower it) */
     int jacobi_launches;   /* launches per Jacobi iteration (a backend may lower it) */
     int momentum_launches; /* launches per substep of the momentum correction (likewise) */
