@@ -362,14 +362,14 @@ static long check_runs(const pbd_distance *d, int lo, int pairs, int rest, int h
  * (short rows leave more behind: 95 shear constraints a row are 5 groups and 15 left), the
  * vertical constraints of their boundary, and a quarter of the whole colours of a 40 x 40
  * cloth (one block; the colouring's balancing pass breaks up its rows). And the boundary's
- * groups of cuts: one a cut between blocks, sharing no particle. */
+ * groups of cuts: one a cut between blocks, sharing no particle; and the blocks' ranges. */
 static void plan_block_runs(void **state)
 {
     (void)state;
-    const char *const names[3] = {"@cloth-96", "@cloth-256", "@cloth-40"};
-    const double min_share[3] = {0.7, 0.85, 0.25}; /* of the interior constraints, in runs */
-    const int cuts[3] = {3, 7, 0};
-    for (int v = 0; v < 3; ++v) {
+    const char *const names[4] = {"@cloth-96", "@cloth-256", "@cloth-40", "@cloth-65"};
+    const double min_share[4] = {0.7, 0.85, 0.25, 0.4}; /* of the interior constraints */
+    const int cuts[4] = {3, 7, 0, 1};
+    for (int v = 0; v < 4; ++v) {
         pbd_scene s = {0};
         pbd_error err = {0};
         assert_int_equal(pbd_scene_load(names[v], &s, &err), PBD_OK);
@@ -380,6 +380,19 @@ static void plan_block_runs(void **state)
         int nb = plan.num_blocks, nbc = plan.boundary_colors, nic = plan.num_colors - nbc;
         int ng = plan.num_cuts;
         assert_true(v == 2 ? nb == 1 : nb > 1);
+        /* The blocks' ranges partition the particles, and a block's constraints lie in its
+         * range (65 x 65: 2 blocks of 4,225 particles, which 2 does not divide). */
+        assert_true(plan.block_first[0] == 0 && plan.block_first[nb] == plan.num_particles);
+        for (int b = 0; b < nb; ++b) {
+            const int *bf = plan.block_first;
+            assert_true(bf[b] < bf[b + 1]);
+            for (int k = 0; k < nic; ++k) {
+                const int *bo = plan.block_offsets + k * (nb + 1);
+                for (int c = bo[b]; c < bo[b + 1]; ++c)
+                    assert_true(d[c].a >= bf[b] && d[c].a < bf[b + 1] && d[c].b >= bf[b] &&
+                                d[c].b < bf[b + 1]);
+            }
+        }
         assert_int_equal(ng, cuts[v]);
         long interior = 0, in_runs = 0, boundary = co[nbc], boundary_runs = 0;
         int *owner = malloc((size_t)plan.num_particles * sizeof *owner);

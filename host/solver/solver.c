@@ -238,8 +238,14 @@ static pbd_status block_coloring(const pbd_model *m, pbd_plan *plan, pbd_colorin
         st = pbd_error_set(err, PBD_ERR_MEMORY, "out of memory preparing the solver");
         goto done;
     }
-    for (int b = 0; b <= nb; ++b)
-        plan->block_first[b] = (int)((long long)b * np / nb);
+    /* Block b is the particles i with block[i] == b: the first index of each block. (Not
+     * b np / nb rounded down, which differs when nb does not divide np, and would have a
+     * block's worker collide another block's first particle while that one projects it.) */
+    for (int b = 0, i = 0; b <= nb; ++b) {
+        while (i < np && block[i] < b)
+            ++i;
+        plan->block_first[b] = i;
+    }
     /* Each boundary colour, bucketed by group of cuts (stable), so the groups can run side
      * by side; then each interior colour, bucketed by block (stable: model order within a
      * block). Each part is sorted into runs. */
