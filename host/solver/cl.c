@@ -30,7 +30,7 @@ typedef struct cl_impl {
      * substep's last gather lands in p. */
     int iterate, jacobi_start;
     cl_mem particle_body, segments, body_segments, body_ref, body_track, body_flags;
-    cl_mem color_offsets, color_runs, block_offsets, block_runs, block_first, cut_offsets, cut_runs;
+    cl_mem color_offsets, block_offsets, block_runs, block_first, cut_offsets, cut_runs;
     cl_kernel gs_blocks; /* block Gauss-Seidel on CPU devices (else NULL) */
     cl_kernel gs_cuts;   /* project_gs_blocks over the boundary's groups of cuts (else NULL) */
     cl_mem segment_sums, out_step, out_other, body_apply, body_done;
@@ -158,9 +158,11 @@ static pbd_status cl_project_color(void *impl, int color, int reset, pbd_error *
     ARG(PBD_STAGE_PROJECT_GS, 3, offset);
     ARG(PBD_STAGE_PROJECT_GS, 4, count);
     ARG(PBD_STAGE_PROJECT_GS, 6, r);
-    if (c->plan->reduce_serial) { /* where the colour's runs and pairs end */
-        ARG(PBD_STAGE_PROJECT_GS, 7, c->plan->color_runs[2 * color]);
-        ARG(PBD_STAGE_PROJECT_GS, 8, c->plan->color_runs[2 * color + 1]);
+    /* CPU devices launch colours only for a mesh of one block, with no boundary colours:
+     * colour k is the block's whole part, sorted into runs (pbd_plan.block_runs). */
+    if (c->plan->reduce_serial) {
+        ARG(PBD_STAGE_PROJECT_GS, 7, c->plan->block_runs[2 * color]);
+        ARG(PBD_STAGE_PROJECT_GS, 8, c->plan->block_runs[2 * color + 1]);
     }
     /* CPU devices (project_distance_gs16): sixteen constraints a work-item. */
     size_t items = c->plan->reduce_serial ? ((size_t)count + 15) / 16 : (size_t)count;
@@ -450,7 +452,6 @@ static void cl_destroy(void *impl)
                       &c->body_apply,
                       &c->body_done,
                       &c->color_offsets,
-                      &c->color_runs,
                       &c->block_offsets,
                       &c->block_runs,
                       &c->cut_offsets,
@@ -673,7 +674,6 @@ pbd_status pbd_cl_solver_create(const pbd_model *m, pbd_plan *plan, const pbd_so
     BUF(planes, ((size_t)plan->num_planes + 1) * f4, plan->planes);
     size_t nic = (size_t)(plan->num_colors - plan->boundary_colors);
     BUF(color_offsets, ((size_t)plan->num_colors + 1) * sizeof(int), plan->color_offsets);
-    BUF(color_runs, 2 * (size_t)plan->num_colors * sizeof(int), plan->color_runs);
     BUF(block_offsets, nic * ((size_t)plan->num_blocks + 1) * sizeof(int), plan->block_offsets);
     BUF(block_runs, nic * 2 * (size_t)plan->num_blocks * sizeof(int), plan->block_runs);
     size_t nbcol = (size_t)plan->boundary_colors, ncut = (size_t)plan->num_cuts;

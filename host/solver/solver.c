@@ -23,7 +23,6 @@ void pbd_plan_free(pbd_plan *plan)
     free(plan->block_runs);
     free(plan->cut_offsets);
     free(plan->cut_runs);
-    free(plan->color_runs);
     free(plan->distance);
     free(plan->csr_offsets);
     free(plan->csr_slots);
@@ -174,6 +173,29 @@ static int group_cuts(const pbd_model *m, const int *block, const int *list, int
     return ng;
 }
 
+/* Buckets each colour of `src` by part (part[c] of constraint c, model index, in
+ * [0, parts)), keeping the colouring's order within a part, into order[j ..], and sorts each
+ * part into runs (sort_runs). Writes colour k's start to color_offsets[k], its parts' starts
+ * to offsets[k (parts + 1) ..] and their runs to runs[2 (k parts + p) ..]; returns the end.
+ * tmp holds 2 n ints. */
+static int bucket_colors(const pbd_distance *d, const pbd_coloring *src, const int *part, int parts,
+                         int *order, int j, int *color_offsets, int *offsets, int *runs, int *tmp)
+{
+    for (int k = 0; k < src->num_colors; ++k) {
+        int *o = offsets + (size_t)k * ((size_t)parts + 1);
+        color_offsets[k] = j;
+        for (int p = 0; p < parts; ++p) {
+            o[p] = j;
+            for (int s = src->offsets[k]; s < src->offsets[k + 1]; ++s)
+                if (part[src->order[s]] == p)
+                    order[j++] = src->order[s];
+            sort_runs(d, order, o[p], j, tmp, runs + 2 * ((size_t)k * (size_t)parts + (size_t)p));
+        }
+        o[parts] = j;
+    }
+    return j;
+}
+
 /* Cuts the particles into blocks of consecutive indices and colours the constraints that
  * cross blocks (first) and those inside one block (then, each colour sorted by block) into
  * `col`. Meshes numbered without locality would put most constraints on the boundary; they
@@ -187,11 +209,11 @@ static pbd_status block_coloring(const pbd_model *m, pbd_plan *plan, pbd_colorin
     int *block = malloc(((size_t)np + 1) * sizeof *block);
     int *list = malloc(((size_t)n + 1) * sizeof *list);
     int *tmp = malloc((2 * (size_t)n + 1) * sizeof *tmp);
-    int *group = malloc(((size_t)n + 1) * sizeof *group);
+    int *part = malloc(((size_t)n + 1) * sizeof *part); /* a constraint's group or block */
     int *touch = malloc(((size_t)np + 1) * sizeof *touch);
     pbd_coloring cb = {0}, ci = {0};
     pbd_status st = PBD_OK;
-    if (!block || !list || !tmp || !group || !touch) {
+    if (!block || !list || !tmp || !part || !touch) {
         st = pbd_error_set(err, PBD_ERR_MEMORY, "out of memory preparing the solver");
         goto done;
     }
@@ -218,7 +240,7 @@ static pbd_status block_coloring(const pbd_model *m, pbd_plan *plan, pbd_colorin
         (st = pbd_color_subset(m, list + nbound, n - nbound, &ci, err)) != PBD_OK)
         goto done;
     int nc = cb.num_colors + ci.num_colors, nbc = cb.num_colors;
-    int ng = group_cuts(m, block, list, nbound, nb, touch, group);
+    int ng = group_cuts(m, block, list, nbound, nb, touch, part);
     plan->num_blocks = nb;
     plan->boundary_colors = nbc;
     plan->num_cuts = ng;
@@ -232,9 +254,8 @@ static pbd_status block_coloring(const pbd_model *m, pbd_plan *plan, pbd_colorin
     col->num_colors = nc;
     col->offsets = malloc(((size_t)nc + 1) * sizeof *col->offsets);
     col->order = malloc(((size_t)n + 1) * sizeof *col->order);
-    plan->color_runs = malloc((2 * (size_t)nc + 1) * sizeof *plan->color_runs);
-    if (!plan->block_first || !plan->block_offsets || !plan->block_runs || !plan->color_runs ||
-        !plan->cut_offsets || !plan->cut_runs || !col->offsets || !col->order) {
+    if (!plan->block_first || !plan->block_offsets || !plan->block_runs || !plan->cut_offsets ||
+        !plan->cut_runs || !col->offsets || !col->order) {
         st = pbd_error_set(err, PBD_ERR_MEMORY, "out of memory preparing the solver");
         goto done;
     }
@@ -246,42 +267,16 @@ static pbd_status block_coloring(const pbd_model *m, pbd_plan *plan, pbd_colorin
             ++i;
         plan->block_first[b] = i;
     }
-    /* Each boundary colour, bucketed by group of cuts (stable), so the groups can run side
-     * by side; then each interior colour, bucketed by block (stable: model order within a
-     * block). Each part is sorted into runs. */
-    int j = 0;
-    for (int k = 0; k < nbc; ++k) {
-        int *co = plan->cut_offsets + (size_t)k * ((size_t)ng + 1);
-        col->offsets[k] = j;
-        for (int g = 0; g < ng; ++g) {
-            co[g] = j;
-            for (int s = cb.offsets[k]; s < cb.offsets[k + 1]; ++s)
-                if (group[cb.order[s]] == g)
-                    col->order[j++] = cb.order[s];
-            sort_runs(m->distance, col->order, co[g], j, tmp,
-                      plan->cut_runs + 2 * ((size_t)k * (size_t)ng + (size_t)g));
-        }
-        co[ng] = j;
-        plan->color_runs[2 * k] = plan->color_runs[2 * k + 1] = co[0]; /* see cut_runs */
-    }
-    col->offsets[nbc] = j;
-    for (int k = 0; k < ci.num_colors; ++k) {
-        int *bo = plan->block_offsets + (size_t)k * ((size_t)nb + 1);
-        for (int b = 0; b < nb; ++b) {
-            bo[b] = j;
-            for (int s = ci.offsets[k]; s < ci.offsets[k + 1]; ++s)
-                if (block[m->distance[ci.order[s]].a] == b)
-                    col->order[j++] = ci.order[s];
-            sort_runs(m->distance, col->order, bo[b], j, tmp,
-                      plan->block_runs + 2 * ((size_t)k * (size_t)nb + (size_t)b));
-        }
-        bo[nb] = j;
-        col->offsets[nbc + k + 1] = j;
-        /* The colour as a whole is sorted into runs when it is one block's part. */
-        int *cr = plan->color_runs + 2 * (nbc + k);
-        cr[0] = nb == 1 ? plan->block_runs[2 * k] : bo[0];
-        cr[1] = nb == 1 ? plan->block_runs[2 * k + 1] : bo[0];
-    }
+    /* Each boundary colour, bucketed by group of cuts, so the groups can run side by side;
+     * then each interior colour, bucketed by block. */
+    for (int c = 0; c < n; ++c)
+        if (block[m->distance[c].a] == block[m->distance[c].b])
+            part[c] = block[m->distance[c].a];
+    int j = bucket_colors(m->distance, &cb, part, ng, col->order, 0, col->offsets,
+                          plan->cut_offsets, plan->cut_runs, tmp);
+    j = bucket_colors(m->distance, &ci, part, nb, col->order, j, col->offsets + nbc,
+                      plan->block_offsets, plan->block_runs, tmp);
+    col->offsets[nc] = j;
 done:
     if (st != PBD_OK)
         pbd_coloring_free(col);
@@ -290,7 +285,7 @@ done:
     free(block);
     free(list);
     free(tmp);
-    free(group);
+    free(part);
     free(touch);
     return st;
 }

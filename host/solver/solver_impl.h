@@ -52,8 +52,6 @@ typedef struct pbd_plan {
                               part of interior colour k stops being runs of consecutive
                               particles and then interleaved pairs (PBD_RUN_*), each a
                               multiple of sixteen constraints from the part's start */
-    int *color_runs;       /* num_colors x 2: the same for whole colours, when there is one
-                              block (the colour launches); else none (the parts have them) */
     int num_cuts;          /* groups of the boundary constraints that share no particle: the
                               cuts between blocks (a cut is named by its lower block), those
                               that share a particle merged */
