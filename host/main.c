@@ -484,8 +484,14 @@ static int cmd_run(const options *o)
         printf("device       %s\n", pbd_solver_device_name(solver));
         printf("particles    %d in %d bod%s\n", m->num_particles, m->num_bodies,
                m->num_bodies == 1 ? "y" : "ies");
-        printf("constraints  %d distance, %d colours, %d planes\n", m->num_distance,
-               pbd_solver_num_colors(solver), m->num_planes);
+        printf("constraints ");
+        for (int t = 0; t < PBD_CONSTRAINT_COUNT; ++t) {
+            int n = 0;
+            pbd_model_constraints(m, t, &n);
+            if (n > 0 || t == PBD_CONSTRAINT_DISTANCE)
+                printf(" %d %s,", n, pbd_constraint_types[t].name);
+        }
+        printf(" %d colours, %d colliders\n", pbd_solver_num_colors(solver), m->num_colliders);
         printf("solver       %s, %d iterations, %d substeps, dt %g s\n",
                c->solver == PBD_SOLVER_GS ? "gauss-seidel" : "jacobi", c->iterations, c->substeps,
                (double)c->dt);

@@ -72,25 +72,56 @@ typedef struct pbd_model {
     int *body;     /* owning body of each particle */
     int num_bodies;
     pbd_body *bodies;
-    int num_distance;
-    pbd_distance *distance; /* compliance here is the user's: >= 0 XPBD alpha, < 0 -k (PBD) */
-    int num_planes;
-    pbd_float4 *planes; /* (nx, ny, nz, offset), unit normal; particles keep n.x >= offset */
+    /* One array per constraint type (PBD_CONSTRAINT_LIST): num_distance and distance,
+     * num_attachment and attachment, ... Compliance here is the user's: >= 0 XPBD alpha,
+     * < 0 -k (PBD stiffness). */
+#define PBD_X_MODEL_ARRAY(id, name, type, arity)                                                   \
+    int num_##name;                                                                                \
+    type *name;
+    PBD_CONSTRAINT_LIST(PBD_X_MODEL_ARRAY)
+#undef PBD_X_MODEL_ARRAY
+    int num_colliders;
+    pbd_collider *colliders; /* static colliders, in the order particles meet them */
 } pbd_model;
+
+/* What the solver and the model's users need to know of a constraint type. */
+typedef struct pbd_constraint_info {
+    const char *name; /* "distance", "attachment", ... (the list's name) */
+    int arity;        /* particles per constraint: the first `arity` ints of a record */
+    size_t size;      /* bytes per record */
+} pbd_constraint_info;
+
+extern const pbd_constraint_info pbd_constraint_types[PBD_CONSTRAINT_COUNT];
 
 void pbd_model_free(pbd_model *m);
 /* Appends a body of `count` particles (uninitialised) and returns its first index, or -1 on
  * allocation failure. */
 int pbd_model_add_particles(pbd_model *m, int count, const char *body_name);
+/* Appends a constraint of `type` (PBD_CONSTRAINT_*), a record of that type's struct; returns
+ * 0, or -1 on allocation failure or an unknown type. */
+int pbd_model_add_constraint(pbd_model *m, int type, const void *record);
+/* The records of constraint `type` (NULL when there are none) and their number. */
+const void *pbd_model_constraints(const pbd_model *m, int type, int *count);
 /* Appends a distance constraint; returns 0, or -1 on allocation failure. */
 int pbd_model_add_distance(pbd_model *m, int a, int b, float rest, float compliance);
+/* Appends a collider (kind, shape; friction and restitution), or -1 on allocation failure. */
+int pbd_model_add_collider(pbd_model *m, const pbd_collider *c);
+/* A plane (unit normal, offset: particles keep n.x >= offset). */
 int pbd_model_add_plane(pbd_model *m, float nx, float ny, float nz, float offset);
+/* Checks one record of constraint `type` (its particles among num_particles, its values);
+ * `index` names it in the message. */
+pbd_status pbd_constraint_validate(int type, const void *record, int index, int num_particles,
+                                   pbd_error *err);
 /* Checks indices, masses and values: every field of the model is what the solver expects. */
 pbd_status pbd_model_validate(const pbd_model *m, pbd_error *err);
 /* Size of the scene: the diagonal of the particles' bounding box, m (1 if it is 0). */
 float pbd_model_extent(const pbd_model *m);
+/* The particle indices of constraint `type` as one array of arity x count ints (malloc'd,
+ * at least one int), the form colouring and the particle slots take; NULL when out of
+ * memory. */
+int *pbd_model_constraint_ends(const pbd_model *m, int type);
 
-/* Graph colouring of the distance constraints: `order` lists constraint indices colour by
+/* Graph colouring of one type's constraints: `order` lists constraint indices colour by
  * colour; colour c is order[offsets[c] .. offsets[c+1]). No two constraints of one colour
  * share a particle. */
 typedef struct pbd_coloring {
@@ -99,13 +130,16 @@ typedef struct pbd_coloring {
     int *order;   /* num_constraints entries */
 } pbd_coloring;
 
-pbd_status pbd_color_distance(const pbd_model *m, pbd_coloring *out, pbd_error *err);
-/* Colours only the `count` constraints listed in `subset` (model indices, each once); the
- * order then holds those indices. */
-pbd_status pbd_color_subset(const pbd_model *m, const int *subset, int count, pbd_coloring *out,
-                            pbd_error *err);
-/* Checks that `c` is a partition of the constraints into independent colours. */
-pbd_status pbd_coloring_validate(const pbd_model *m, const pbd_coloring *c, pbd_error *err);
+/* Colours `count` constraints of `arity` particles each, constraint c's particles being
+ * ends[arity c .. arity c + arity - 1], all < num_particles. With `subset` (model indices,
+ * each once, `subset_count` of them) only those are coloured and the order holds them;
+ * NULL colours all. */
+pbd_status pbd_color_constraints(int num_particles, const int *ends, int arity, int count,
+                                 const int *subset, int subset_count, pbd_coloring *out,
+                                 pbd_error *err);
+/* Checks that `c` is a partition of the `count` constraints into independent colours. */
+pbd_status pbd_coloring_validate(int num_particles, const int *ends, int arity, int count,
+                                 const pbd_coloring *c, pbd_error *err);
 void pbd_coloring_free(pbd_coloring *c);
 
 /* ---- configuration and scenes ----------------------------------------------------------- */
@@ -250,6 +284,12 @@ pbd_status pbd_solver_create(const pbd_model *m, const pbd_config *cfg, const pb
 void pbd_solver_destroy(pbd_solver *s);
 /* Advances `frames` frames (each cfg->substeps substeps). Work is queued, not waited for. */
 pbd_status pbd_solver_step(pbd_solver *s, int frames, pbd_error *err);
+/* Replaces constraint `index` (the model's numbering) of `type` with `record` between steps:
+ * its values (an attachment's target, a rest length, a compliance), never its particles,
+ * which the colouring depends on. PBD_ERR_ARGUMENT when the particles differ or an index is
+ * out of range, PBD_ERR_MODEL for invalid values. */
+pbd_status pbd_solver_update_constraint(pbd_solver *s, int type, int index, const void *record,
+                                        pbd_error *err);
 /* Waits for queued work. */
 pbd_status pbd_solver_finish(pbd_solver *s, pbd_error *err);
 /* Copies positions and velocities (arrays of num_particles) back to the host. */

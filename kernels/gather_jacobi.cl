@@ -1,20 +1,21 @@
 /* Jacobi gather: particle i's new position from the iterate particle_p (pbd_gather: its
- * constraints' corrections, in the fixed order of its CSR row), collided with the planes
- * (recording the displacement with `track`, as collide_planes does), into particle_out.
+ * constraints' corrections, in the fixed order of its CSR row), collided with the colliders
+ * (recording the displacement with `track`, as the collide kernel does), into particle_out.
  * The host alternates the two position buffers. Built after pbd_shared.h. */
 __kernel void gather_jacobi(__global const pbd_float4 *particle_p,
                             __global pbd_float4 *particle_out, __global const float *distance_gain,
                             __global const int *csr_offsets, __global const int *csr_slots,
                             __global const int *csr_other, float omega,
-                            __global pbd_float4 *particle_dx, __global const pbd_float4 *planes,
-                            int num_planes, int track, int num_particles)
+                            __global pbd_float4 *particle_dx,
+                            __global const pbd_collider *colliders, int num_colliders, int track,
+                            int num_particles)
 {
     int i = get_global_id(0);
     if (i >= num_particles)
         return;
     pbd_float4 p0 = pbd_gather(particle_p, i, distance_gain, csr_slots, csr_other, csr_offsets[i],
                                csr_offsets[i + 1], omega);
-    pbd_collide_particle(particle_out, particle_dx, i, p0, planes, num_planes, track);
+    pbd_collide_particle(particle_out, particle_dx, i, p0, colliders, num_colliders, track);
 }
 
 /* A whole Jacobi iteration on CPU devices, projection and gather in one pass: a work-item
@@ -36,7 +37,7 @@ __kernel void jacobi_fused16(__global const pbd_float4 *particle_p,
                              __global const float *ell_rest, __global const float *ell_compliance,
                              __global float *ell_lambda, float omega, float inv_h2,
                              int reset_lambda, __global pbd_float4 *particle_dx,
-                             __global const pbd_float4 *planes, int num_planes, int track,
+                             __global const pbd_collider *colliders, int num_colliders, int track,
                              int num_particles)
 {
     int j = get_global_id(0), i0 = 16 * j;
@@ -73,10 +74,10 @@ __kernel void jacobi_fused16(__global const pbd_float4 *particle_p,
     px = some ? px + f * sx : px;
     py = some ? py + f * sy : py;
     pz = some ? pz + f * sz : pz;
-    /* Without planes this is store8 (the host tracks displacements only with planes). */
-    collide_store8(particle_out, particle_dx, i0, n0, px.lo, py.lo, pz.lo, pw.lo, planes,
-                   num_planes, track);
+    /* Without colliders this is store8 (the host tracks displacements only with them). */
+    collide_store8(particle_out, particle_dx, i0, n0, px.lo, py.lo, pz.lo, pw.lo, colliders,
+                   num_colliders, track);
     if (n > 8)
-        collide_store8(particle_out, particle_dx, i0 + 8, n - 8, px.hi, py.hi, pz.hi, pw.hi, planes,
-                       num_planes, track);
+        collide_store8(particle_out, particle_dx, i0 + 8, n - 8, px.hi, py.hi, pz.hi, pw.hi,
+                       colliders, num_colliders, track);
 }

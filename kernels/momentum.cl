@@ -297,7 +297,7 @@ update_reduce_serial(__global const pbd_segment *segments, __global pbd_float4 *
         return;
     pbd_segment seg = segments[g];
     pbd_acc acc[PBD_SUM_COUNT];
-    /* The usual substep (first order, no planes) gets a loop of its own. */
+    /* The usual substep (first order, nothing collided) gets a loop of its own. */
     if (!bdf2 && !keep_prev && !with_dx)
         sum_segment8(seg, 1, particle_x, particle_p, particle_v, particle_xp, particle_vp,
                      particle_dx, body_ref[seg.body], 0, 0, inv_h, damping, 0, 0, NULL, NULL, NULL,

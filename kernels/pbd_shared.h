@@ -55,6 +55,41 @@ typedef struct pbd_distance {
                          (the solver stores 1 - (1 - k)^(1/iterations) there, section 3.3) */
 } pbd_distance;
 
+/* An attachment: particle `particle` pulled toward the point `target`, a distance constraint
+ * of rest length 0 to a point that is not a particle (XPBD compliance or PBD stiffness, as
+ * pbd_distance). The target can be moved between steps (pbd_solver_update_constraint): the
+ * viewer's mouse drag. The world pulls the particle, so its displacement is an external
+ * impulse for the momentum tracker, as a collision's is. 32 bytes. */
+typedef struct pbd_attachment {
+    int particle;      /* 0 <= particle < particle count */
+    float compliance;  /* as pbd_distance's */
+    int pad0;          /* 0 */
+    int pad1;          /* 0 */
+    pbd_float4 target; /* the point, m (w: 0) */
+} pbd_attachment;
+
+/* The constraint types, in the order the step projects them:
+ *   X(ID, name, record type, arity)
+ * Every record begins with its `arity` particle indices (ints) and has a float `compliance`
+ * (>= 0: XPBD compliance; < 0: PBD stiffness, as pbd_distance's). Each type has
+ * pbd_<name>_project (below: one constraint, Gauss-Seidel, in place) and a kernel
+ * project_<name> (kernels/, one constraint a work-item, a launch a colour) of the same
+ * arguments; distance has the variants' faster kernels besides. Distance comes last: the
+ * Jacobi gather, which also collides, ends an iteration. */
+#define PBD_CONSTRAINT_LIST(X)                                                                     \
+    X(ATTACHMENT, attachment, pbd_attachment, 1)                                                   \
+    X(DISTANCE, distance, pbd_distance, 2)
+
+enum {
+#define PBD_X_CONSTRAINT_ENUM(id, name, type, arity) PBD_CONSTRAINT_##id,
+    PBD_CONSTRAINT_LIST(PBD_X_CONSTRAINT_ENUM)
+#undef PBD_X_CONSTRAINT_ENUM
+        PBD_CONSTRAINT_COUNT
+};
+
+/* The largest arity in the list. */
+#define PBD_MAX_ARITY 2
+
 /* A body's particles, cut into pieces of at most PBD_SEGMENT particles for the two-stage
  * per-body reduction: stage one reduces each segment, stage two each body's segments. */
 typedef struct pbd_segment {
@@ -251,22 +286,80 @@ PBD_INLINE float pbd_distance_error(pbd_float4 pa, pbd_float4 pb, float rest)
     return pbd_fabsf(pbd_sqrtf(dx * dx + dy * dy + dz * dz) - rest);
 }
 
-/* Pushes a free particle out of every static plane (n.x >= offset, n unit; planes are
- * (nx, ny, nz, offset)), in plane order: the unilateral constraint of Müller 2007 sec. 3.4. */
-PBD_INLINE pbd_float4 pbd_collide_planes(pbd_float4 p, PBD_GLOBAL const pbd_float4 *planes,
-                                         int num_planes)
+/* The collider kinds, one collision function each (pbd_collide_<name>, below), dispatched by
+ * pbd_collide: X(ID, name). A new kind is an entry here, its function, and its scene key. */
+#define PBD_COLLIDER_LIST(X)                                                                       \
+    X(PLANE, plane)                                                                                \
+    X(SPHERE, sphere)
+
+enum {
+#define PBD_X_COLLIDER_ENUM(id, name) PBD_COLLIDER_##id,
+    PBD_COLLIDER_LIST(PBD_X_COLLIDER_ENUM)
+#undef PBD_X_COLLIDER_ENUM
+        PBD_COLLIDER_COUNT
+};
+
+/* A static collider. 32 bytes. */
+typedef struct pbd_collider {
+    int kind;          /* PBD_COLLIDER_* */
+    float friction;    /* Coulomb friction coefficient, >= 0; 0 (frictionless) until contacts
+                          with friction are solved */
+    float restitution; /* coefficient of restitution, [0, 1]; 0 until they are */
+    int pad;           /* 0 */
+    pbd_float4 shape;  /* plane: unit normal n (xyz) and offset (w), particles keep
+                          n.x >= offset; sphere: centre (xyz, m) and radius (w, m, > 0) */
+} pbd_collider;
+
+/* Plane (n, offset): a particle with n.p < offset moves along n onto the plane: the
+ * unilateral constraint of Müller 2007 sec. 3.4. */
+PBD_INLINE pbd_float4 pbd_collide_plane(pbd_float4 p, pbd_float4 pl)
+{
+    float d = pl.x * p.x + pl.y * p.y + pl.z * p.z - pl.w;
+    if (d < 0.0f) {
+        p.x = p.x - d * pl.x;
+        p.y = p.y - d * pl.y;
+        p.z = p.z - d * pl.z;
+    }
+    return p;
+}
+
+/* Sphere (centre c, radius r): a particle inside moves radially onto the surface. One at
+ * the centre has no direction and stays (PBD_MIN_LENGTH). */
+PBD_INLINE pbd_float4 pbd_collide_sphere(pbd_float4 p, pbd_float4 s)
+{
+    float dx = p.x - s.x, dy = p.y - s.y, dz = p.z - s.z;
+    float len = pbd_sqrtf(dx * dx + dy * dy + dz * dz);
+    if (len < s.w && len >= PBD_MIN_LENGTH) {
+        float f = (s.w - len) / len;
+        p.x = p.x + f * dx;
+        p.y = p.y + f * dy;
+        p.z = p.z + f * dz;
+    }
+    return p;
+}
+
+/* p collided with one collider of `kind` and `shape`. */
+PBD_INLINE pbd_float4 pbd_collide_one(pbd_float4 p, int kind, pbd_float4 shape)
+{
+    switch (kind) {
+#define PBD_X_COLLIDE_CASE(id, name)                                                               \
+    case PBD_COLLIDER_##id:                                                                        \
+        return pbd_collide_##name(p, shape);
+        PBD_COLLIDER_LIST(PBD_X_COLLIDE_CASE)
+#undef PBD_X_COLLIDE_CASE
+    }
+    return p;
+}
+
+/* Pushes a free particle out of every collider, in list order. Pinned particles (inverse
+ * mass 0) stay where they are. */
+PBD_INLINE pbd_float4 pbd_collide(pbd_float4 p, PBD_GLOBAL const pbd_collider *colliders,
+                                  int num_colliders)
 {
     if (p.w <= 0.0f)
         return p;
-    for (int k = 0; k < num_planes; ++k) {
-        pbd_float4 pl = planes[k];
-        float d = pl.x * p.x + pl.y * p.y + pl.z * p.z - pl.w;
-        if (d < 0.0f) {
-            p.x = p.x - d * pl.x;
-            p.y = p.y - d * pl.y;
-            p.z = p.z - d * pl.z;
-        }
-    }
+    for (int k = 0; k < num_colliders; ++k)
+        p = pbd_collide_one(p, colliders[k].kind, colliders[k].shape);
     return p;
 }
 
@@ -314,13 +407,13 @@ PBD_INLINE pbd_float4 pbd_add_displacement(pbd_float4 dx, pbd_float4 p0, pbd_flo
     return PBD_F4(dx.x + (p1.x - p0.x), dx.y + (p1.y - p0.y), dx.z + (p1.z - p0.z), 0.0f);
 }
 
-/* Particle i's position p0 collided with the planes, stored in p[i]; with `track`, the
+/* Particle i's position p0 collided with the colliders, stored in p[i]; with `track`, the
  * collision's displacement is added to dx[i]. Every collision stage does this per particle. */
 PBD_INLINE void pbd_collide_particle(PBD_GLOBAL pbd_float4 *p, PBD_GLOBAL pbd_float4 *dx, int i,
-                                     pbd_float4 p0, PBD_GLOBAL const pbd_float4 *planes,
-                                     int num_planes, int track)
+                                     pbd_float4 p0, PBD_GLOBAL const pbd_collider *colliders,
+                                     int num_colliders, int track)
 {
-    pbd_float4 p1 = pbd_collide_planes(p0, planes, num_planes);
+    pbd_float4 p1 = pbd_collide(p0, colliders, num_colliders);
     p[i] = p1;
     if (track)
         dx[i] = pbd_add_displacement(dx[i], p0, p1);
@@ -346,6 +439,38 @@ PBD_INLINE void pbd_gs_project(PBD_GLOBAL pbd_float4 *p, PBD_GLOBAL const pbd_di
     p[d.a] = pbd_add3(pa, da);
     p[d.b] = pbd_add3(pb, db);
     lambda[c] = l + dl;
+}
+
+/* The constraint types' projections, one signature for all (PBD_CONSTRAINT_LIST): constraint
+ * c of `records` projected in place on the predictions p, its multiplier grown from 0 when
+ * `reset_lambda`; a type the world takes part in adds its particles' displacements to dx
+ * (with `track`), as a collision does. The CPU reference and every variant's project_<name>
+ * kernel call these. */
+PBD_INLINE void pbd_distance_project(PBD_GLOBAL pbd_float4 *p, PBD_GLOBAL pbd_float4 *dx,
+                                     PBD_GLOBAL const pbd_distance *records,
+                                     PBD_GLOBAL float *lambda, int c, float inv_h2,
+                                     int reset_lambda, int track)
+{
+    (void)dx;
+    (void)track; /* between two particles of one body: no external impulse */
+    pbd_gs_project(p, records, lambda, c, inv_h2, reset_lambda);
+}
+
+PBD_INLINE void pbd_attachment_project(PBD_GLOBAL pbd_float4 *p, PBD_GLOBAL pbd_float4 *dx,
+                                       PBD_GLOBAL const pbd_attachment *records,
+                                       PBD_GLOBAL float *lambda, int c, float inv_h2,
+                                       int reset_lambda, int track)
+{
+    pbd_attachment a = records[c];
+    float l = reset_lambda ? 0.0f : lambda[c];
+    pbd_float4 pa = p[a.particle], t = a.target, d, dt;
+    float dl;
+    t.w = 0.0f; /* the target does not move: inverse mass 0 */
+    pbd_project_distance(pa, t, 0.0f, a.compliance, l, inv_h2, &d, &dt, &dl);
+    p[a.particle] = pbd_add3(pa, d);
+    lambda[c] = l + dl;
+    if (track)
+        dx[a.particle] = pbd_add3(dx[a.particle], d);
 }
 
 /* Jacobi for constraint c: its gain (pbd_distance_gain) on the iterate p, which it does not

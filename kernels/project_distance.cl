@@ -1,17 +1,6 @@
 /* Distance constraint projection, both solvers. Built after pbd_shared.h. */
 
-/* Gauss-Seidel on GPUs: one launch per colour. Constraints of a colour share no particle, so each
- * work-item reads and writes its two particles without races or atomics, and the result is
- * the serial result for that colour. */
-__kernel void project_distance_gs(__global pbd_float4 *particle_p,
-                                  __global const pbd_distance *distance,
-                                  __global float *distance_lambda, int offset, int count,
-                                  float inv_h2, int reset_lambda)
-{
-    int k = get_global_id(0);
-    if (k < count)
-        pbd_gs_project(particle_p, distance, distance_lambda, offset + k, inv_h2, reset_lambda);
-}
+/* Gauss-Seidel on GPUs: project_distance (project.cl), a launch a colour. */
 
 /* Jacobi: every constraint reads the same iterate and writes its gain (pbd_distance_gain)
  * and multiplier; gather_jacobi derives each end's correction from the gain. */
@@ -186,14 +175,14 @@ __kernel void project_distance_gs16(__global pbd_float4 *particle_p, __global co
 
 /* The blocks' colours: work-item b projects block b's share of each interior colour in turn
  * (no other block touches its particles), then collides the block's particles with the
- * planes, as collide_planes would after the last colour. The boundary colours run through
- * it too, before, with the groups of cuts (pbd_plan.cut_offsets) for blocks and no planes. */
+ * colliders, as the collide kernel would after the last colour. The boundary colours run through
+ * it too, before, with the groups of cuts (pbd_plan.cut_offsets) for blocks and no colliders. */
 __kernel void project_gs_blocks(__global pbd_float4 *particle_p, __global const int *distance,
                                 __global float *distance_lambda, __global const int *block_offsets,
                                 __global const int *block_runs, int num_colors,
                                 __global const int *block_first, int num_blocks, float inv_h2,
-                                int reset_lambda, __global const pbd_float4 *planes, int num_planes,
-                                __global pbd_float4 *particle_dx, int track)
+                                int reset_lambda, __global const pbd_collider *colliders,
+                                int num_colliders, __global pbd_float4 *particle_dx, int track)
 {
     int b = get_global_id(0);
     if (b >= num_blocks)
@@ -204,10 +193,10 @@ __kernel void project_gs_blocks(__global pbd_float4 *particle_p, __global const 
         pbd_gs_part(particle_p, distance, distance_lambda, bo[b], br[0], br[1], bo[b + 1], inv_h2,
                     reset_lambda);
     }
-    for (int i = block_first[b], end = block_first[b + 1]; num_planes > 0 && i < end; i += 8) {
+    for (int i = block_first[b], end = block_first[b + 1]; num_colliders > 0 && i < end; i += 8) {
         float8 x, y, z, w;
         int n = min(8, end - i);
         load8(particle_p, i, n, &x, &y, &z, &w);
-        collide_store8(particle_p, particle_dx, i, n, x, y, z, w, planes, num_planes, track);
+        collide_store8(particle_p, particle_dx, i, n, x, y, z, w, colliders, num_colliders, track);
     }
 }

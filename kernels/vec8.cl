@@ -163,18 +163,39 @@ VEC8_INLINE void store8(__global pbd_float4 *a, int i, int n, float8 x, float8 y
     store_raw8(a, i, 0, n, lo, hi);
 }
 
-/* pbd_collide_planes for eight particles held as components. */
+/* pbd_collide for eight particles held as components: planes as vectors, lane by lane, the
+ * same operations as pbd_collide_plane; any other kind through its scalar function
+ * (pbd_collide_one), one lane at a time. */
 VEC8_INLINE void collide8(float8 *x, float8 *y, float8 *z, float8 w,
-                          __global const pbd_float4 *planes, int num_planes)
+                          __global const pbd_collider *colliders, int num_colliders)
 {
     int8 movable = !(w <= 0.0f);
-    for (int k = 0; k < num_planes; ++k) {
-        float4 pl = planes[k];
-        float8 d = pl.x * *x + pl.y * *y + pl.z * *z - pl.w;
-        int8 hit = movable & (d < 0.0f);
-        *x = hit ? *x - d * pl.x : *x;
-        *y = hit ? *y - d * pl.y : *y;
-        *z = hit ? *z - d * pl.z : *z;
+    for (int k = 0; k < num_colliders; ++k) {
+        float4 pl = colliders[k].shape;
+        if (colliders[k].kind == PBD_COLLIDER_PLANE) {
+            float8 d = pl.x * *x + pl.y * *y + pl.z * *z - pl.w;
+            int8 hit = movable & (d < 0.0f);
+            *x = hit ? *x - d * pl.x : *x;
+            *y = hit ? *y - d * pl.y : *y;
+            *z = hit ? *z - d * pl.z : *z;
+            continue;
+        }
+        float xs[8], ys[8], zs[8], ws[8];
+        vstore8(*x, 0, xs);
+        vstore8(*y, 0, ys);
+        vstore8(*z, 0, zs);
+        vstore8(w, 0, ws);
+        for (int j = 0; j < 8; ++j) {
+            if (ws[j] <= 0.0f)
+                continue;
+            float4 q = pbd_collide_one((float4)(xs[j], ys[j], zs[j], ws[j]), colliders[k].kind, pl);
+            xs[j] = q.x;
+            ys[j] = q.y;
+            zs[j] = q.z;
+        }
+        *x = vload8(0, xs);
+        *y = vload8(0, ys);
+        *z = vload8(0, zs);
     }
 }
 
@@ -182,10 +203,11 @@ VEC8_INLINE void collide8(float8 *x, float8 *y, float8 *z, float8 w,
  * to p, and with `track` their displacements added to dx. */
 VEC8_INLINE void collide_store8(__global pbd_float4 *p, __global pbd_float4 *dx, int i, int n,
                                 float8 x, float8 y, float8 z, float8 w,
-                                __global const pbd_float4 *planes, int num_planes, int track)
+                                __global const pbd_collider *colliders, int num_colliders,
+                                int track)
 {
     float8 x1 = x, y1 = y, z1 = z;
-    collide8(&x1, &y1, &z1, w, planes, num_planes);
+    collide8(&x1, &y1, &z1, w, colliders, num_colliders);
     store8(p, i, n, x1, y1, z1, w);
     if (track) {
         float8 dxx, dxy, dxz, dxw;

@@ -88,7 +88,8 @@ static void distance_pbd_stiffness(void **state)
     pbd_plan plan;
     pbd_error err = {0};
     assert_int_equal(pbd_plan_build(&m, &cfg, &plan, &err), PBD_OK);
-    assert_near(-plan.distance[0].compliance, 1.0 - pow(0.5, 0.25), 1e-7, "k per iteration");
+    assert_near(-plan.type[PBD_CONSTRAINT_DISTANCE].distance[0].compliance, 1.0 - pow(0.5, 0.25),
+                1e-7, "k per iteration");
     pbd_plan_free(&plan);
     pbd_model_free(&m);
 }
@@ -104,18 +105,64 @@ static void distance_degenerate(void **state)
     assert_near(pbd_distance_error(F4(0, 0, 0, 1), F4(0, 3, 4, 1), 2.0f), 3.0, 1e-7, "|C|");
 }
 
+static pbd_collider plane(float nx, float ny, float nz, float offset)
+{
+    return (pbd_collider){PBD_COLLIDER_PLANE, 0.0f, 0.0f, 0, F4(nx, ny, nz, offset)};
+}
+
 static void collide_planes_math(void **state)
 {
     (void)state;
-    pbd_float4 planes[2] = {F4(0, 1, 0, 0), F4(1, 0, 0, -1)}; /* y >= 0, x >= -1 */
-    pbd_float4 p = pbd_collide_planes(F4(-3, -0.5f, 2, 1), planes, 2);
+    pbd_collider planes[2] = {plane(0, 1, 0, 0), plane(1, 0, 0, -1)}; /* y >= 0, x >= -1 */
+    pbd_float4 p = pbd_collide(F4(-3, -0.5f, 2, 1), planes, 2);
     assert_near(p.x, -1.0, 0.0, "x pushed to the wall");
     assert_near(p.y, 0.0, 0.0, "y pushed to the floor");
     assert_near(p.z, 2.0, 0.0, "z unchanged");
-    p = pbd_collide_planes(F4(-3, -0.5f, 2, 0), planes, 2);
+    p = pbd_collide(F4(-3, -0.5f, 2, 0), planes, 2);
     assert_near(p.y, -0.5, 0.0, "a pinned particle is not moved");
-    p = pbd_collide_planes(F4(0, 0.25f, 0, 1), planes, 2);
+    p = pbd_collide(F4(0, 0.25f, 0, 1), planes, 2);
     assert_near(p.y, 0.25, 0.0, "a particle above the floor is not moved");
+}
+
+/* A particle inside a sphere moves radially onto its surface; one outside, or at the
+ * centre (no direction), stays. */
+static void collide_sphere_math(void **state)
+{
+    (void)state;
+    pbd_collider s = {PBD_COLLIDER_SPHERE, 0.0f, 0.0f, 0, F4(1, 2, 3, 2)};
+    pbd_float4 p = pbd_collide(F4(1, 2.5f, 3, 1), &s, 1);
+    assert_near(p.y, 4.0, 1e-6, "pushed out along +y to the radius");
+    assert_near(p.x, 1.0, 0.0, "x unchanged");
+    p = pbd_collide(F4(1 + 0.6f, 2 + 0.8f, 3, 1), &s, 1);
+    assert_near(p.x, 1.0 + 1.2, 1e-6, "radially: x");
+    assert_near(p.y, 2.0 + 1.6, 1e-6, "radially: y");
+    p = pbd_collide(F4(1, 5, 3, 1), &s, 1);
+    assert_near(p.y, 5.0, 0.0, "outside: not moved");
+    p = pbd_collide(F4(1, 2, 3, 1), &s, 1);
+    assert_near(p.y, 2.0, 0.0, "the centre: not moved");
+}
+
+/* An attachment is a zero-length distance constraint to a fixed point: a hard one puts the
+ * particle on its target in one projection, a compliant one moves it by
+ * |C| w / (w + alpha / h^2), and with `track` its displacement is recorded. */
+static void attachment_math(void **state)
+{
+    (void)state;
+    pbd_float4 p[1] = {F4(1, 2, 2, 0.5f)}, dx[1] = {F4(0, 0, 0, 0)};
+    pbd_attachment a = {0, 0.0f, 0, 0, F4(1, 2, 5, 0)};
+    float lambda[1] = {7.0f};
+    pbd_attachment_project(p, dx, &a, lambda, 0, 100.0f, 1, 1);
+    assert_near(p[0].z, 5.0, 1e-6, "hard: on the target");
+    assert_near(p[0].w, 0.5, 0.0, "the inverse mass is kept");
+    assert_near(dx[0].z, 3.0, 1e-6, "the displacement is recorded");
+    assert_near(lambda[0], -3.0 / 0.5, 1e-5, "multiplier from 0: -C / w");
+    /* Compliance 0.01 m/N at h = 0.1 s: alpha / h^2 = 1, so w / (w + 1) = 1/3 of |C| = 3. */
+    p[0] = F4(1, 2, 2, 0.5f);
+    dx[0] = F4(0, 0, 0, 0);
+    a.compliance = 0.01f;
+    pbd_attachment_project(p, dx, &a, lambda, 0, 100.0f, 1, 0);
+    assert_near(p[0].z, 3.0, 1e-6, "compliant: a third of the way");
+    assert_near(dx[0].z, 0.0, 0.0, "not tracked: nothing recorded");
 }
 
 static void predict_and_update(void **state)
@@ -162,7 +209,7 @@ static void gather_average(void **state)
     pbd_float4 p[3] = {F4(0, 0, 0, 1), F4(2, 0, 0, 1), F4(0, 3, 0, 0.5f)};
     float gain[3] = {0.25f, -0.5f, 99.0f};
     int slots[2] = {0, 3}, other[2] = {1, 2};
-    pbd_float4 plane = F4(0, 1, 0, -100);
+    pbd_collider floor = plane(0, 1, 0, -100);
     /* a: 1 * 0.25 * (0 - 2, 0, 0) = (-0.5, 0, 0); b: -1 * -0.5 * (0, 3 - 0, 0) = (0, 1.5, 0);
      * their sum times 1.5 / 2. */
     pbd_float4 q = pbd_gather(p, 0, gain, slots, other, 0, 2, 1.5f);
@@ -183,7 +230,7 @@ static void gather_average(void **state)
     p[0].y = -200.0f;
     q = pbd_gather(p, 0, gain, slots, other, 0, 0, 1.0f);
     assert_near(q.y, -200.0, 0.0, "no constraints: unchanged");
-    pbd_float4 dx = pbd_add_displacement(F4(1, 0, 0, 0), q, pbd_collide_planes(q, &plane, 1));
+    pbd_float4 dx = pbd_add_displacement(F4(1, 0, 0, 0), q, pbd_collide(q, &floor, 1));
     assert_near(dx.y, 100.0, 0.0, "the collision's displacement is recorded");
     assert_near(dx.x, 1.0, 0.0, "and added to what was there");
 }
@@ -327,6 +374,8 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(distance_pbd_stiffness),
     cmocka_unit_test(distance_degenerate),
     cmocka_unit_test(collide_planes_math),
+    cmocka_unit_test(collide_sphere_math),
+    cmocka_unit_test(attachment_math),
     cmocka_unit_test(predict_and_update),
     cmocka_unit_test(gather_average),
     cmocka_unit_test(particle_sums),

@@ -116,7 +116,7 @@ static void good_scenes(void **state)
         expect(m->num_bodies == e->bodies, "%s: %d bodies", e->file, m->num_bodies);
         expect(m->bodies[0].pinned == e->pinned, "%s: %d pinned, expected %d", e->file,
                m->bodies[0].pinned, e->pinned);
-        expect(m->num_planes == e->planes, "%s: %d planes", e->file, m->num_planes);
+        expect(m->num_colliders == e->planes, "%s: %d colliders", e->file, m->num_colliders);
         assert_int_equal(pbd_model_validate(m, &err), PBD_OK);
         pbd_scene_free(&s);
     }
@@ -226,7 +226,7 @@ static void bad_scenes(void **state)
                bad[i].message);
         expect(strchr(err.message, '\n') == NULL, "%s: message of more than one line", bad[i].file);
         expect(s.model.num_particles == 0 && s.model.x == NULL && s.model.distance == NULL &&
-                   s.model.planes == NULL,
+                   s.model.colliders == NULL,
                "%s: scene not left empty (%d particles)", bad[i].file, s.model.num_particles);
     }
 }

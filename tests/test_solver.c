@@ -76,8 +76,11 @@ static void coloring_valid(void **state)
         load(scene_paths[k], &s);
         pbd_coloring c;
         pbd_error err = {0};
-        assert_int_equal(pbd_color_distance(&s.model, &c, &err), PBD_OK);
-        if (pbd_coloring_validate(&s.model, &c, &err) != PBD_OK) {
+        int np = s.model.num_particles, n = s.model.num_distance;
+        int *ends = pbd_model_constraint_ends(&s.model, PBD_CONSTRAINT_DISTANCE);
+        assert_non_null(ends);
+        assert_int_equal(pbd_color_constraints(np, ends, 2, n, NULL, 0, &c, &err), PBD_OK);
+        if (pbd_coloring_validate(np, ends, 2, n, &c, &err) != PBD_OK) {
             print_error("%s: %s\n", scene_paths[k], err.message);
             fail();
         }
@@ -96,6 +99,7 @@ static void coloring_valid(void **state)
             fail();
         }
         pbd_coloring_free(&c);
+        free(ends);
         pbd_scene_free(&s);
     }
 }
@@ -108,19 +112,32 @@ static void coloring_validator_rejects(void **state)
     assert_int_equal(pbd_model_add_particles(&m, 3, "chain"), 0);
     assert_int_equal(pbd_model_add_distance(&m, 0, 1, 1.0f, 0.0f), 0);
     assert_int_equal(pbd_model_add_distance(&m, 1, 2, 1.0f, 0.0f), 0);
+    int *ends = pbd_model_constraint_ends(&m, PBD_CONSTRAINT_DISTANCE);
+    assert_non_null(ends);
     int offsets[2] = {0, 2}, order[2] = {0, 1};
     pbd_coloring bad = {1, offsets, order};
     pbd_error err = {0};
-    assert_int_equal(pbd_coloring_validate(&m, &bad, &err), PBD_ERR_MODEL);
+    assert_int_equal(pbd_coloring_validate(3, ends, 2, 2, &bad, &err), PBD_ERR_MODEL);
     assert_non_null(strstr(err.message, "share particle 1"));
     int offsets2[3] = {0, 1, 2}, twice[2] = {0, 0};
     pbd_coloring dup = {2, offsets2, twice};
-    assert_int_equal(pbd_coloring_validate(&m, &dup, &err), PBD_ERR_MODEL);
+    assert_int_equal(pbd_coloring_validate(3, ends, 2, 2, &dup, &err), PBD_ERR_MODEL);
     pbd_coloring good;
-    assert_int_equal(pbd_color_distance(&m, &good, &err), PBD_OK);
+    assert_int_equal(pbd_color_constraints(3, ends, 2, 2, NULL, 0, &good, &err), PBD_OK);
     assert_int_equal(good.num_colors, 2);
-    assert_int_equal(pbd_coloring_validate(&m, &good, &err), PBD_OK);
+    assert_int_equal(pbd_coloring_validate(3, ends, 2, 2, &good, &err), PBD_OK);
     pbd_coloring_free(&good);
+    /* Arity 1 (attachments): two on one particle conflict, two on different ones do not. */
+    int one[3] = {2, 0, 2};
+    assert_int_equal(pbd_color_constraints(3, one, 1, 3, NULL, 0, &good, &err), PBD_OK);
+    assert_int_equal(good.num_colors, 2);
+    assert_int_equal(pbd_coloring_validate(3, one, 1, 3, &good, &err), PBD_OK);
+    pbd_coloring_free(&good);
+    int offsets1[2] = {0, 3}, order1[3] = {0, 1, 2};
+    pbd_coloring bad1 = {1, offsets1, order1};
+    assert_int_equal(pbd_coloring_validate(3, one, 1, 3, &bad1, &err), PBD_ERR_MODEL);
+    assert_non_null(strstr(err.message, "share particle 2"));
+    free(ends);
     pbd_model_free(&m);
 }
 
@@ -375,9 +392,10 @@ static void plan_block_runs(void **state)
         assert_int_equal(pbd_scene_load(names[v], &s, &err), PBD_OK);
         pbd_plan plan;
         assert_int_equal(pbd_plan_build(&s.model, &s.config, &plan, &err), PBD_OK);
-        const pbd_distance *d = plan.distance;
-        const int *co = plan.color_offsets;
-        int nb = plan.num_blocks, nbc = plan.boundary_colors, nic = plan.num_colors - nbc;
+        const pbd_plan_type *dist = &plan.type[PBD_CONSTRAINT_DISTANCE];
+        const pbd_distance *d = dist->distance;
+        const int *co = dist->color_offsets;
+        int nb = plan.num_blocks, nbc = plan.boundary_colors, nic = dist->num_colors - nbc;
         int ng = plan.num_cuts;
         assert_true(v == 2 ? nb == 1 : nb > 1);
         /* One block has no boundary: its colours are its parts, which the colour launches

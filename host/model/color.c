@@ -1,4 +1,4 @@
-/* Greedy graph colouring of the distance constraints (two constraints conflict when they
+/* Greedy graph colouring of one type's constraints (two constraints conflict when they
  * share a particle), then a balancing pass, so the constraints of a colour can be projected
  * in parallel without write races, and the colours are of similar size. */
 #include <stdlib.h>
@@ -18,38 +18,35 @@ void pbd_coloring_free(pbd_coloring *c)
 
 /* Marks in `stamp` (stamp[colour] == tag) the colours of every constraint other than c that
  * shares a particle with c. */
-static void mark_neighbours(const pbd_distance *cons, int c, const int *color, const int *off,
+static void mark_neighbours(const int *ends, int arity, int c, const int *color, const int *off,
                             const int *slots, int *stamp, int tag)
 {
-    int ends[2] = {cons[c].a, cons[c].b};
-    for (int e = 0; e < 2; ++e)
-        for (int s = off[ends[e]]; s < off[ends[e] + 1]; ++s) {
-            int o = slots[s] >> 1;
+    for (int e = 0; e < arity; ++e) {
+        int i = ends[(size_t)arity * (size_t)c + (size_t)e];
+        for (int s = off[i]; s < off[i + 1]; ++s) {
+            int o = slots[s] / arity;
             if (o != c && color[o] >= 0)
                 stamp[color[o]] = tag;
         }
+    }
 }
 
-pbd_status pbd_color_distance(const pbd_model *m, pbd_coloring *out, pbd_error *err)
-{
-    return pbd_color_subset(m, NULL, m->num_distance, out, err);
-}
-
-pbd_status pbd_color_subset(const pbd_model *m, const int *subset, int count_in, pbd_coloring *out,
-                            pbd_error *err)
+pbd_status pbd_color_constraints(int num_particles, const int *ends, int arity, int n,
+                                 const int *subset, int count_in, pbd_coloring *out, pbd_error *err)
 {
     memset(out, 0, sizeof *out);
-    int n = m->num_distance;
+    if (!subset)
+        count_in = n;
     int *off = NULL, *slots = NULL;
-    pbd_status st = pbd_csr_build(m->num_particles, m->distance, n, &off, &slots, NULL, err);
+    pbd_status st = pbd_csr_build(num_particles, ends, arity, n, &off, &slots, NULL, err);
     if (st != PBD_OK)
         return st;
-    /* A constraint has at most 2 * (max degree - 1) neighbours, so that many + 1 colours
+    /* A constraint has at most arity * (max degree - 1) neighbours, so that many + 1 colours
      * always suffice; stamp and count arrays are sized for it. */
     int max_deg = 0;
-    for (int i = 0; i < m->num_particles; ++i)
+    for (int i = 0; i < num_particles; ++i)
         max_deg = off[i + 1] - off[i] > max_deg ? off[i + 1] - off[i] : max_deg;
-    int cap = 2 * max_deg + 1;
+    int cap = arity * max_deg + 1;
     int *color = malloc(((size_t)n + 1) * sizeof *color);
     int *stamp = malloc((size_t)cap * sizeof *stamp);
     int *count = calloc((size_t)cap + 1, sizeof *count);
@@ -68,7 +65,7 @@ pbd_status pbd_color_subset(const pbd_model *m, const int *subset, int count_in,
     int num_colors = 0;
     for (int j = 0; j < count_in; ++j) {
         int c = subset ? subset[j] : j;
-        mark_neighbours(m->distance, c, color, off, slots, stamp, c);
+        mark_neighbours(ends, arity, c, color, off, slots, stamp, c);
         int k = 0;
         while (stamp[k] == c)
             ++k;
@@ -88,7 +85,7 @@ pbd_status pbd_color_subset(const pbd_model *m, const int *subset, int count_in,
             if (count[k0] <= target)
                 continue;
             int tag = n + pass * n + c;
-            mark_neighbours(m->distance, c, color, off, slots, stamp, tag);
+            mark_neighbours(ends, arity, c, color, off, slots, stamp, tag);
             int best = -1;
             for (int k = 0; k < num_colors; ++k)
                 if (stamp[k] != tag && k != k0 && (best < 0 || count[k] < count[best]))
@@ -127,9 +124,9 @@ cleanup:
     return st;
 }
 
-pbd_status pbd_coloring_validate(const pbd_model *m, const pbd_coloring *c, pbd_error *err)
+pbd_status pbd_coloring_validate(int num_particles, const int *ends, int arity, int n,
+                                 const pbd_coloring *c, pbd_error *err)
 {
-    int n = m->num_distance;
     if (c->num_colors < 0 || (n > 0 && c->num_colors < 1) || !c->offsets || c->offsets[0] != 0 ||
         c->offsets[c->num_colors] != n)
         return pbd_error_set(err, PBD_ERR_MODEL,
@@ -137,14 +134,14 @@ pbd_status pbd_coloring_validate(const pbd_model *m, const pbd_coloring *c, pbd_
                              "constraints",
                              c->num_colors, n);
     int *seen = calloc((size_t)n + 1, sizeof *seen);
-    int *owner = malloc(((size_t)m->num_particles + 1) * sizeof *owner);
-    int *owner_color = malloc(((size_t)m->num_particles + 1) * sizeof *owner_color);
+    int *owner = malloc(((size_t)num_particles + 1) * sizeof *owner);
+    int *owner_color = malloc(((size_t)num_particles + 1) * sizeof *owner_color);
     pbd_status st = PBD_OK;
     if (!seen || !owner || !owner_color) {
         st = pbd_error_set(err, PBD_ERR_MEMORY, "out of memory validating a colouring");
         goto done;
     }
-    for (int i = 0; i < m->num_particles; ++i)
+    for (int i = 0; i < num_particles; ++i)
         owner_color[i] = -1;
     for (int k = 0; k < c->num_colors && st == PBD_OK; ++k) {
         if (c->offsets[k + 1] < c->offsets[k]) {
@@ -160,9 +157,8 @@ pbd_status pbd_coloring_validate(const pbd_model *m, const pbd_coloring *c, pbd_
                                    ci);
                 break;
             }
-            int ends[2] = {m->distance[ci].a, m->distance[ci].b};
-            for (int e = 0; e < 2; ++e) {
-                int p = ends[e];
+            for (int e = 0; e < arity; ++e) {
+                int p = ends[(size_t)arity * (size_t)ci + (size_t)e];
                 if (owner_color[p] == k) {
                     st = pbd_error_set(err, PBD_ERR_MODEL,
                                        "colouring: constraints %d and %d "

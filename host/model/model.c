@@ -10,7 +10,21 @@
 _Static_assert(sizeof(pbd_float4) == 16, "pbd_float4 must match cl_float4");
 _Static_assert(_Alignof(pbd_float4) == 16, "pbd_float4 must be 16-byte aligned");
 _Static_assert(sizeof(pbd_distance) == 16, "pbd_distance is 16 bytes on both sides");
+_Static_assert(sizeof(pbd_attachment) == 32, "pbd_attachment is 32 bytes on both sides");
+_Static_assert(sizeof(pbd_collider) == 32, "pbd_collider is 32 bytes on both sides");
 _Static_assert(sizeof(pbd_segment) == 16, "pbd_segment is 16 bytes on both sides");
+
+const pbd_constraint_info pbd_constraint_types[PBD_CONSTRAINT_COUNT] = {
+#define PBD_X_INFO(id, name, type, arity) {#name, arity, sizeof(type)},
+    PBD_CONSTRAINT_LIST(PBD_X_INFO)
+#undef PBD_X_INFO
+};
+
+static const char *const collider_names[PBD_COLLIDER_COUNT] = {
+#define PBD_X_COLLIDER_NAME(id, name) #name,
+    PBD_COLLIDER_LIST(PBD_X_COLLIDER_NAME)
+#undef PBD_X_COLLIDER_NAME
+};
 
 void pbd_model_free(pbd_model *m)
 {
@@ -20,8 +34,10 @@ void pbd_model_free(pbd_model *m)
     free(m->v);
     free(m->body);
     free(m->bodies);
-    free(m->distance);
-    free(m->planes);
+#define PBD_X_FREE(id, name, type, arity) free(m->name);
+    PBD_CONSTRAINT_LIST(PBD_X_FREE)
+#undef PBD_X_FREE
+    free(m->colliders);
     memset(m, 0, sizeof *m);
 }
 
@@ -76,25 +92,185 @@ int pbd_model_add_particles(pbd_model *m, int count, const char *body_name)
     return first;
 }
 
+/* The model's array of constraint `type` and its count, as untyped storage. */
+static int constraint_array(pbd_model *m, int type, void ***records, int **count)
+{
+    switch (type) {
+#define PBD_X_ARRAY(id, name, t, arity)                                                            \
+    case PBD_CONSTRAINT_##id:                                                                      \
+        *records = (void **)&m->name;                                                              \
+        *count = &m->num_##name;                                                                   \
+        return 0;
+        PBD_CONSTRAINT_LIST(PBD_X_ARRAY)
+#undef PBD_X_ARRAY
+    }
+    return -1;
+}
+
+int pbd_model_add_constraint(pbd_model *m, int type, const void *record)
+{
+    void **records;
+    int *count;
+    if (constraint_array(m, type, &records, &count))
+        return -1;
+    size_t size = pbd_constraint_types[type].size;
+    if (grow(records, *count, *count + 1, size))
+        return -1;
+    memcpy((char *)*records + (size_t)*count * size, record, size);
+    ++*count;
+    return 0;
+}
+
+const void *pbd_model_constraints(const pbd_model *m, int type, int *count)
+{
+    void **records;
+    int *n;
+    if (constraint_array((pbd_model *)m, type, &records, &n)) {
+        *count = 0;
+        return NULL;
+    }
+    *count = *n;
+    return *records;
+}
+
+int *pbd_model_constraint_ends(const pbd_model *m, int type)
+{
+    int n = 0;
+    const char *rec = pbd_model_constraints(m, type, &n);
+    int arity = type >= 0 && type < PBD_CONSTRAINT_COUNT ? pbd_constraint_types[type].arity : 0;
+    int *ends = malloc(((size_t)n * (size_t)arity + 1) * sizeof *ends);
+    if (!ends)
+        return NULL;
+    size_t size = n ? pbd_constraint_types[type].size : 0;
+    for (int c = 0; c < n; ++c)
+        memcpy(ends + (size_t)c * (size_t)arity, rec + (size_t)c * size,
+               (size_t)arity * sizeof *ends);
+    return ends;
+}
+
 int pbd_model_add_distance(pbd_model *m, int a, int b, float rest, float compliance)
 {
-    if (grow((void **)&m->distance, m->num_distance, m->num_distance + 1, sizeof *m->distance))
+    pbd_distance d = {a, b, rest, compliance};
+    return pbd_model_add_constraint(m, PBD_CONSTRAINT_DISTANCE, &d);
+}
+
+int pbd_model_add_collider(pbd_model *m, const pbd_collider *c)
+{
+    if (grow((void **)&m->colliders, m->num_colliders, m->num_colliders + 1, sizeof *m->colliders))
         return -1;
-    m->distance[m->num_distance++] = (pbd_distance){a, b, rest, compliance};
+    m->colliders[m->num_colliders++] = *c;
     return 0;
 }
 
 int pbd_model_add_plane(pbd_model *m, float nx, float ny, float nz, float offset)
 {
-    if (grow((void **)&m->planes, m->num_planes, m->num_planes + 1, sizeof *m->planes))
-        return -1;
-    m->planes[m->num_planes++] = (pbd_float4){nx, ny, nz, offset};
-    return 0;
+    pbd_collider c = {PBD_COLLIDER_PLANE, 0.0f, 0.0f, 0, {nx, ny, nz, offset}};
+    return pbd_model_add_collider(m, &c);
 }
 
 static int finite4(pbd_float4 f)
 {
     return isfinite(f.x) && isfinite(f.y) && isfinite(f.z) && isfinite(f.w);
+}
+
+/* The values of one record: each type's own expectations. */
+static const char *record_problem(int type, const void *record)
+{
+    switch (type) {
+    case PBD_CONSTRAINT_DISTANCE: {
+        const pbd_distance *d = record;
+        if (!(d->rest >= 0.0f) || !isfinite(d->rest))
+            return "a rest length >= 0";
+        break;
+    }
+    case PBD_CONSTRAINT_ATTACHMENT: {
+        const pbd_attachment *a = record;
+        if (!finite4(a->target))
+            return "a finite target";
+        break;
+    }
+    }
+    return NULL;
+}
+
+pbd_status pbd_constraint_validate(int type, const void *r, int index, int num_particles,
+                                   pbd_error *err)
+{
+    if (type < 0 || type >= PBD_CONSTRAINT_COUNT)
+        return pbd_error_set(err, PBD_ERR_ARGUMENT, "constraint type %d (expected 0 .. %d)", type,
+                             PBD_CONSTRAINT_COUNT - 1);
+    const pbd_constraint_info *info = &pbd_constraint_types[type];
+    const int *ends = r;
+    for (int e = 0; e < info->arity; ++e) {
+        int same = 0;
+        for (int f = 0; f < e; ++f)
+            same |= ends[f] == ends[e];
+        if (ends[e] < 0 || ends[e] >= num_particles || same)
+            return pbd_error_set(err, PBD_ERR_MODEL,
+                                 "%s constraint %d: particle %d is %d (expected %s index in "
+                                 "[0, %d))",
+                                 info->name, index, e, ends[e],
+                                 info->arity > 1 ? "a different" : "an", num_particles);
+    }
+    float compliance = 0.0f;
+    switch (type) {
+#define PBD_X_COMPLIANCE(id, name, t, arity)                                                       \
+    case PBD_CONSTRAINT_##id:                                                                      \
+        compliance = ((const t *)r)->compliance;                                                   \
+        break;
+        PBD_CONSTRAINT_LIST(PBD_X_COMPLIANCE)
+#undef PBD_X_COMPLIANCE
+    }
+    if (!isfinite(compliance) || compliance < -1.0f)
+        return pbd_error_set(err, PBD_ERR_MODEL,
+                             "%s constraint %d: compliance %g (expected compliance >= 0 or "
+                             "stiffness in (0, 1])",
+                             info->name, index, (double)compliance);
+    const char *problem = record_problem(type, r);
+    if (problem)
+        return pbd_error_set(err, PBD_ERR_MODEL, "%s constraint %d: expected %s", info->name, index,
+                             problem);
+    return PBD_OK;
+}
+
+/* Every constraint of `type`. */
+static pbd_status validate_constraints(const pbd_model *m, int type, pbd_error *err)
+{
+    int n = 0;
+    const char *rec = pbd_model_constraints(m, type, &n);
+    for (int c = 0; c < n; ++c) {
+        pbd_status st = pbd_constraint_validate(
+            type, rec + (size_t)c * pbd_constraint_types[type].size, c, m->num_particles, err);
+        if (st != PBD_OK)
+            return st;
+    }
+    return PBD_OK;
+}
+
+/* A collider's shape for its kind. */
+static pbd_status validate_collider(const pbd_collider *c, int k, pbd_error *err)
+{
+    pbd_float4 s = c->shape;
+    if (c->kind < 0 || c->kind >= PBD_COLLIDER_COUNT)
+        return pbd_error_set(err, PBD_ERR_MODEL, "collider %d: kind %d (expected 0 .. %d)", k,
+                             c->kind, PBD_COLLIDER_COUNT - 1);
+    if (!finite4(s) || !(c->friction >= 0.0f) || !(c->restitution >= 0.0f) ||
+        !(c->restitution <= 1.0f))
+        return pbd_error_set(err, PBD_ERR_MODEL,
+                             "collider %d (%s): non-finite shape, or friction %g, restitution "
+                             "%g (expected >= 0, [0, 1])",
+                             k, collider_names[c->kind], (double)c->friction,
+                             (double)c->restitution);
+    if (c->kind == PBD_COLLIDER_PLANE) {
+        double n = sqrt((double)s.x * s.x + (double)s.y * s.y + (double)s.z * s.z);
+        if (fabs(n - 1.0) > 1e-5)
+            return pbd_error_set(err, PBD_ERR_MODEL, "plane %d: normal length %g (expected 1)", k,
+                                 n);
+    } else if (c->kind == PBD_COLLIDER_SPHERE && !(s.w > 0.0f)) {
+        return pbd_error_set(err, PBD_ERR_MODEL, "sphere %d: radius %g (expected > 0)", k,
+                             (double)s.w);
+    }
+    return PBD_OK;
 }
 
 pbd_status pbd_model_validate(const pbd_model *m, pbd_error *err)
@@ -139,27 +315,15 @@ pbd_status pbd_model_validate(const pbd_model *m, pbd_error *err)
                                  "inverse mass >= 0)",
                                  i, (double)m->v[i].w, (double)m->x[i].w);
     }
-    for (int c = 0; c < m->num_distance; ++c) {
-        const pbd_distance *d = &m->distance[c];
-        if (d->a < 0 || d->b < 0 || d->a >= m->num_particles || d->b >= m->num_particles ||
-            d->a == d->b)
-            return pbd_error_set(err, PBD_ERR_MODEL,
-                                 "constraint %d: particles (%d, %d) (expected two different "
-                                 "indices in [0, %d))",
-                                 c, d->a, d->b, m->num_particles);
-        if (!(d->rest >= 0.0f) || !isfinite(d->rest) || !isfinite(d->compliance) ||
-            d->compliance < -1.0f)
-            return pbd_error_set(err, PBD_ERR_MODEL,
-                                 "constraint %d: rest %g, compliance %g (expected rest >= 0, "
-                                 "compliance >= 0 or stiffness in (0, 1])",
-                                 c, (double)d->rest, (double)d->compliance);
+    for (int t = 0; t < PBD_CONSTRAINT_COUNT; ++t) {
+        pbd_status st = validate_constraints(m, t, err);
+        if (st != PBD_OK)
+            return st;
     }
-    for (int k = 0; k < m->num_planes; ++k) {
-        pbd_float4 p = m->planes[k];
-        double n = sqrt((double)p.x * p.x + (double)p.y * p.y + (double)p.z * p.z);
-        if (!finite4(p) || fabs(n - 1.0) > 1e-5)
-            return pbd_error_set(err, PBD_ERR_MODEL, "plane %d: normal length %g (expected 1)", k,
-                                 n);
+    for (int k = 0; k < m->num_colliders; ++k) {
+        pbd_status st = validate_collider(&m->colliders[k], k, err);
+        if (st != PBD_OK)
+            return st;
     }
     return PBD_OK;
 }

@@ -1,9 +1,11 @@
 /* The OpenCL backend: the plan's arrays in device buffers, one kernel per stage, every launch
- * queued without waiting (the host waits only when asked for results). */
+ * queued without waiting (the host waits only when asked for results). Kernel arguments are
+ * set by parameter name (kernel_params.c), never by position. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "cl/runtime.h"
+#include "solver/kernel_params.h"
 #include "solver/solver_impl.h"
 
 /* Profiling events are harvested in batches of this many, so memory stays bounded. */
@@ -16,11 +18,18 @@
  * 0.87 instead of 1.55 ms. */
 #define PBD_ONE_BLOCK 32768
 
+/* A kernel and its parameter names. */
+typedef struct kernel {
+    cl_kernel k;
+    const pbd_kernel_params *params;
+} kernel;
+
 typedef struct cl_impl {
     pbd_cl cl;
     const pbd_plan *plan;
-    cl_kernel kernels[PBD_STAGE_COUNT];
-    cl_mem x, p, v, xp, vp, dx, distance, lambda, csr_offsets, csr_slots, planes;
+    kernel kernels[PBD_STAGE_COUNT];
+    cl_mem x, p, v, xp, vp, dx, csr_offsets, csr_slots, colliders;
+    cl_mem records[PBD_CONSTRAINT_COUNT], lambda[PBD_CONSTRAINT_COUNT];
     cl_mem p_next, gain, csr_other; /* Jacobi */
     /* Jacobi on CPU devices (jacobi_fused16): its rows, sixteen particles a group */
     cl_mem ell_start, ell_other, ell_code, ell_rest, ell_compliance, ell_lambda;
@@ -30,9 +39,9 @@ typedef struct cl_impl {
      * substep's last gather lands in p. */
     int iterate, jacobi_start;
     cl_mem particle_body, segments, body_segments, body_ref, body_track, body_flags;
-    cl_mem color_offsets, block_offsets, block_runs, block_first, cut_offsets, cut_runs;
-    cl_kernel gs_blocks; /* block Gauss-Seidel on CPU devices (else NULL) */
-    cl_kernel gs_cuts;   /* project_gs_blocks over the boundary's groups of cuts (else NULL) */
+    cl_mem block_offsets, block_runs, block_first, cut_offsets, cut_runs;
+    kernel gs_blocks; /* block Gauss-Seidel on CPU devices (else no kernel) */
+    kernel gs_cuts;   /* project_gs_blocks over the boundary's groups of cuts (else none) */
     cl_mem segment_sums, out_step, out_other, body_apply, body_done;
     size_t wg;       /* work-group size of the per-particle and per-constraint kernels */
     size_t acc_size; /* sizeof(pbd_acc) on the device: 8 with fp64 sums, else 4 */
@@ -41,6 +50,7 @@ typedef struct cl_impl {
     int num_events;
     int pending;  /* a momentum correction is computed but not yet applied to v */
     size_t bytes; /* device memory allocated */
+    int lanes;    /* CPU devices: the float16 kernels (many records a work-item) */
     int fused;    /* the update also sums for the correction (update_reduce_serial) */
     pbd_kernel_time times[PBD_STAGE_COUNT];
 } cl_impl;
@@ -67,9 +77,9 @@ cleanup:
     return status;
 }
 
-/* Enqueues `kernel` over `items` work-items (rounded up to the work-group size), timed as
+/* Enqueues `kn` over `items` work-items (rounded up to the work-group size), timed as
  * stage `id`. */
-static pbd_status launch_kernel(cl_impl *c, cl_kernel kernel, int id, size_t items, size_t local,
+static pbd_status launch_kernel(cl_impl *c, const kernel *kn, int id, size_t items, size_t local,
                                 pbd_error *err)
 {
     pbd_status status = PBD_OK;
@@ -82,8 +92,7 @@ static pbd_status launch_kernel(cl_impl *c, cl_kernel kernel, int id, size_t ite
             return status;
         ev = &c->events[c->num_events];
     }
-    PBD_CL_CHECK(
-        clEnqueueNDRangeKernel(c->cl.queue, kernel, 1, NULL, &global, &local, 0, NULL, ev));
+    PBD_CL_CHECK(clEnqueueNDRangeKernel(c->cl.queue, kn->k, 1, NULL, &global, &local, 0, NULL, ev));
     if (ev)
         c->event_kernel[c->num_events++] = id;
 cleanup:
@@ -93,11 +102,28 @@ cleanup:
 /* Enqueues stage `id`'s kernel. */
 static pbd_status launch(cl_impl *c, int id, size_t items, size_t local, pbd_error *err)
 {
-    return launch_kernel(c, c->kernels[id], id, items, local, err);
+    return launch_kernel(c, &c->kernels[id], id, items, local, err);
 }
 
-#define ARG(kernel, index, value)                                                                  \
-    PBD_CL_CHECK(clSetKernelArg(c->kernels[kernel], index, sizeof(value), &(value)))
+/* Sets parameter `param` of `k` (by name) to the `size` bytes at `value`. */
+static pbd_status set_arg(const kernel *k, const char *param, size_t size, const void *value,
+                          pbd_error *err)
+{
+    pbd_status status = PBD_OK;
+    int index = pbd_kernel_param_index(k->params, param);
+    if (index < 0)
+        return pbd_error_set(err, PBD_ERR_ARGUMENT, "kernel %s has no parameter %s",
+                             k->params->kernel, param);
+    PBD_CL_CHECK(clSetKernelArg(k->k, (cl_uint)index, size, value));
+cleanup:
+    return status;
+}
+
+#define ARG(kernel, name, value)                                                                   \
+    do {                                                                                           \
+        if ((status = set_arg((kernel), (name), sizeof(value), &(value), err)) != PBD_OK)          \
+            goto cleanup;                                                                          \
+    } while (0)
 
 /* Work-group size for `items` independent work-items on a CPU device: about four groups per
  * compute unit, since each group costs a task (about 1.5 us on PoCL) but all units must get
@@ -123,10 +149,11 @@ static pbd_status cl_predict(void *impl, int bdf2, pbd_error *err)
     cl_impl *c = impl;
     pbd_status status = PBD_OK;
     cl_int b = bdf2, apply = c->pending;
-    ARG(PBD_STAGE_PREDICT, 9, apply);
-    ARG(PBD_STAGE_PREDICT, 15, b);
+    const kernel *k = &c->kernels[PBD_STAGE_PREDICT];
+    ARG(k, "apply", apply);
+    ARG(k, "bdf2", b);
     size_t n = (size_t)c->plan->num_particles;
-    if (c->plan->reduce_serial) { /* CPU devices: predict_runs, a run of particles a work-item */
+    if (c->lanes) { /* CPU devices: predict_runs, a run of particles a work-item */
         size_t runs = (n + PBD_PARTICLE_RUN - 1) / PBD_PARTICLE_RUN;
         status = launch(c, PBD_STAGE_PREDICT, runs, serial_local(c, runs), err);
     } else
@@ -148,89 +175,67 @@ static pbd_status flush(cl_impl *c, pbd_error *err)
     return status;
 }
 
-static pbd_status cl_project_color(void *impl, int color, int reset, pbd_error *err)
+/* Colour `color` of constraint `type`: project_<type>, a constraint a work-item, on the
+ * current iterate (Jacobi alternates it; Gauss-Seidel keeps p). */
+static pbd_status cl_project_color(cl_impl *c, int type, int color, int reset, pbd_error *err)
 {
-    cl_impl *c = impl;
+    const pbd_plan_type *pt = &c->plan->type[type];
+    const kernel *k = &c->kernels[PBD_STAGE_PROJECT + type];
     pbd_status status = PBD_OK;
-    cl_int offset = c->plan->color_offsets[color];
-    cl_int count = c->plan->color_offsets[color + 1] - offset;
+    cl_int offset = pt->color_offsets[color];
+    cl_int count = pt->color_offsets[color + 1] - offset;
     cl_int r = reset;
-    ARG(PBD_STAGE_PROJECT_GS, 3, offset);
-    ARG(PBD_STAGE_PROJECT_GS, 4, count);
-    ARG(PBD_STAGE_PROJECT_GS, 6, r);
-    /* CPU devices launch colours only for a mesh of one block, with no boundary colours:
-     * colour k is the block's whole part, sorted into runs (pbd_plan.block_runs). */
-    if (c->plan->reduce_serial) {
-        ARG(PBD_STAGE_PROJECT_GS, 7, c->plan->block_runs[2 * color]);
-        ARG(PBD_STAGE_PROJECT_GS, 8, c->plan->block_runs[2 * color + 1]);
+    cl_mem p = position_buffer(c, c->iterate);
+    ARG(k, "particle_p", p);
+    ARG(k, "offset", offset);
+    ARG(k, "count", count);
+    ARG(k, "reset_lambda", r);
+    size_t items = (size_t)count;
+    /* CPU devices launch distance colours only for a mesh of one block, with no boundary
+     * colours: colour k is the block's whole part, sorted into runs (pbd_plan.block_runs);
+     * project_distance_gs16 takes sixteen constraints a work-item. */
+    if (c->lanes && type == PBD_CONSTRAINT_DISTANCE) {
+        ARG(k, "pairs", c->plan->block_runs[2 * color]);
+        ARG(k, "rest", c->plan->block_runs[2 * color + 1]);
+        items = ((size_t)count + 15) / 16;
     }
-    /* CPU devices (project_distance_gs16): sixteen constraints a work-item. */
-    size_t items = c->plan->reduce_serial ? ((size_t)count + 15) / 16 : (size_t)count;
-    status = launch(c, PBD_STAGE_PROJECT_GS, items, c->wg, err);
+    status = launch(c, PBD_STAGE_PROJECT + type, items, c->wg, err);
 cleanup:
     return status;
 }
 
-static pbd_status cl_collide(cl_impl *c, pbd_error *err)
-{
-    return launch(c, PBD_STAGE_COLLIDE, (size_t)c->plan->num_particles, c->wg, err);
-}
-
-/* project_gs_blocks's arguments: `parts` workers through `colors` colours, worker w's part
- * of colour k being distance[offsets[k (parts + 1) + w] ..) and sorted as `runs` says
- * (pbd_plan.block_runs), then colliding its block with `planes` planes. */
-static pbd_status blocks_args(cl_impl *c, cl_kernel k, cl_mem offsets, cl_mem runs, cl_int colors,
-                              cl_int parts, cl_int planes, cl_int track, pbd_error *err)
-{
-    pbd_status status = PBD_OK;
-    cl_mem mem[] = {c->p, c->distance, c->lambda, offsets, runs};
-    cl_float inv_h2 = c->plan->inv_h2;
-    cl_int zero = 0;
-    for (cl_uint a = 0; a < 5; ++a)
-        PBD_CL_CHECK(clSetKernelArg(k, a, sizeof(cl_mem), &mem[a]));
-    PBD_CL_CHECK(clSetKernelArg(k, 5, sizeof colors, &colors));
-    PBD_CL_CHECK(clSetKernelArg(k, 6, sizeof(cl_mem), &c->block_first));
-    PBD_CL_CHECK(clSetKernelArg(k, 7, sizeof parts, &parts));
-    PBD_CL_CHECK(clSetKernelArg(k, 8, sizeof inv_h2, &inv_h2));
-    PBD_CL_CHECK(clSetKernelArg(k, 9, sizeof zero, &zero));
-    PBD_CL_CHECK(clSetKernelArg(k, 10, sizeof(cl_mem), &c->planes));
-    PBD_CL_CHECK(clSetKernelArg(k, 11, sizeof planes, &planes));
-    PBD_CL_CHECK(clSetKernelArg(k, 12, sizeof(cl_mem), &c->dx));
-    PBD_CL_CHECK(clSetKernelArg(k, 13, sizeof track, &track));
-cleanup:
-    return status;
-}
-
-/* One Gauss-Seidel iteration in the plan's order. CPU devices with blocks: the boundary
- * colours in one launch, a work-item a group of cuts (pbd_plan.num_cuts), then every
- * block's colours and collisions in one launch, a work-item a block. Otherwise a launch a
- * colour, then collide_planes. */
-static pbd_status cl_project_gs(void *impl, int reset, pbd_error *err)
+/* One Gauss-Seidel pass over constraint `type` in the plan's order. The distance constraints
+ * on CPU devices with blocks: the boundary colours in one launch, a work-item a group of cuts
+ * (pbd_plan.num_cuts), then every block's colours and collisions in one launch, a work-item a
+ * block (collide_fused). Otherwise a launch a colour. */
+static pbd_status cl_project(void *impl, int type, int reset, pbd_error *err)
 {
     cl_impl *c = impl;
     const pbd_plan *pl = c->plan;
     pbd_status status = PBD_OK;
     cl_int r = reset;
-    int blocked = c->gs_blocks != NULL;
-    int colors = blocked ? pl->boundary_colors : pl->num_colors;
-    if (c->gs_cuts) {
-        PBD_CL_CHECK(clSetKernelArg(c->gs_cuts, 9, sizeof r, &r));
-        status = launch_kernel(c, c->gs_cuts, PBD_STAGE_PROJECT_GS, (size_t)pl->num_cuts, 1, err);
-    } else if (!blocked) {
-        for (int k = 0; k < colors && status == PBD_OK; ++k)
-            status = cl_project_color(c, k, reset, err);
+    if (type == PBD_CONSTRAINT_DISTANCE && c->gs_blocks.k) {
+        if (c->gs_cuts.k) {
+            ARG(&c->gs_cuts, "reset_lambda", r);
+            status = launch_kernel(c, &c->gs_cuts, PBD_STAGE_PROJECT + type, (size_t)pl->num_cuts,
+                                   1, err);
+            if (status != PBD_OK)
+                return status;
+        }
+        ARG(&c->gs_blocks, "reset_lambda", r);
+        return launch_kernel(c, &c->gs_blocks, PBD_STAGE_PROJECT + type, (size_t)pl->num_blocks, 1,
+                             err);
     }
-    if (status != PBD_OK)
-        return status;
-    if (blocked) {
-        PBD_CL_CHECK(clSetKernelArg(c->gs_blocks, 9, sizeof r, &r));
-        status =
-            launch_kernel(c, c->gs_blocks, PBD_STAGE_PROJECT_GS, (size_t)pl->num_blocks, 1, err);
-    } else if (pl->num_planes > 0) {
-        status = cl_collide(c, err);
-    }
+    for (int k = 0; k < pl->type[type].num_colors && status == PBD_OK; ++k)
+        status = cl_project_color(c, type, k, reset, err);
 cleanup:
     return status;
+}
+
+static pbd_status cl_collide(void *impl, pbd_error *err)
+{
+    cl_impl *c = impl;
+    return launch(c, PBD_STAGE_COLLIDE, (size_t)c->plan->num_particles, c->wg, err);
 }
 
 static pbd_status cl_project_jacobi(void *impl, int reset, pbd_error *err)
@@ -238,14 +243,16 @@ static pbd_status cl_project_jacobi(void *impl, int reset, pbd_error *err)
     cl_impl *c = impl;
     pbd_status status = PBD_OK;
     cl_int r = reset;
-    if (c->plan->reduce_serial) { /* CPU devices: jacobi_fused16 projects as it gathers */
+    if (c->lanes) { /* CPU devices: jacobi_fused16 projects as it gathers */
         c->jacobi_reset = reset;
         return PBD_OK;
     }
+    const kernel *k = &c->kernels[PBD_STAGE_PROJECT_JACOBI];
     cl_mem p = position_buffer(c, c->iterate);
-    ARG(PBD_STAGE_PROJECT_JACOBI, 0, p);
-    ARG(PBD_STAGE_PROJECT_JACOBI, 6, r);
-    status = launch(c, PBD_STAGE_PROJECT_JACOBI, (size_t)c->plan->num_distance, c->wg, err);
+    ARG(k, "particle_p", p);
+    ARG(k, "reset_lambda", r);
+    status = launch(c, PBD_STAGE_PROJECT_JACOBI,
+                    (size_t)c->plan->type[PBD_CONSTRAINT_DISTANCE].count, c->wg, err);
 cleanup:
     return status;
 }
@@ -254,17 +261,16 @@ static pbd_status cl_gather_jacobi(void *impl, pbd_error *err)
 {
     cl_impl *c = impl;
     pbd_status status = PBD_OK;
+    const kernel *k = &c->kernels[PBD_STAGE_GATHER];
     cl_mem from = position_buffer(c, c->iterate), to = position_buffer(c, !c->iterate);
-    ARG(PBD_STAGE_GATHER, 0, from);
-    ARG(PBD_STAGE_GATHER, 1, to);
-    if (c->plan->reduce_serial) {
+    ARG(k, "particle_p", from);
+    ARG(k, "particle_out", to);
+    if (c->lanes) {
         cl_int r = c->jacobi_reset;
-        ARG(PBD_STAGE_GATHER, 10, r);
+        ARG(k, "reset_lambda", r);
     }
-    size_t np = (size_t)c->plan->num_particles,
-           items = c->plan->reduce_serial ? (np + 15) / 16 : np;
-    status = launch(c, PBD_STAGE_GATHER, items,
-                    c->plan->reduce_serial ? serial_local(c, items) : c->wg, err);
+    size_t np = (size_t)c->plan->num_particles, items = c->lanes ? (np + 15) / 16 : np;
+    status = launch(c, PBD_STAGE_GATHER, items, c->lanes ? serial_local(c, items) : c->wg, err);
     c->iterate ^= 1;
 cleanup:
     return status;
@@ -274,15 +280,15 @@ static pbd_status cl_update(void *impl, int bdf2, int keep_prev, pbd_error *err)
 {
     cl_impl *c = impl;
     pbd_status status = PBD_OK;
-    cl_int b = bdf2, k = keep_prev;
+    cl_int b = bdf2, keep = keep_prev;
+    const kernel *k = &c->kernels[PBD_STAGE_UPDATE];
+    ARG(k, "bdf2", b);
+    ARG(k, "keep_prev", keep);
     size_t nseg = (size_t)c->plan->num_segments;
-    /* The two kernels take bdf2 and keep_prev at different positions. */
-    ARG(PBD_STAGE_UPDATE, c->fused ? 10 : 7, b);
-    ARG(PBD_STAGE_UPDATE, c->fused ? 11 : 8, k);
     size_t n = (size_t)c->plan->num_particles, runs = (n + PBD_PARTICLE_RUN - 1) / PBD_PARTICLE_RUN;
     if (c->fused)
         status = launch(c, PBD_STAGE_UPDATE, nseg, serial_local(c, nseg), err);
-    else if (c->plan->reduce_serial) /* CPU devices: update_runs, a run a work-item */
+    else if (c->lanes) /* CPU devices: update_runs, a run a work-item */
         status = launch(c, PBD_STAGE_UPDATE, runs, serial_local(c, runs), err);
     else
         status = launch(c, PBD_STAGE_UPDATE, n, c->wg, err);
@@ -295,13 +301,13 @@ static pbd_status reduce_and_solve(cl_impl *c, int mode, cl_mem out, pbd_error *
 {
     const pbd_plan *pl = c->plan;
     pbd_status status = PBD_OK;
-    cl_int with_dx = mode == PBD_SOLVE_STEP && pl->num_planes > 0;
+    cl_int with_dx = mode == PBD_SOLVE_STEP && pl->external;
     cl_int stats = mode == PBD_SOLVE_STATS, m = mode;
     size_t wg = PBD_REDUCE_WG;
-    ARG(PBD_STAGE_REDUCE, 9, with_dx);
-    ARG(PBD_STAGE_REDUCE, 10, stats);
-    ARG(PBD_STAGE_SOLVE, 5, m);
-    ARG(PBD_STAGE_SOLVE, 7, out);
+    ARG(&c->kernels[PBD_STAGE_REDUCE], "with_dx", with_dx);
+    ARG(&c->kernels[PBD_STAGE_REDUCE], "stats", stats);
+    ARG(&c->kernels[PBD_STAGE_SOLVE], "mode", m);
+    ARG(&c->kernels[PBD_STAGE_SOLVE], "body_out", out);
     size_t nseg = (size_t)pl->num_segments, nb = (size_t)pl->num_bodies;
     if (pl->reduce_serial)
         status = launch(c, PBD_STAGE_REDUCE, nseg, serial_local(c, nseg), err);
@@ -406,6 +412,21 @@ static size_t cl_memory_bytes(const void *impl)
     return ((const cl_impl *)impl)->bytes;
 }
 
+/* Writes the plan's record `position` of `type` to the device (a blocking write: the plan's
+ * copy may change again before a queued one would have run). */
+static pbd_status cl_update_constraint(void *impl, int type, int position, pbd_error *err)
+{
+    cl_impl *c = impl;
+    pbd_status status = PBD_OK;
+    size_t size = pbd_constraint_types[type].size;
+    const char *rec = c->plan->type[type].records;
+    PBD_CL_CHECK(clEnqueueWriteBuffer(c->cl.queue, c->records[type], CL_TRUE,
+                                      (size_t)position * size, size, rec + (size_t)position * size,
+                                      0, NULL, NULL));
+cleanup:
+    return status;
+}
+
 static void cl_destroy(void *impl)
 {
     cl_impl *c = impl;
@@ -414,20 +435,18 @@ static void cl_destroy(void *impl)
     for (int k = 0; k < c->num_events; ++k)
         clReleaseEvent(c->events[k]);
     for (int k = 0; k < PBD_STAGE_COUNT; ++k)
-        if (c->kernels[k])
-            clReleaseKernel(c->kernels[k]);
-    if (c->gs_blocks)
-        clReleaseKernel(c->gs_blocks);
-    if (c->gs_cuts)
-        clReleaseKernel(c->gs_cuts);
+        if (c->kernels[k].k)
+            clReleaseKernel(c->kernels[k].k);
+    if (c->gs_blocks.k)
+        clReleaseKernel(c->gs_blocks.k);
+    if (c->gs_cuts.k)
+        clReleaseKernel(c->gs_cuts.k);
     cl_mem *mems[] = {&c->x,
                       &c->p,
                       &c->v,
                       &c->xp,
                       &c->vp,
                       &c->dx,
-                      &c->distance,
-                      &c->lambda,
                       &c->p_next,
                       &c->gain,
                       &c->csr_offsets,
@@ -439,7 +458,7 @@ static void cl_destroy(void *impl)
                       &c->ell_rest,
                       &c->ell_compliance,
                       &c->ell_lambda,
-                      &c->planes,
+                      &c->colliders,
                       &c->particle_body,
                       &c->segments,
                       &c->body_segments,
@@ -451,7 +470,6 @@ static void cl_destroy(void *impl)
                       &c->out_other,
                       &c->body_apply,
                       &c->body_done,
-                      &c->color_offsets,
                       &c->block_offsets,
                       &c->block_runs,
                       &c->cut_offsets,
@@ -460,19 +478,28 @@ static void cl_destroy(void *impl)
     for (size_t k = 0; k < sizeof mems / sizeof mems[0]; ++k)
         if (*mems[k])
             clReleaseMemObject(*mems[k]);
+    for (int t = 0; t < PBD_CONSTRAINT_COUNT; ++t) {
+        if (c->records[t])
+            clReleaseMemObject(c->records[t]);
+        if (c->lambda[t])
+            clReleaseMemObject(c->lambda[t]);
+    }
     pbd_cl_close(&c->cl);
     free(c);
 }
 
-/* Creates a buffer of `bytes` (at least 1) initialised from `host` when given; checks the
- * device's single-allocation limit first so the error names the array. */
+/* Creates a buffer of `bytes` (at least 16) initialised from `host` (`bytes` of it) when
+ * given; checks the device's single-allocation limit first so the error names the array. An
+ * empty array gets a 16-byte buffer that nothing reads, filled from no host memory. */
 static pbd_status buffer(cl_impl *c, cl_mem *out, const char *name, size_t bytes, const void *host,
                          pbd_error *err)
 {
     pbd_status status = PBD_OK;
     cl_int rc = CL_SUCCESS;
-    if (bytes == 0)
+    if (bytes == 0) {
         bytes = 16;
+        host = NULL;
+    }
     if (bytes > c->cl.info.max_alloc)
         return pbd_error_set(err, PBD_ERR_LIMIT,
                              "%s needs %.1f MiB in one buffer; %s allows %.1f MiB "
@@ -539,7 +566,8 @@ static pbd_status jacobi_rows_build(const pbd_plan *pl, jacobi_rows *r, pbd_erro
                 int i = 16 * j + l, s = i < np ? off[i] + k - r->start[j] : 0;
                 int in = i < np && s < off[i + 1];
                 size_t e = 16 * (size_t)k + (size_t)l;
-                const pbd_distance *d = in ? &pl->distance[pl->csr_slots[s] >> 1] : NULL;
+                const pbd_distance *d =
+                    in ? &pl->type[PBD_CONSTRAINT_DISTANCE].distance[pl->csr_slots[s] >> 1] : NULL;
                 r->other[e] = in ? pl->csr_other[s] : i < np ? i : np - 1;
                 r->code[e] = in ? pl->csr_slots[s] : -1;
                 r->rest[e] = d ? d->rest : 0.0f;
@@ -548,24 +576,39 @@ static pbd_status jacobi_rows_build(const pbd_plan *pl, jacobi_rows *r, pbd_erro
     return PBD_OK;
 }
 
-pbd_status pbd_cl_solver_create(const pbd_model *m, pbd_plan *plan, const pbd_solver_desc *desc,
-                                void **impl, pbd_error *err)
+/* Creates kernel `name` with its parameter table. */
+static pbd_status make_kernel(cl_impl *c, const char *name, kernel *out, pbd_error *err)
 {
-    pbd_status status = PBD_OK;
-    cl_impl *c = calloc(1, sizeof *c);
-    if (!c)
-        return pbd_error_set(err, PBD_ERR_MEMORY, "out of memory creating the OpenCL solver");
-    c->plan = plan;
-    for (int k = 0; k < PBD_STAGE_COUNT; ++k)
-        c->times[k].name = pbd_stage_names[k];
-    status = pbd_cl_open(&c->cl, desc->device, desc->profile, err);
+    out->params = pbd_kernel_params_find(name);
+    if (!out->params)
+        return pbd_error_set(err, PBD_ERR_ARGUMENT, "kernel %s has no parameter table", name);
+    return pbd_cl_kernel(&c->cl, name, &out->k, err);
+}
+
+/* Opens the device, chooses the kernels for it (GPUs: a launch a colour, work-group trees;
+ * CPU devices: float16 lanes, blocks, serial reductions, the fused update), builds the
+ * program and creates them. */
+static pbd_status choose_kernels(cl_impl *c, pbd_plan *plan, const pbd_solver_desc *desc,
+                                 pbd_error *err)
+{
+    pbd_status status = pbd_cl_open(&c->cl, desc->device, desc->profile, err);
     if (status != PBD_OK)
-        goto cleanup;
+        return status;
+    const pbd_device_info *info = &c->cl.info;
     /* Reduction layout: a work-group and a tree per item on GPUs; on a CPU device, where a
      * work-group is a loop and barriers are costly, a work-item per item. */
-    plan->reduce_serial = strcmp(c->cl.info.type, "cpu") == 0;
+    plan->reduce_serial = strcmp(info->type, "cpu") == 0;
     if (plan->reduce_serial)
         plan->solve_serial = 1;
+    int float_sums = desc->float_sums || !info->fp64;
+    c->acc_size = float_sums ? sizeof(float) : sizeof(double);
+    /* CPU devices: kernels that take 16 constraints, 16 particles or a run of particles a
+     * work-item in float16 (bit-identical to the float4 ones). GPUs keep the float4 kernels. */
+    c->lanes = plan->reduce_serial;
+    /* CPU devices with fp64 sums: the velocity update also sums for the correction, and
+     * solves each body (its last segment's work-item), so a substep's correction costs no
+     * launch of its own. */
+    c->fused = c->lanes && plan->momentum_active && !float_sums;
     const char *names[PBD_STAGE_COUNT];
     for (int k = 0; k < PBD_STAGE_COUNT; ++k)
         names[k] = pbd_stage_names[k];
@@ -573,48 +616,54 @@ pbd_status pbd_cl_solver_create(const pbd_model *m, pbd_plan *plan, const pbd_so
         names[PBD_STAGE_REDUCE] = "body_reduce_serial";
     if (plan->solve_serial)
         names[PBD_STAGE_SOLVE] = "body_solve_serial";
-    const pbd_device_info *info = &c->cl.info;
-    int float_sums = desc->float_sums || !info->fp64;
-    /* CPU devices with fp64 sums: the velocity update also sums for the correction. */
-    c->fused = plan->reduce_serial && plan->momentum_active && !float_sums;
-    /* The fused update also solves each body (its last segment's work-item), so a substep's
-     * correction costs no launch of its own. */
     if (c->fused) {
         names[PBD_STAGE_UPDATE] = "update_reduce_serial";
         plan->momentum_launches = 0;
-    } else if (plan->reduce_serial) {
+    } else if (c->lanes) {
         names[PBD_STAGE_UPDATE] = "update_runs";
     }
-    /* CPU devices: kernels that take 16 constraints, 16 particles or a run of particles a
-     * work-item in float16 (bit-identical to the float4 ones). GPUs keep the float4 kernels. */
-    int lanes = plan->reduce_serial;
-    if (lanes) {
-        names[PBD_STAGE_PROJECT_GS] = "project_distance_gs16";
+    if (c->lanes) {
+        names[PBD_STAGE_PROJECT + PBD_CONSTRAINT_DISTANCE] = "project_distance_gs16";
         names[PBD_STAGE_GATHER] = "jacobi_fused16"; /* project_distance_jacobi is not launched */
         names[PBD_STAGE_PREDICT] = "predict_runs";
     }
-    if (status == PBD_OK)
-        status = pbd_cl_build(&c->cl, desc->kernel_dir,
-                              float_sums && info->fp64 ? "-DPBD_FLOAT_ACC=1" : NULL, err);
+    status = pbd_cl_build(&c->cl, desc->kernel_dir,
+                          float_sums && info->fp64 ? "-DPBD_FLOAT_ACC=1" : NULL, err);
     for (int k = 0; status == PBD_OK && k < PBD_STAGE_COUNT; ++k)
-        status = pbd_cl_kernel(&c->cl, names[k], &c->kernels[k], err);
-    /* Block Gauss-Seidel on CPU devices: a work-item runs a whole block, so the step needs
-     * two launches an iteration instead of one a colour plus collide_planes; a small mesh
-     * of one block, one. */
-    int blocked = lanes && plan->cfg.solver == PBD_SOLVER_GS &&
-                  (plan->num_blocks > 1 || plan->num_distance <= PBD_ONE_BLOCK);
+        status = make_kernel(c, names[k], &c->kernels[k], err);
+    /* Block Gauss-Seidel on CPU devices: a work-item runs a whole block, so the distance
+     * constraints need two launches an iteration instead of one a colour plus the
+     * collisions; a small mesh of one block, one. */
+    int ndist = plan->type[PBD_CONSTRAINT_DISTANCE].count;
+    int blocked = c->lanes && plan->cfg.solver == PBD_SOLVER_GS &&
+                  (plan->num_blocks > 1 || ndist <= PBD_ONE_BLOCK);
     if (blocked && status == PBD_OK)
-        status = pbd_cl_kernel(&c->cl, "project_gs_blocks", &c->gs_blocks, err);
+        status = make_kernel(c, "project_gs_blocks", &c->gs_blocks, err);
     /* The boundary constraints in groups that share no particle: one launch, a work-item a
      * group, run as the blocks are (without their collisions). */
     if (blocked && plan->boundary_colors > 0 && status == PBD_OK)
-        status = pbd_cl_kernel(&c->cl, "project_gs_blocks", &c->gs_cuts, err);
+        status = make_kernel(c, "project_gs_blocks", &c->gs_cuts, err);
     if (status != PBD_OK)
-        goto cleanup;
+        return status;
+    plan->collide_fused = blocked;
+    if (blocked) {
+        int other = 0;
+        for (int t = 0; t < PBD_CONSTRAINT_COUNT; ++t)
+            other += t == PBD_CONSTRAINT_DISTANCE ? 0 : plan->type[t].num_colors;
+        plan->gs_launches = other + (plan->boundary_colors > 0) + 1;
+    }
+    if (c->lanes && plan->cfg.solver == PBD_SOLVER_JACOBI)
+        plan->jacobi_launches -= ndist > 0; /* the gather projects too */
+    return PBD_OK;
+}
 
-    c->acc_size = float_sums ? sizeof(float) : sizeof(double);
-    /* Work-group size: 64 suits GPUs (two warps / one wavefront); on CPU devices a work-group
-     * is a loop a thread runs, and bigger groups amortise its start-up. */
+/* The work-group sizes: 64 suits GPUs (two warps / one wavefront); on CPU devices a
+ * work-group is a loop a thread runs, and bigger groups amortise its start-up. The tree
+ * reductions need PBD_REDUCE_WG. */
+static pbd_status choose_work_groups(cl_impl *c, const pbd_plan *plan, pbd_error *err)
+{
+    pbd_status status = PBD_OK;
+    const pbd_device_info *info = &c->cl.info;
     c->wg = strcmp(info->type, "cpu") == 0 ? 256 : 64;
     if (c->wg > info->max_work_group)
         c->wg = info->max_work_group;
@@ -623,24 +672,29 @@ pbd_status pbd_cl_solver_create(const pbd_model *m, pbd_plan *plan, const pbd_so
             (k == PBD_STAGE_SOLVE && plan->solve_serial))
             continue;
         size_t kwg = 0;
-        PBD_CL_CHECK(clGetKernelWorkGroupInfo(c->kernels[k], c->cl.device,
+        PBD_CL_CHECK(clGetKernelWorkGroupInfo(c->kernels[k].k, c->cl.device,
                                               CL_KERNEL_WORK_GROUP_SIZE, sizeof kwg, &kwg, NULL));
-        if (kwg < PBD_REDUCE_WG) {
-            status = pbd_error_set(err, PBD_ERR_LIMIT,
-                                   "%s: kernel %s allows work-groups of %zu, needs %d", info->name,
-                                   pbd_stage_names[k], kwg, PBD_REDUCE_WG);
-            goto cleanup;
-        }
+        if (kwg < PBD_REDUCE_WG)
+            return pbd_error_set(err, PBD_ERR_LIMIT,
+                                 "%s: kernel %s allows work-groups of %zu, needs %d", info->name,
+                                 c->kernels[k].params->kernel, kwg, PBD_REDUCE_WG);
     }
+cleanup:
+    return status;
+}
 
-    size_t np = (size_t)plan->num_particles, nc = (size_t)plan->num_distance;
+/* The device buffers, from the model and the plan. */
+static pbd_status create_buffers(cl_impl *c, const pbd_model *m, const pbd_plan *plan,
+                                 pbd_error *err)
+{
+    size_t np = (size_t)plan->num_particles, nc = (size_t)plan->type[PBD_CONSTRAINT_DISTANCE].count;
     size_t nb = (size_t)plan->num_bodies, f4 = sizeof(pbd_float4);
     int bdf2 = plan->cfg.velocity_update == PBD_VELOCITY_BDF2;
-    double *track0 = calloc(6 * nb, sizeof(double));
-    if (!track0) {
-        status = pbd_error_set(err, PBD_ERR_MEMORY, "out of memory creating the OpenCL solver");
-        goto cleanup;
-    }
+    int jacobi = plan->cfg.solver == PBD_SOLVER_JACOBI;
+    int split = jacobi && !c->lanes; /* Jacobi's projection and gather as two kernels */
+    double *track0 = calloc(6 * nb + 1, sizeof(double));
+    if (!track0)
+        return pbd_error_set(err, PBD_ERR_MEMORY, "out of memory creating the OpenCL solver");
     pbd_status st = PBD_OK;
 #define BUF(field, bytes, host)                                                                    \
     if (st == PBD_OK)                                                                              \
@@ -651,29 +705,29 @@ pbd_status pbd_cl_solver_create(const pbd_model *m, pbd_plan *plan, const pbd_so
     BUF(xp, bdf2 ? np * f4 : 0, NULL);
     BUF(vp, bdf2 ? np * f4 : 0, NULL);
     BUF(dx, plan->momentum_active ? np * f4 : 0, NULL);
-    BUF(distance, nc * sizeof(pbd_distance), plan->distance);
-    BUF(lambda, nc * sizeof(float), NULL);
-    int jacobi = plan->cfg.solver == PBD_SOLVER_JACOBI;
-    int split = jacobi && !lanes; /* Jacobi's projection and gather as two kernels */
+    for (int t = 0; t < PBD_CONSTRAINT_COUNT; ++t) {
+        size_t n = (size_t)plan->type[t].count;
+        BUF(records[t], n * pbd_constraint_types[t].size, plan->type[t].records);
+        BUF(lambda[t], n * sizeof(float), NULL);
+    }
     BUF(p_next, jacobi ? np * f4 : 0, NULL);
     BUF(gain, split ? nc * sizeof(float) : 0, NULL);
     BUF(csr_offsets, (np + 1) * sizeof(int), plan->csr_offsets);
-    BUF(csr_slots, 2 * nc * sizeof(int), nc ? plan->csr_slots : NULL);
-    BUF(csr_other, split ? 2 * nc * sizeof(int) : 0, split && nc ? plan->csr_other : NULL);
+    BUF(csr_slots, 2 * nc * sizeof(int), plan->csr_slots);
+    BUF(csr_other, split ? 2 * nc * sizeof(int) : 0, plan->csr_other);
     jacobi_rows rows = {0};
-    if (st == PBD_OK && jacobi && lanes)
+    if (st == PBD_OK && jacobi && c->lanes)
         st = jacobi_rows_build(plan, &rows, err);
     size_t nell = 16 * rows.entries, ngroups = rows.start ? (np + 15) / 16 + 1 : 0;
     BUF(ell_start, ngroups * sizeof(int), rows.start);
-    BUF(ell_other, nell * sizeof(int), nell ? rows.other : NULL);
-    BUF(ell_code, nell * sizeof(int), nell ? rows.code : NULL);
-    BUF(ell_rest, nell * sizeof(float), nell ? rows.rest : NULL);
-    BUF(ell_compliance, nell * sizeof(float), nell ? rows.compliance : NULL);
+    BUF(ell_other, nell * sizeof(int), rows.other);
+    BUF(ell_code, nell * sizeof(int), rows.code);
+    BUF(ell_rest, nell * sizeof(float), rows.rest);
+    BUF(ell_compliance, nell * sizeof(float), rows.compliance);
     BUF(ell_lambda, nell * sizeof(float), NULL);
     jacobi_rows_free(&rows);
-    BUF(planes, ((size_t)plan->num_planes + 1) * f4, plan->planes);
-    size_t nic = (size_t)(plan->num_colors - plan->boundary_colors);
-    BUF(color_offsets, ((size_t)plan->num_colors + 1) * sizeof(int), plan->color_offsets);
+    BUF(colliders, ((size_t)plan->num_colliders + 1) * sizeof(pbd_collider), plan->colliders);
+    size_t nic = (size_t)(plan->type[PBD_CONSTRAINT_DISTANCE].num_colors - plan->boundary_colors);
     BUF(block_offsets, nic * ((size_t)plan->num_blocks + 1) * sizeof(int), plan->block_offsets);
     BUF(block_runs, nic * 2 * (size_t)plan->num_blocks * sizeof(int), plan->block_runs);
     size_t nbcol = (size_t)plan->boundary_colors, ncut = (size_t)plan->num_cuts;
@@ -693,192 +747,207 @@ pbd_status pbd_cl_solver_create(const pbd_model *m, pbd_plan *plan, const pbd_so
     BUF(body_done, c->fused ? nb * sizeof(cl_int) : 0, NULL);
 #undef BUF
     free(track0);
-    if ((status = st) != PBD_OK)
-        goto cleanup;
+    if (st != PBD_OK)
+        return st;
     /* No correction has run yet: zeros (a float 0 and a double 0 are both all-zero bits). */
-    {
-        size_t bytes = nb * PBD_OUT_COUNT * c->acc_size;
-        cl_uchar zero = 0;
-        PBD_CL_CHECK(
-            clEnqueueFillBuffer(c->cl.queue, c->out_step, &zero, 1, 0, bytes, 0, NULL, NULL));
-        /* No body's segments have counted themselves done (update_reduce_serial). */
-        if (c->fused)
-            PBD_CL_CHECK(clEnqueueFillBuffer(c->cl.queue, c->body_done, &zero, 1, 0,
-                                             nb * sizeof(cl_int), 0, NULL, NULL));
-    }
-
-    cl_int n = plan->num_particles, ncons = plan->num_distance, npl = plan->num_planes;
-    cl_int nbodies = plan->num_bodies;
-    cl_int keep_v = plan->cfg.velocity_update == PBD_VELOCITY_BDF2;
-    /* Collision displacements are recorded only where there is something to collide with. */
-    cl_int zero = 0, track = plan->momentum_active && plan->num_planes > 0;
-    const float *g = plan->cfg.gravity;
-    float h = plan->h, inv_h = plan->inv_h, inv_h2 = plan->inv_h2, omega = plan->cfg.omega;
-    float point = plan->point_damping, rigid = plan->rigid_damping;
-    c->jacobi_start = jacobi && plan->cfg.iterations % 2 == 1;
-    cl_mem p_start = position_buffer(c, c->jacobi_start);
-    ARG(PBD_STAGE_PREDICT, 0, c->x);
-    ARG(PBD_STAGE_PREDICT, 1, p_start);
-    ARG(PBD_STAGE_PREDICT, 2, c->v);
-    ARG(PBD_STAGE_PREDICT, 3, c->xp);
-    ARG(PBD_STAGE_PREDICT, 4, c->vp);
-    ARG(PBD_STAGE_PREDICT, 5, c->dx);
-    ARG(PBD_STAGE_PREDICT, 6, c->particle_body);
-    ARG(PBD_STAGE_PREDICT, 7, c->body_apply);
-    ARG(PBD_STAGE_PREDICT, 8, rigid);
-    ARG(PBD_STAGE_PREDICT, 9, zero);
-    ARG(PBD_STAGE_PREDICT, 10, keep_v);
-    ARG(PBD_STAGE_PREDICT, 11, g[0]);
-    ARG(PBD_STAGE_PREDICT, 12, g[1]);
-    ARG(PBD_STAGE_PREDICT, 13, g[2]);
-    ARG(PBD_STAGE_PREDICT, 14, h);
-    ARG(PBD_STAGE_PREDICT, 15, zero);
-    ARG(PBD_STAGE_PREDICT, 16, track);
-    ARG(PBD_STAGE_PREDICT, 17, n);
-    ARG(PBD_STAGE_PROJECT_GS, 0, c->p);
-    ARG(PBD_STAGE_PROJECT_GS, 1, c->distance);
-    ARG(PBD_STAGE_PROJECT_GS, 2, c->lambda);
-    ARG(PBD_STAGE_PROJECT_GS, 3, zero);
-    ARG(PBD_STAGE_PROJECT_GS, 4, zero);
-    ARG(PBD_STAGE_PROJECT_GS, 5, inv_h2);
-    ARG(PBD_STAGE_PROJECT_GS, 6, zero);
-    if (lanes) {
-        ARG(PBD_STAGE_PROJECT_GS, 7, zero);
-        ARG(PBD_STAGE_PROJECT_GS, 8, zero);
-    }
-    ARG(PBD_STAGE_COLLIDE, 0, c->p);
-    ARG(PBD_STAGE_COLLIDE, 1, c->dx);
-    ARG(PBD_STAGE_COLLIDE, 2, c->planes);
-    ARG(PBD_STAGE_COLLIDE, 3, npl);
-    ARG(PBD_STAGE_COLLIDE, 4, track);
-    ARG(PBD_STAGE_COLLIDE, 5, n);
-    ARG(PBD_STAGE_PROJECT_JACOBI, 0, c->p);
-    ARG(PBD_STAGE_PROJECT_JACOBI, 1, c->distance);
-    ARG(PBD_STAGE_PROJECT_JACOBI, 2, c->lambda);
-    ARG(PBD_STAGE_PROJECT_JACOBI, 3, c->gain);
-    ARG(PBD_STAGE_PROJECT_JACOBI, 4, ncons);
-    ARG(PBD_STAGE_PROJECT_JACOBI, 5, inv_h2);
-    ARG(PBD_STAGE_PROJECT_JACOBI, 6, zero);
-    if (c->gs_blocks) {
-        cl_int nbc = plan->boundary_colors, nblocks = plan->num_blocks;
-        cl_int ninterior = plan->num_colors - plan->boundary_colors;
-        if (status == PBD_OK)
-            status = blocks_args(c, c->gs_blocks, c->block_offsets, c->block_runs, ninterior,
-                                 nblocks, npl, track, err);
-        /* the boundary's groups: no collisions, so no planes and nothing to track */
-        if (status == PBD_OK && c->gs_cuts)
-            status = blocks_args(c, c->gs_cuts, c->cut_offsets, c->cut_runs, nbc, plan->num_cuts, 0,
-                                 0, err);
-        if (status != PBD_OK)
-            goto cleanup;
-        plan->gs_launches = (nbc > 0) + 1;
-    }
-    ARG(PBD_STAGE_GATHER, 0, c->p);
-    ARG(PBD_STAGE_GATHER, 1, c->p_next);
-    if (lanes) {
-        ARG(PBD_STAGE_GATHER, 2, c->ell_start);
-        ARG(PBD_STAGE_GATHER, 3, c->ell_other);
-        ARG(PBD_STAGE_GATHER, 4, c->ell_code);
-        ARG(PBD_STAGE_GATHER, 5, c->ell_rest);
-        ARG(PBD_STAGE_GATHER, 6, c->ell_compliance);
-        ARG(PBD_STAGE_GATHER, 7, c->ell_lambda);
-        ARG(PBD_STAGE_GATHER, 8, omega);
-        ARG(PBD_STAGE_GATHER, 9, inv_h2);
-        ARG(PBD_STAGE_GATHER, 10, zero);
-        ARG(PBD_STAGE_GATHER, 11, c->dx);
-        ARG(PBD_STAGE_GATHER, 12, c->planes);
-        ARG(PBD_STAGE_GATHER, 13, npl);
-        ARG(PBD_STAGE_GATHER, 14, track);
-        ARG(PBD_STAGE_GATHER, 15, n);
-        plan->jacobi_launches = 1;
-    } else {
-        ARG(PBD_STAGE_GATHER, 2, c->gain);
-        ARG(PBD_STAGE_GATHER, 3, c->csr_offsets);
-        ARG(PBD_STAGE_GATHER, 4, c->csr_slots);
-        ARG(PBD_STAGE_GATHER, 5, c->csr_other);
-        ARG(PBD_STAGE_GATHER, 6, omega);
-        ARG(PBD_STAGE_GATHER, 7, c->dx);
-        ARG(PBD_STAGE_GATHER, 8, c->planes);
-        ARG(PBD_STAGE_GATHER, 9, npl);
-        ARG(PBD_STAGE_GATHER, 10, track);
-        ARG(PBD_STAGE_GATHER, 11, n);
-    }
-    cl_int nseg = plan->num_segments;
-    cl_int with_dx = plan->num_planes > 0;
-    cl_float4 gh = {{g[0], g[1], g[2], h}};
-    if (c->fused) {
-        ARG(PBD_STAGE_UPDATE, 0, c->segments);
-        ARG(PBD_STAGE_UPDATE, 1, c->x);
-        ARG(PBD_STAGE_UPDATE, 2, c->p);
-        ARG(PBD_STAGE_UPDATE, 3, c->v);
-        ARG(PBD_STAGE_UPDATE, 4, c->xp);
-        ARG(PBD_STAGE_UPDATE, 5, c->vp);
-        ARG(PBD_STAGE_UPDATE, 6, c->dx);
-        ARG(PBD_STAGE_UPDATE, 7, c->body_ref);
-        ARG(PBD_STAGE_UPDATE, 8, inv_h);
-        ARG(PBD_STAGE_UPDATE, 9, point);
-        ARG(PBD_STAGE_UPDATE, 10, zero);
-        ARG(PBD_STAGE_UPDATE, 11, zero);
-        ARG(PBD_STAGE_UPDATE, 12, with_dx);
-        ARG(PBD_STAGE_UPDATE, 13, c->segment_sums);
-        ARG(PBD_STAGE_UPDATE, 14, nseg);
-        ARG(PBD_STAGE_UPDATE, 15, c->body_track);
-        ARG(PBD_STAGE_UPDATE, 16, c->body_flags);
-        ARG(PBD_STAGE_UPDATE, 17, gh);
-        ARG(PBD_STAGE_UPDATE, 18, c->out_step);
-        ARG(PBD_STAGE_UPDATE, 19, c->body_apply);
-        ARG(PBD_STAGE_UPDATE, 20, c->body_segments);
-        ARG(PBD_STAGE_UPDATE, 21, c->body_done);
-    } else {
-        ARG(PBD_STAGE_UPDATE, 0, c->x);
-        ARG(PBD_STAGE_UPDATE, 1, c->p);
-        ARG(PBD_STAGE_UPDATE, 2, c->v);
-        ARG(PBD_STAGE_UPDATE, 3, c->xp);
-        ARG(PBD_STAGE_UPDATE, 4, c->vp);
-        ARG(PBD_STAGE_UPDATE, 5, inv_h);
-        ARG(PBD_STAGE_UPDATE, 6, point);
-        ARG(PBD_STAGE_UPDATE, 7, zero);
-        ARG(PBD_STAGE_UPDATE, 8, zero);
-        ARG(PBD_STAGE_UPDATE, 9, n);
-    }
-    ARG(PBD_STAGE_REDUCE, 0, c->segments);
-    ARG(PBD_STAGE_REDUCE, 1, c->x);
-    ARG(PBD_STAGE_REDUCE, 2, c->v);
-    ARG(PBD_STAGE_REDUCE, 3, c->dx);
-    ARG(PBD_STAGE_REDUCE, 4, c->body_ref);
-    ARG(PBD_STAGE_REDUCE, 5, c->csr_offsets);
-    ARG(PBD_STAGE_REDUCE, 6, c->csr_slots);
-    ARG(PBD_STAGE_REDUCE, 7, c->distance);
-    ARG(PBD_STAGE_REDUCE, 8, inv_h);
-    ARG(PBD_STAGE_REDUCE, 9, zero);
-    ARG(PBD_STAGE_REDUCE, 10, zero);
-    ARG(PBD_STAGE_REDUCE, 11, c->segment_sums);
-    ARG(PBD_STAGE_REDUCE, 12, nseg);
-    ARG(PBD_STAGE_SOLVE, 0, c->body_segments);
-    ARG(PBD_STAGE_SOLVE, 1, c->segment_sums);
-    ARG(PBD_STAGE_SOLVE, 2, c->body_ref);
-    ARG(PBD_STAGE_SOLVE, 3, c->body_track);
-    ARG(PBD_STAGE_SOLVE, 4, c->body_flags);
-    ARG(PBD_STAGE_SOLVE, 5, zero);
-    ARG(PBD_STAGE_SOLVE, 6, gh);
-    ARG(PBD_STAGE_SOLVE, 7, c->out_other);
-    ARG(PBD_STAGE_SOLVE, 8, c->body_apply);
-    ARG(PBD_STAGE_SOLVE, 9, nbodies);
-    ARG(PBD_STAGE_APPLY, 0, c->x);
-    ARG(PBD_STAGE_APPLY, 1, c->v);
-    ARG(PBD_STAGE_APPLY, 2, c->particle_body);
-    ARG(PBD_STAGE_APPLY, 3, c->body_apply);
-    ARG(PBD_STAGE_APPLY, 4, rigid);
-    ARG(PBD_STAGE_APPLY, 5, n);
-    *impl = c;
-    return PBD_OK;
+    pbd_status status = PBD_OK;
+    cl_uchar zero = 0;
+    PBD_CL_CHECK(clEnqueueFillBuffer(c->cl.queue, c->out_step, &zero, 1, 0,
+                                     nb * PBD_OUT_COUNT * c->acc_size, 0, NULL, NULL));
+    /* No body's segments have counted themselves done (update_reduce_serial). */
+    if (c->fused)
+        PBD_CL_CHECK(clEnqueueFillBuffer(c->cl.queue, c->body_done, &zero, 1, 0,
+                                         nb * sizeof(cl_int), 0, NULL, NULL));
 cleanup:
-    cl_destroy(c);
     return status;
 }
 
+/* A kernel argument's value by parameter name: every kernel's parameters are set from one
+ * list of these, so a name means one thing everywhere. */
+typedef struct binding {
+    const char *name;
+    size_t size;
+    const void *value;
+} binding;
+
+#define BIND(name, value)                                                                          \
+    {                                                                                              \
+        name, sizeof(value), &(value)                                                              \
+    }
+
+/* Sets every parameter of `k` from `b` (n entries); a parameter with no value is an error. */
+static pbd_status bind(const kernel *k, const binding *b, int n, pbd_error *err)
+{
+    if (!k->k)
+        return PBD_OK;
+    for (int j = 0; j < k->params->count; ++j) {
+        int i = 0;
+        while (i < n && strcmp(b[i].name, k->params->params[j]) != 0)
+            ++i;
+        if (i == n)
+            return pbd_error_set(err, PBD_ERR_ARGUMENT, "kernel %s: no value for parameter %s",
+                                 k->params->kernel, k->params->params[j]);
+        pbd_status status = set_arg(k, b[i].name, b[i].size, b[i].value, err);
+        if (status != PBD_OK)
+            return status;
+    }
+    return PBD_OK;
+}
+
+/* Every kernel's arguments: the per-launch ones (offsets, flags) start at 0 and are set
+ * again at each launch; a few kernels take another buffer under a shared name. */
+static pbd_status bind_arguments(cl_impl *c, const pbd_plan *plan, pbd_error *err)
+{
+    pbd_status status = PBD_OK;
+    const pbd_plan_type *dist = &plan->type[PBD_CONSTRAINT_DISTANCE];
+    cl_int n = plan->num_particles, ndist = dist->count, ncol = plan->num_colliders;
+    cl_int nbodies = plan->num_bodies, nseg = plan->num_segments, zero = 0;
+    cl_int keep_v = plan->cfg.velocity_update == PBD_VELOCITY_BDF2;
+    cl_int track = plan->track, external = plan->external;
+    cl_int ninterior = dist->num_colors - plan->boundary_colors, nblocks = plan->num_blocks;
+    cl_int nbc = plan->boundary_colors, ncuts = plan->num_cuts;
+    const float *g = plan->cfg.gravity;
+    cl_float gx = g[0], gy = g[1], gz = g[2], h = plan->h, inv_h = plan->inv_h;
+    cl_float inv_h2 = plan->inv_h2, omega = plan->cfg.omega;
+    cl_float point = plan->point_damping, rigid = plan->rigid_damping;
+    cl_float4 gh = {{g[0], g[1], g[2], plan->h}};
+    c->jacobi_start = plan->cfg.solver == PBD_SOLVER_JACOBI && plan->cfg.iterations % 2 == 1;
+    cl_mem p_start = position_buffer(c, c->jacobi_start);
+    const binding common[] = {BIND("particle_x", c->x),
+                              BIND("particle_p", c->p),
+                              BIND("particle_v", c->v),
+                              BIND("particle_xp", c->xp),
+                              BIND("particle_vp", c->vp),
+                              BIND("particle_dx", c->dx),
+                              BIND("particle_body", c->particle_body),
+                              BIND("particle_out", c->p_next),
+                              BIND("num_particles", n),
+                              BIND("body_apply", c->body_apply),
+                              BIND("rigid_k", rigid),
+                              BIND("apply", zero),
+                              BIND("keep_v", keep_v),
+                              BIND("gx", gx),
+                              BIND("gy", gy),
+                              BIND("gz", gz),
+                              BIND("h", h),
+                              BIND("bdf2", zero),
+                              BIND("keep_prev", zero),
+                              BIND("track", track),
+                              BIND("records", c->records[0]),
+                              BIND("lambda", c->lambda[0]),
+                              BIND("offset", zero),
+                              BIND("count", zero),
+                              BIND("inv_h2", inv_h2),
+                              BIND("reset_lambda", zero),
+                              BIND("distance", c->records[PBD_CONSTRAINT_DISTANCE]),
+                              BIND("distance_lambda", c->lambda[PBD_CONSTRAINT_DISTANCE]),
+                              BIND("distance_gain", c->gain),
+                              BIND("pairs", zero),
+                              BIND("rest", zero),
+                              BIND("block_offsets", c->block_offsets),
+                              BIND("block_runs", c->block_runs),
+                              BIND("num_colors", ninterior),
+                              BIND("block_first", c->block_first),
+                              BIND("num_blocks", nblocks),
+                              BIND("colliders", c->colliders),
+                              BIND("num_colliders", ncol),
+                              BIND("csr_offsets", c->csr_offsets),
+                              BIND("csr_slots", c->csr_slots),
+                              BIND("csr_other", c->csr_other),
+                              BIND("omega", omega),
+                              BIND("ell_start", c->ell_start),
+                              BIND("ell_other", c->ell_other),
+                              BIND("ell_code", c->ell_code),
+                              BIND("ell_rest", c->ell_rest),
+                              BIND("ell_compliance", c->ell_compliance),
+                              BIND("ell_lambda", c->ell_lambda),
+                              BIND("inv_h", inv_h),
+                              BIND("damping", point),
+                              BIND("segments", c->segments),
+                              BIND("body_ref", c->body_ref),
+                              BIND("with_dx", external),
+                              BIND("segment_sums", c->segment_sums),
+                              BIND("num_segments", nseg),
+                              BIND("body_track", c->body_track),
+                              BIND("body_flags", c->body_flags),
+                              BIND("gh", gh),
+                              BIND("body_out", c->out_other),
+                              BIND("body_segments", c->body_segments),
+                              BIND("body_done", c->body_done),
+                              BIND("stats", zero),
+                              BIND("mode", zero),
+                              BIND("num_bodies", nbodies)};
+    int ncommon = (int)(sizeof common / sizeof common[0]);
+    for (int k = 0; k < PBD_STAGE_COUNT && status == PBD_OK; ++k)
+        status = bind(&c->kernels[k], common, ncommon, err);
+    if (status == PBD_OK)
+        status = bind(&c->gs_blocks, common, ncommon, err);
+    if (status == PBD_OK)
+        status = bind(&c->gs_cuts, common, ncommon, err);
+    if (status != PBD_OK)
+        return status;
+    ARG(&c->kernels[PBD_STAGE_PREDICT], "particle_p", p_start);
+    for (int t = 0; t < PBD_CONSTRAINT_COUNT; ++t) {
+        if (t == PBD_CONSTRAINT_DISTANCE && c->lanes)
+            continue; /* project_distance_gs16 takes the records as "distance" */
+        ARG(&c->kernels[PBD_STAGE_PROJECT + t], "records", c->records[t]);
+        ARG(&c->kernels[PBD_STAGE_PROJECT + t], "lambda", c->lambda[t]);
+    }
+    ARG(&c->kernels[PBD_STAGE_PROJECT_JACOBI], "count", ndist);
+    if (c->fused)
+        ARG(&c->kernels[PBD_STAGE_UPDATE], "body_out", c->out_step);
+    /* the boundary's groups of cuts: no collisions, so no colliders and nothing to track */
+    if (c->gs_cuts.k) {
+        ARG(&c->gs_cuts, "block_offsets", c->cut_offsets);
+        ARG(&c->gs_cuts, "block_runs", c->cut_runs);
+        ARG(&c->gs_cuts, "num_colors", nbc);
+        ARG(&c->gs_cuts, "num_blocks", ncuts);
+        ARG(&c->gs_cuts, "num_colliders", zero);
+        ARG(&c->gs_cuts, "track", zero);
+    }
+cleanup:
+    return status;
+}
+
+pbd_status pbd_cl_solver_create(const pbd_model *m, pbd_plan *plan, const pbd_solver_desc *desc,
+                                void **impl, pbd_error *err)
+{
+    cl_impl *c = calloc(1, sizeof *c);
+    if (!c)
+        return pbd_error_set(err, PBD_ERR_MEMORY, "out of memory creating the OpenCL solver");
+    c->plan = plan;
+    for (int k = 0; k < PBD_STAGE_COUNT; ++k)
+        c->times[k].name = pbd_stage_names[k];
+    pbd_status status = choose_kernels(c, plan, desc, err);
+    if (status == PBD_OK)
+        status = choose_work_groups(c, plan, err);
+    if (status == PBD_OK)
+        status = create_buffers(c, m, plan, err);
+    if (status == PBD_OK)
+        status = bind_arguments(c, plan, err);
+    if (status != PBD_OK) {
+        cl_destroy(c);
+        return status;
+    }
+    *impl = c;
+    return PBD_OK;
+}
+
 const pbd_backend_ops pbd_cl_ops = {
-    cl_predict,     cl_project_gs,  cl_project_jacobi, cl_gather_jacobi, cl_update,
-    cl_momentum,    cl_body_solve,  cl_finish,         cl_read,          cl_kernel_times,
-    cl_reset_times, cl_device_name, cl_memory_bytes,   cl_destroy,
+    .predict = cl_predict,
+    .project = cl_project,
+    .project_jacobi = cl_project_jacobi,
+    .gather_jacobi = cl_gather_jacobi,
+    .collide = cl_collide,
+    .update = cl_update,
+    .momentum = cl_momentum,
+    .body_solve = cl_body_solve,
+    .finish = cl_finish,
+    .read = cl_read,
+    .kernel_times = cl_kernel_times,
+    .reset_times = cl_reset_times,
+    .device_name = cl_device_name,
+    .memory_bytes = cl_memory_bytes,
+    .update_constraint = cl_update_constraint,
+    .destroy = cl_destroy,
 };

@@ -15,10 +15,10 @@ typedef struct cpu_impl {
     pbd_float4 *v;
     pbd_float4 *xp; /* previous x, v (BDF2) */
     pbd_float4 *vp;
-    pbd_float4 *dx;     /* collision displacement this substep */
-    pbd_float4 *p_next; /* Jacobi: the gather's output, then swapped with p */
-    float *gain;        /* Jacobi: per constraint */
-    float *lambda;
+    pbd_float4 *dx;                      /* collision displacement this substep */
+    pbd_float4 *p_next;                  /* Jacobi: the gather's output, then swapped with p */
+    float *gain;                         /* Jacobi: per constraint */
+    float *lambda[PBD_CONSTRAINT_COUNT]; /* per constraint type */
     int *particle_body;
     pbd_float4 *body_ref; /* moves to the com at each correction */
     double *body_track;   /* P_r, L_r per body */
@@ -86,40 +86,46 @@ static void flush(cpu_impl *c)
     charge(c, PBD_STAGE_APPLY, t0);
 }
 
-static void project_color(cpu_impl *c, int color, int reset)
+/* Constraint `type`'s colours in order, each constraint by its type's projection. */
+static pbd_status cpu_project(void *impl, int type, int reset, pbd_error *err)
 {
+    (void)err;
+    cpu_impl *c = impl;
     const pbd_plan *pl = c->plan;
-    double t0 = now_ms();
-    for (int k = pl->color_offsets[color]; k < pl->color_offsets[color + 1]; ++k)
-        pbd_gs_project(c->p, pl->distance, c->lambda, k, pl->inv_h2, reset);
-    charge(c, PBD_STAGE_PROJECT_GS, t0);
+    const pbd_plan_type *pt = &pl->type[type];
+    float *lambda = c->lambda[type];
+    for (int k = 0; k < pt->num_colors; ++k) {
+        double t0 = now_ms();
+        for (int j = pt->color_offsets[k]; j < pt->color_offsets[k + 1]; ++j) {
+            switch (type) {
+#define PBD_X_PROJECT(id, name, t, arity)                                                          \
+    case PBD_CONSTRAINT_##id:                                                                      \
+        pbd_##name##_project(c->p, c->dx, pt->name, lambda, j, pl->inv_h2, reset, pl->track);      \
+        break;
+                PBD_CONSTRAINT_LIST(PBD_X_PROJECT)
+#undef PBD_X_PROJECT
+            }
+        }
+        charge(c, PBD_STAGE_PROJECT + type, t0);
+    }
+    return PBD_OK;
 }
 
-/* Collides p[i] with the planes, recording the displacement when momentum is tracked. */
+/* Collides p[i] with the colliders, recording the displacement when momentum is tracked. */
 static void collide_one(cpu_impl *c, int i, pbd_float4 p0)
 {
     const pbd_plan *pl = c->plan;
-    pbd_collide_particle(c->p, c->dx, i, p0, pl->planes, pl->num_planes, pl->momentum_active);
+    pbd_collide_particle(c->p, c->dx, i, p0, pl->colliders, pl->num_colliders, pl->track);
 }
 
-static void collide(cpu_impl *c)
+static pbd_status cpu_collide(void *impl, pbd_error *err)
 {
+    (void)err;
+    cpu_impl *c = impl;
     double t0 = now_ms();
     for (int i = 0; i < c->plan->num_particles; ++i)
         collide_one(c, i, c->p[i]);
     charge(c, PBD_STAGE_COLLIDE, t0);
-}
-
-/* Every colour in the plan's order (boundary colours, then the blocks' colours), then the
- * collisions: the order every device follows, however it groups its launches. */
-static pbd_status cpu_project_gs(void *impl, int reset, pbd_error *err)
-{
-    (void)err;
-    cpu_impl *c = impl;
-    for (int k = 0; k < c->plan->num_colors; ++k)
-        project_color(c, k, reset);
-    if (c->plan->num_planes > 0)
-        collide(c);
     return PBD_OK;
 }
 
@@ -129,8 +135,10 @@ static pbd_status cpu_project_jacobi(void *impl, int reset, pbd_error *err)
     cpu_impl *c = impl;
     const pbd_plan *pl = c->plan;
     double t0 = now_ms();
-    for (int k = 0; k < pl->num_distance; ++k)
-        pbd_jacobi_project(c->p, pl->distance, c->lambda, c->gain, k, pl->inv_h2, reset);
+    const pbd_plan_type *dist = &pl->type[PBD_CONSTRAINT_DISTANCE];
+    for (int k = 0; k < dist->count; ++k)
+        pbd_jacobi_project(c->p, dist->distance, c->lambda[PBD_CONSTRAINT_DISTANCE], c->gain, k,
+                           pl->inv_h2, reset);
     charge(c, PBD_STAGE_PROJECT_JACOBI, t0);
     return PBD_OK;
 }
@@ -188,8 +196,9 @@ static void body_reduce(cpu_impl *c, int with_dx, int stats)
         memset(lanes, 0, sizeof lanes);
         for (int k = 0; k < seg.count; ++k) {
             int i = seg.first + k;
-            float e = stats ? pbd_particle_error(c->x, pl->distance, pl->csr_slots,
-                                                 pl->csr_offsets[i], pl->csr_offsets[i + 1])
+            float e = stats ? pbd_particle_error(c->x, pl->type[PBD_CONSTRAINT_DISTANCE].distance,
+                                                 pl->csr_slots, pl->csr_offsets[i],
+                                                 pl->csr_offsets[i + 1])
                             : 0.0f;
             pbd_particle_sums(c->x[i], c->v[i], with_dx ? c->dx[i] : zero, c->body_ref[seg.body], e,
                               stats, pl->inv_h, s);
@@ -238,7 +247,7 @@ static pbd_status cpu_momentum(void *impl, pbd_error *err)
     cpu_impl *c = impl;
     const pbd_plan *pl = c->plan;
     double t0 = now_ms();
-    body_reduce(c, pl->num_planes > 0, 0);
+    body_reduce(c, pl->external, 0);
     charge(c, PBD_STAGE_REDUCE, t0);
     t0 = now_ms();
     body_solve(c, PBD_SOLVE_STEP, c->out_step);
@@ -314,18 +323,19 @@ static size_t cpu_memory_bytes(const void *impl)
 {
     const cpu_impl *c = impl;
     const pbd_plan *pl = c->plan;
-    size_t np = (size_t)pl->num_particles, nc = (size_t)pl->num_distance + 1;
+    size_t np = (size_t)pl->num_particles, nc = (size_t)pl->type[PBD_CONSTRAINT_DISTANCE].count + 1;
     size_t nb = (size_t)pl->num_bodies, f4 = sizeof(pbd_float4);
     int bdf2 = pl->cfg.velocity_update == PBD_VELOCITY_BDF2;
     size_t b = 3 * np * f4 + (bdf2 ? 2 * np * f4 : 0) + (pl->momentum_active ? np * f4 : 0);
     int jacobi = pl->cfg.solver == PBD_SOLVER_JACOBI;
-    b += (jacobi ? np * f4 + nc * sizeof(float) + 2 * nc * sizeof(int) : 0) + nc * sizeof(float);
+    b += (jacobi ? np * f4 + nc * sizeof(float) + 2 * nc * sizeof(int) : 0);
     b += np * sizeof(int) +
          nb * (f4 + 6 * sizeof(double) + 2 * PBD_OUT_COUNT * sizeof(double) + PBD_APPLY_COUNT * f4);
     b += (size_t)pl->num_segments * PBD_SUM_COUNT * sizeof(double);
-    /* The plan's arrays the loops read: constraints, CSR, colours, segments. */
-    b += nc * sizeof(pbd_distance) + (np + 1 + 2 * nc) * sizeof(int) +
-         (size_t)pl->num_segments * sizeof(pbd_segment);
+    /* The plan's arrays the loops read: constraints and multipliers, CSR, colours, segments. */
+    for (int t = 0; t < PBD_CONSTRAINT_COUNT; ++t)
+        b += ((size_t)pl->type[t].count + 1) * (pbd_constraint_types[t].size + sizeof(float));
+    b += (np + 1 + 2 * nc) * sizeof(int) + (size_t)pl->num_segments * sizeof(pbd_segment);
     return b;
 }
 
@@ -340,7 +350,8 @@ static void cpu_destroy(void *impl)
     free(c->dx);
     free(c->p_next);
     free(c->gain);
-    free(c->lambda);
+    for (int t = 0; t < PBD_CONSTRAINT_COUNT; ++t)
+        free(c->lambda[t]);
     free(c->particle_body);
     free(c->body_ref);
     free(c->body_track);
@@ -367,8 +378,10 @@ pbd_status pbd_cpu_create(const pbd_model *m, pbd_plan *plan, const pbd_solver_d
     if (plan->reduce_serial)
         plan->solve_serial = 1;
     cpu_impl *c = calloc(1, sizeof *c);
-    size_t np = (size_t)plan->num_particles, nc = (size_t)plan->num_distance + 1;
+    size_t np = (size_t)plan->num_particles;
+    size_t nc = (size_t)plan->type[PBD_CONSTRAINT_DISTANCE].count + 1;
     size_t nb = (size_t)plan->num_bodies;
+    int lambdas = 1;
     int bdf2 = plan->cfg.velocity_update == PBD_VELOCITY_BDF2;
     if (c) {
         c->plan = plan;
@@ -381,7 +394,9 @@ pbd_status pbd_cpu_create(const pbd_model *m, pbd_plan *plan, const pbd_solver_d
         int jacobi = plan->cfg.solver == PBD_SOLVER_JACOBI;
         c->p_next = alloc4(jacobi ? np : 1);
         c->gain = calloc(jacobi ? nc : 1, sizeof(float));
-        c->lambda = calloc(nc, sizeof(float));
+        for (int t = 0; t < PBD_CONSTRAINT_COUNT; ++t)
+            lambdas &=
+                (c->lambda[t] = calloc((size_t)plan->type[t].count + 1, sizeof(float))) != NULL;
         c->particle_body = malloc(np * sizeof(int));
         c->body_ref = alloc4(nb);
         c->body_track = calloc(6 * nb, sizeof(double));
@@ -391,7 +406,7 @@ pbd_status pbd_cpu_create(const pbd_model *m, pbd_plan *plan, const pbd_solver_d
         c->apply = alloc4(nb * PBD_APPLY_COUNT);
     }
     if (!c || !c->x || !c->p || !c->v || !c->xp || !c->vp || !c->dx || !c->p_next || !c->gain ||
-        !c->lambda || !c->particle_body || !c->body_ref || !c->body_track || !c->segment_sums ||
+        !lambdas || !c->particle_body || !c->body_ref || !c->body_track || !c->segment_sums ||
         !c->out_step || !c->out_other || !c->apply) {
         if (c)
             cpu_destroy(c);
@@ -408,8 +423,31 @@ pbd_status pbd_cpu_create(const pbd_model *m, pbd_plan *plan, const pbd_solver_d
     return PBD_OK;
 }
 
+/* The reference steps on the plan's records: nothing to copy. */
+static pbd_status cpu_update_constraint(void *impl, int type, int position, pbd_error *err)
+{
+    (void)impl;
+    (void)type;
+    (void)position;
+    (void)err;
+    return PBD_OK;
+}
+
 const pbd_backend_ops pbd_cpu_ops = {
-    cpu_predict,     cpu_project_gs,  cpu_project_jacobi, cpu_gather_jacobi, cpu_update,
-    cpu_momentum,    cpu_body_solve,  cpu_finish,         cpu_read,          cpu_kernel_times,
-    cpu_reset_times, cpu_device_name, cpu_memory_bytes,   cpu_destroy,
+    .predict = cpu_predict,
+    .project = cpu_project,
+    .project_jacobi = cpu_project_jacobi,
+    .gather_jacobi = cpu_gather_jacobi,
+    .collide = cpu_collide,
+    .update = cpu_update,
+    .momentum = cpu_momentum,
+    .body_solve = cpu_body_solve,
+    .finish = cpu_finish,
+    .read = cpu_read,
+    .kernel_times = cpu_kernel_times,
+    .reset_times = cpu_reset_times,
+    .device_name = cpu_device_name,
+    .memory_bytes = cpu_memory_bytes,
+    .update_constraint = cpu_update_constraint,
+    .destroy = cpu_destroy,
 };

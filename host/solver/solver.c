@@ -17,13 +17,16 @@ struct pbd_solver {
 
 void pbd_plan_free(pbd_plan *plan)
 {
-    free(plan->color_offsets);
+    for (int t = 0; t < PBD_CONSTRAINT_COUNT; ++t) {
+        free(plan->type[t].color_offsets);
+        free(plan->type[t].position);
+        free(plan->type[t].records);
+    }
     free(plan->block_first);
     free(plan->block_offsets);
     free(plan->block_runs);
     free(plan->cut_offsets);
     free(plan->cut_runs);
-    free(plan->distance);
     free(plan->csr_offsets);
     free(plan->csr_slots);
     free(plan->csr_other);
@@ -31,7 +34,7 @@ void pbd_plan_free(pbd_plan *plan)
     free(plan->body_segments);
     free(plan->body_ref);
     free(plan->body_flags);
-    free(plan->planes);
+    free(plan->colliders);
     memset(plan, 0, sizeof *plan);
 }
 
@@ -78,17 +81,17 @@ static pbd_status check_config(const pbd_config *c, pbd_error *err)
 
 /* Whether constraint `cur` continues a run of `kind` after `prev` (model indices into d):
  * consecutive ends (a + 1, b + 1), or the next of interleaved pairs (a + 2, b = a + 1). */
-static int run_continues(const pbd_distance *d, int prev, int cur, int kind)
+static int run_continues(const int *ends, int prev, int cur, int kind)
 {
-    pbd_distance p = d[prev], c = d[cur];
+    int pa = ends[2 * prev], pb = ends[2 * prev + 1], ca = ends[2 * cur], cb = ends[2 * cur + 1];
     if (kind == PBD_RUN_CONSECUTIVE)
-        return c.a == p.a + 1 && c.b == p.b + 1;
-    return c.a == p.a + 2 && c.b == c.a + 1 && p.b == p.a + 1;
+        return ca == pa + 1 && cb == pb + 1;
+    return ca == pa + 2 && cb == ca + 1 && pb == pa + 1;
 }
 
 /* Moves the runs of `kind` in in[0, n), sixteen constraints at a time, to out and the others
- * to left, each in their order; returns how many went to out. */
-static int take_runs(const pbd_distance *d, const int *in, int n, int kind, int *out, int *left,
+ * to left, each in their order; returns how many went to out. ends: two a constraint. */
+static int take_runs(const int *d, const int *in, int n, int kind, int *out, int *left,
                      int *num_left)
 {
     int num_out = 0;
@@ -114,7 +117,7 @@ static int take_runs(const pbd_distance *d, const int *in, int n, int kind, int 
  * interleaved pairs, then the rest, and writes where the pairs and the rest begin to runs[0],
  * runs[1]. The order inside a colour does not change the result, as its constraints share no
  * particle. tmp holds 2 (hi - lo) ints. */
-static void sort_runs(const pbd_distance *d, int *order, int lo, int hi, int *tmp, int *runs)
+static void sort_runs(const int *d, int *order, int lo, int hi, int *tmp, int *runs)
 {
     int n = hi - lo, nleft = 0, nrest = 0;
     int *left = tmp, *rest = tmp + n;
@@ -124,6 +127,13 @@ static void sort_runs(const pbd_distance *d, int *order, int lo, int hi, int *tm
     memcpy(order + lo + ncons + npairs, rest, (size_t)nrest * sizeof *order);
     runs[0] = lo + ncons;
     runs[1] = lo + ncons + npairs;
+}
+
+/* The lower of the blocks of constraint c's two ends: the cut it crosses. */
+static int lower_block(const int *ends, const int *block, int c)
+{
+    int a = block[ends[2 * c]], b = block[ends[2 * c + 1]];
+    return a < b ? a : b;
 }
 
 /* The root of cut k in a union-find forest. */
@@ -139,37 +149,32 @@ static int cut_root(int *parent, int k)
  * share none and can be projected side by side. Writes each constraint's group (by model
  * index) to group[] and returns the number of groups, numbered in the order of their lowest
  * cut. touch: num_particles ints; nb <= PBD_MAX_BLOCKS. */
-static int group_cuts(const pbd_model *m, const int *block, const int *list, int nbound, int nb,
-                      int *touch, int *group)
+static int group_cuts(int np, const int *ends, const int *block, const int *list, int nbound,
+                      int nb, int *touch, int *group)
 {
     int parent[PBD_MAX_BLOCKS];
-    for (int i = 0; i < m->num_particles; ++i)
+    for (int i = 0; i < np; ++i)
         touch[i] = -1;
     for (int k = 0; k < nb; ++k)
         parent[k] = k;
     for (int j = 0; j < nbound; ++j) {
-        pbd_distance d = m->distance[list[j]];
-        int cut = block[d.a] < block[d.b] ? block[d.a] : block[d.b];
-        int ends[2] = {d.a, d.b};
-        for (int e = 0; e < 2; ++e) {
-            if (touch[ends[e]] < 0)
-                touch[ends[e]] = cut;
+        const int *e = ends + 2 * list[j];
+        int cut = block[e[0]] < block[e[1]] ? block[e[0]] : block[e[1]];
+        for (int k = 0; k < 2; ++k) {
+            if (touch[e[k]] < 0)
+                touch[e[k]] = cut;
             else
-                parent[cut_root(parent, touch[ends[e]])] = cut_root(parent, cut);
+                parent[cut_root(parent, touch[e[k]])] = cut_root(parent, cut);
         }
     }
     /* Number the groups that hold constraints by their lowest cut. */
     int used[PBD_MAX_BLOCKS] = {0}, id[PBD_MAX_BLOCKS], ng = 0;
-    for (int j = 0; j < nbound; ++j) {
-        pbd_distance d = m->distance[list[j]];
-        used[cut_root(parent, block[d.a] < block[d.b] ? block[d.a] : block[d.b])] = 1;
-    }
+    for (int j = 0; j < nbound; ++j)
+        used[cut_root(parent, lower_block(ends, block, list[j]))] = 1;
     for (int k = 0; k < nb; ++k)
         id[k] = used[k] ? ng++ : -1;
-    for (int j = 0; j < nbound; ++j) {
-        pbd_distance d = m->distance[list[j]];
-        group[list[j]] = id[cut_root(parent, block[d.a] < block[d.b] ? block[d.a] : block[d.b])];
-    }
+    for (int j = 0; j < nbound; ++j)
+        group[list[j]] = id[cut_root(parent, lower_block(ends, block, list[j]))];
     return ng;
 }
 
@@ -178,7 +183,7 @@ static int group_cuts(const pbd_model *m, const int *block, const int *list, int
  * part into runs (sort_runs). Writes colour k's start to color_offsets[k], its parts' starts
  * to offsets[k (parts + 1) ..] and their runs to runs[2 (k parts + p) ..]; returns the end.
  * tmp holds 2 n ints. */
-static int bucket_colors(const pbd_distance *d, const pbd_coloring *src, const int *part, int parts,
+static int bucket_colors(const int *d, const pbd_coloring *src, const int *part, int parts,
                          int *order, int j, int *color_offsets, int *offsets, int *runs, int *tmp)
 {
     for (int k = 0; k < src->num_colors; ++k) {
@@ -200,10 +205,9 @@ static int bucket_colors(const pbd_distance *d, const pbd_coloring *src, const i
  * cross blocks (first) and those inside one block (then, each colour sorted by block) into
  * `col`. Meshes numbered without locality would put most constraints on the boundary; they
  * get one block, which is the plain colouring. */
-static pbd_status block_coloring(const pbd_model *m, pbd_plan *plan, pbd_coloring *col,
+static pbd_status block_coloring(int np, const int *ends, int n, pbd_plan *plan, pbd_coloring *col,
                                  pbd_error *err)
 {
-    int np = m->num_particles, n = m->num_distance;
     int nb = np / PBD_BLOCK_PARTICLES;
     nb = nb < 1 ? 1 : nb > PBD_MAX_BLOCKS ? PBD_MAX_BLOCKS : nb;
     int *block = malloc(((size_t)np + 1) * sizeof *block);
@@ -223,7 +227,7 @@ static pbd_status block_coloring(const pbd_model *m, pbd_plan *plan, pbd_colorin
             block[i] = (int)((long long)i * nb / np);
         nbound = 0;
         for (int c = 0; c < n; ++c)
-            nbound += block[m->distance[c].a] != block[m->distance[c].b];
+            nbound += block[ends[2 * c]] != block[ends[2 * c + 1]];
         if (nbound <= n / 4)
             break;
         nb = 1; /* no locality to use */
@@ -231,16 +235,16 @@ static pbd_status block_coloring(const pbd_model *m, pbd_plan *plan, pbd_colorin
     /* Boundary constraints first in `list`, then the interior ones, each in model order. */
     int nin = 0;
     for (int c = 0; c < n; ++c)
-        if (block[m->distance[c].a] != block[m->distance[c].b])
+        if (block[ends[2 * c]] != block[ends[2 * c + 1]])
             list[nin++] = c;
     for (int c = 0; c < n; ++c)
-        if (block[m->distance[c].a] == block[m->distance[c].b])
+        if (block[ends[2 * c]] == block[ends[2 * c + 1]])
             list[nin++] = c;
-    if ((st = pbd_color_subset(m, list, nbound, &cb, err)) != PBD_OK ||
-        (st = pbd_color_subset(m, list + nbound, n - nbound, &ci, err)) != PBD_OK)
+    if ((st = pbd_color_constraints(np, ends, 2, n, list, nbound, &cb, err)) != PBD_OK ||
+        (st = pbd_color_constraints(np, ends, 2, n, list + nbound, n - nbound, &ci, err)) != PBD_OK)
         goto done;
     int nc = cb.num_colors + ci.num_colors, nbc = cb.num_colors;
-    int ng = group_cuts(m, block, list, nbound, nb, touch, part);
+    int ng = group_cuts(np, ends, block, list, nbound, nb, touch, part);
     plan->num_blocks = nb;
     plan->boundary_colors = nbc;
     plan->num_cuts = ng;
@@ -270,12 +274,12 @@ static pbd_status block_coloring(const pbd_model *m, pbd_plan *plan, pbd_colorin
     /* Each boundary colour, bucketed by group of cuts, so the groups can run side by side;
      * then each interior colour, bucketed by block. */
     for (int c = 0; c < n; ++c)
-        if (block[m->distance[c].a] == block[m->distance[c].b])
-            part[c] = block[m->distance[c].a];
-    int j = bucket_colors(m->distance, &cb, part, ng, col->order, 0, col->offsets,
-                          plan->cut_offsets, plan->cut_runs, tmp);
-    j = bucket_colors(m->distance, &ci, part, nb, col->order, j, col->offsets + nbc,
-                      plan->block_offsets, plan->block_runs, tmp);
+        if (block[ends[2 * c]] == block[ends[2 * c + 1]])
+            part[c] = block[ends[2 * c]];
+    int j = bucket_colors(ends, &cb, part, ng, col->order, 0, col->offsets, plan->cut_offsets,
+                          plan->cut_runs, tmp);
+    j = bucket_colors(ends, &ci, part, nb, col->order, j, col->offsets + nbc, plan->block_offsets,
+                      plan->block_runs, tmp);
     col->offsets[nc] = j;
 done:
     if (st != PBD_OK)
@@ -290,6 +294,79 @@ done:
     return st;
 }
 
+/* The compliance the solver uses: XPBD's as it is; PBD stiffness is per iteration,
+ * k' = 1 - (1 - k)^(1/n), which gives the same total correction after n iterations as k once
+ * (Müller et al. 2007, section 3.3), stored as -k'. */
+static float plan_compliance(float compliance, int iterations)
+{
+    if (compliance >= 0.0f)
+        return compliance;
+    double k = -(double)compliance;
+    double kn = 1.0 - pow(1.0 - k, 1.0 / iterations);
+    return -(float)(kn > FLT_MIN ? kn : FLT_MIN);
+}
+
+/* The compliance of record r of `type`. */
+static float *compliance_of(int type, void *r)
+{
+    switch (type) {
+#define PBD_X_COMPLIANCE(id, name, t, arity)                                                       \
+    case PBD_CONSTRAINT_##id:                                                                      \
+        return &((t *)r)->compliance;
+        PBD_CONSTRAINT_LIST(PBD_X_COMPLIANCE)
+#undef PBD_X_COMPLIANCE
+    }
+    return NULL;
+}
+
+/* Colours constraint `type` (distance in the block order, the others plainly) and stores its
+ * records sorted by colour, with PBD stiffness per iteration. *sorted_ends (malloc'd) gets
+ * the particles of the sorted records. */
+static pbd_status plan_type(const pbd_model *m, const pbd_config *cfg, int type, pbd_plan *plan,
+                            int **sorted_ends, pbd_error *err)
+{
+    pbd_plan_type *pt = &plan->type[type];
+    const pbd_constraint_info *info = &pbd_constraint_types[type];
+    int n = 0, arity = info->arity;
+    const char *rec = pbd_model_constraints(m, type, &n);
+    pbd_coloring col = {0};
+    int *ends = pbd_model_constraint_ends(m, type);
+    pbd_status st = PBD_OK;
+    *sorted_ends = malloc(((size_t)n * (size_t)arity + 1) * sizeof **sorted_ends);
+    pt->count = n;
+    pt->records = malloc(((size_t)n + 1) * info->size);
+    pt->position = malloc(((size_t)n + 1) * sizeof *pt->position);
+    if (!ends || !*sorted_ends || !pt->records || !pt->position) {
+        st = pbd_error_set(err, PBD_ERR_MEMORY, "out of memory preparing %d %s constraints", n,
+                           info->name);
+        goto done;
+    }
+    st = type == PBD_CONSTRAINT_DISTANCE
+             ? block_coloring(m->num_particles, ends, n, plan, &col, err)
+             : pbd_color_constraints(m->num_particles, ends, arity, n, NULL, 0, &col, err);
+    if (st == PBD_OK)
+        st = pbd_coloring_validate(m->num_particles, ends, arity, n, &col, err);
+    if (st != PBD_OK)
+        goto done;
+    pt->num_colors = col.num_colors;
+    pt->color_offsets = col.offsets;
+    col.offsets = NULL;
+    for (int j = 0; j < n; ++j) {
+        int c = col.order[j];
+        char *r = (char *)pt->records + (size_t)j * info->size;
+        memcpy(r, rec + (size_t)c * info->size, info->size);
+        memcpy(*sorted_ends + (size_t)j * (size_t)arity, ends + (size_t)c * (size_t)arity,
+               (size_t)arity * sizeof *ends);
+        pt->position[c] = j;
+        float *compliance = compliance_of(type, r);
+        *compliance = plan_compliance(*compliance, cfg->iterations);
+    }
+done:
+    pbd_coloring_free(&col);
+    free(ends);
+    return st;
+}
+
 pbd_status pbd_plan_build(const pbd_model *m, const pbd_config *cfg, pbd_plan *plan, pbd_error *err)
 {
     memset(plan, 0, sizeof *plan);
@@ -301,59 +378,54 @@ pbd_status pbd_plan_build(const pbd_model *m, const pbd_config *cfg, pbd_plan *p
     plan->cfg = *cfg;
     plan->num_particles = m->num_particles;
     plan->num_bodies = m->num_bodies;
-    plan->num_distance = m->num_distance;
-    plan->num_planes = m->num_planes;
+    plan->num_colliders = m->num_colliders;
     plan->h = cfg->dt / (float)cfg->substeps;
     plan->inv_h = 1.0f / plan->h;
     plan->inv_h2 = plan->inv_h * plan->inv_h;
     plan->point_damping = cfg->damping == PBD_DAMPING_POINT ? cfg->damping_k : 0.0f;
     plan->rigid_damping = cfg->damping == PBD_DAMPING_RIGID ? cfg->damping_k : 0.0f;
 
-    pbd_coloring col = {0};
-    st = block_coloring(m, plan, &col, err);
+    int *dist_ends = NULL;
+    for (int t = 0; t < PBD_CONSTRAINT_COUNT && st == PBD_OK; ++t) {
+        int *sorted = NULL;
+        st = plan_type(m, cfg, t, plan, &sorted, err);
+        if (t == PBD_CONSTRAINT_DISTANCE) {
+            dist_ends = sorted;
+            sorted = NULL;
+        }
+        free(sorted);
+    }
     if (st != PBD_OK)
-        goto fail_col;
-    st = pbd_coloring_validate(m, &col, err);
-    if (st != PBD_OK)
-        goto fail_col;
-    plan->num_colors = col.num_colors;
-    plan->color_offsets = col.offsets;
-    col.offsets = NULL;
+        goto fail;
 
-    int n = m->num_distance;
-    plan->distance = malloc(((size_t)n + 1) * sizeof *plan->distance);
-    plan->planes = malloc(((size_t)m->num_planes + 1) * sizeof *plan->planes);
+    int n = plan->type[PBD_CONSTRAINT_DISTANCE].count;
+    plan->colliders = malloc(((size_t)m->num_colliders + 1) * sizeof *plan->colliders);
     plan->body_ref = malloc(((size_t)m->num_bodies + 1) * sizeof *plan->body_ref);
     plan->body_segments = malloc(((size_t)m->num_bodies + 1) * sizeof *plan->body_segments);
     plan->body_flags = calloc((size_t)m->num_bodies + 1, sizeof *plan->body_flags);
-    if (!plan->distance || !plan->planes || !plan->body_ref || !plan->body_segments ||
-        !plan->body_flags) {
+    if (!plan->colliders || !plan->body_ref || !plan->body_segments || !plan->body_flags) {
         st = pbd_error_set(err, PBD_ERR_MEMORY, "out of memory preparing the solver");
-        goto fail_col;
+        goto fail;
     }
-    /* PBD stiffness is per iteration: k' = 1 - (1 - k)^(1/n) gives the same total correction
-     * after n iterations as k once (Müller et al. 2007, section 3.3). */
-    for (int j = 0; j < n; ++j) {
-        pbd_distance d = m->distance[col.order[j]];
-        if (d.compliance < 0.0f) {
-            double k = -(double)d.compliance;
-            double kn = 1.0 - pow(1.0 - k, 1.0 / cfg->iterations);
-            d.compliance = -(float)(kn > FLT_MIN ? kn : FLT_MIN);
-        }
-        plan->distance[j] = d;
-    }
-    if (m->num_planes)
-        memcpy(plan->planes, m->planes, (size_t)m->num_planes * sizeof *plan->planes);
-    plan->planes[m->num_planes] = (pbd_float4){0.0f, 1.0f, 0.0f, 0.0f};
+    if (m->num_colliders)
+        memcpy(plan->colliders, m->colliders, (size_t)m->num_colliders * sizeof *plan->colliders);
+    plan->colliders[m->num_colliders] =
+        (pbd_collider){PBD_COLLIDER_PLANE, 0.0f, 0.0f, 0, {0.0f, 1.0f, 0.0f, 0.0f}};
 
-    st = pbd_csr_build(m->num_particles, plan->distance, n, &plan->csr_offsets, &plan->csr_slots,
+    st = pbd_csr_build(m->num_particles, dist_ends, 2, n, &plan->csr_offsets, &plan->csr_slots,
                        cfg->solver == PBD_SOLVER_JACOBI ? &plan->csr_other : NULL, err);
     if (st != PBD_OK)
-        goto fail_col;
-    /* A launch a colour and one for the collisions; Jacobi's projection and gather. A backend
-     * that groups its work differently says so when it is created. */
-    plan->gs_launches = plan->num_colors + (plan->num_planes > 0);
-    plan->jacobi_launches = (plan->num_distance > 0) + 1;
+        goto fail;
+    /* A launch a colour of every type and one for the collisions; Jacobi's projection and
+     * gather, and the other types' colours. A backend that groups its work differently says
+     * so when it is created. */
+    int other_colors = 0;
+    for (int t = 0; t < PBD_CONSTRAINT_COUNT; ++t)
+        if (t != PBD_CONSTRAINT_DISTANCE)
+            other_colors += plan->type[t].num_colors;
+    plan->gs_launches = pbd_plan_num_colors(plan) + (plan->num_colliders > 0);
+    plan->jacobi_launches = other_colors + (n > 0) + 1;
+    plan->external = plan->num_colliders > 0 || plan->type[PBD_CONSTRAINT_ATTACHMENT].count > 0;
 
     int nseg = 0;
     for (int b = 0; b < m->num_bodies; ++b)
@@ -361,7 +433,7 @@ pbd_status pbd_plan_build(const pbd_model *m, const pbd_config *cfg, pbd_plan *p
     plan->segments = malloc((size_t)nseg * sizeof *plan->segments);
     if (!plan->segments) {
         st = pbd_error_set(err, PBD_ERR_MEMORY, "out of memory preparing the solver");
-        goto fail_col;
+        goto fail;
     }
     plan->num_segments = nseg;
     nseg = 0;
@@ -383,6 +455,9 @@ pbd_status pbd_plan_build(const pbd_model *m, const pbd_config *cfg, pbd_plan *p
     }
     if (cfg->damping == PBD_DAMPING_RIGID && cfg->damping_k > 0.0f)
         plan->momentum_active = 1;
+    /* Collision and attachment displacements are recorded only where there is something
+     * external to record. */
+    plan->track = plan->momentum_active && plan->external;
     /* The correction: the reduction and the solve (its broadcast rides on the next predict). */
     plan->momentum_launches = plan->momentum_active ? 2 : 0;
     plan->body_segments[m->num_bodies] = nseg;
@@ -390,12 +465,20 @@ pbd_status pbd_plan_build(const pbd_model *m, const pbd_config *cfg, pbd_plan *p
     for (int b = 0; b < m->num_bodies; ++b)
         if (plan->body_segments[b + 1] - plan->body_segments[b] > PBD_SERIAL_SEGMENTS)
             plan->solve_serial = 0;
-    pbd_coloring_free(&col);
+    free(dist_ends);
     return PBD_OK;
-fail_col:
-    pbd_coloring_free(&col);
+fail:
+    free(dist_ends);
     pbd_plan_free(plan);
     return st;
+}
+
+int pbd_plan_num_colors(const pbd_plan *plan)
+{
+    int n = 0;
+    for (int t = 0; t < PBD_CONSTRAINT_COUNT; ++t)
+        n += plan->type[t].num_colors;
+    return n;
 }
 
 pbd_status pbd_solver_create(const pbd_model *m, const pbd_config *cfg, const pbd_solver_desc *desc,
@@ -451,6 +534,32 @@ pbd_status pbd_solver_step(pbd_solver *s, int frames, pbd_error *err)
             return st;
     }
     return PBD_OK;
+}
+
+pbd_status pbd_solver_update_constraint(pbd_solver *s, int type, int index, const void *record,
+                                        pbd_error *err)
+{
+    if (type < 0 || type >= PBD_CONSTRAINT_COUNT)
+        return pbd_error_set(err, PBD_ERR_ARGUMENT, "constraint type %d (expected 0 .. %d)", type,
+                             PBD_CONSTRAINT_COUNT - 1);
+    pbd_plan_type *pt = &s->plan.type[type];
+    const pbd_constraint_info *info = &pbd_constraint_types[type];
+    if (index < 0 || index >= pt->count)
+        return pbd_error_set(err, PBD_ERR_ARGUMENT, "%s constraint %d: out of range [0, %d)",
+                             info->name, index, pt->count);
+    char *dst = (char *)pt->records + (size_t)pt->position[index] * info->size;
+    if (memcmp(dst, record, (size_t)info->arity * sizeof(int)) != 0)
+        return pbd_error_set(err, PBD_ERR_ARGUMENT,
+                             "%s constraint %d: its particles cannot change (the colouring "
+                             "depends on them)",
+                             info->name, index);
+    pbd_status st = pbd_constraint_validate(type, record, index, s->plan.num_particles, err);
+    if (st != PBD_OK)
+        return st;
+    memcpy(dst, record, info->size);
+    float *compliance = compliance_of(type, dst);
+    *compliance = plan_compliance(*compliance, s->plan.cfg.iterations);
+    return s->ops->update_constraint(s->impl, type, pt->position[index], err);
 }
 
 pbd_status pbd_solver_finish(pbd_solver *s, pbd_error *err)
@@ -538,7 +647,7 @@ size_t pbd_solver_memory_bytes(const pbd_solver *s)
 double pbd_solver_projections_per_frame(const pbd_solver *s)
 {
     const pbd_config *c = &s->plan.cfg;
-    return (double)s->plan.num_distance * c->iterations * c->substeps;
+    return (double)s->plan.type[PBD_CONSTRAINT_DISTANCE].count * c->iterations * c->substeps;
 }
 
 pbd_status pbd_solver_constraint_error(pbd_solver *s, double *mean_relative, double *max_abs,
@@ -551,8 +660,9 @@ pbd_status pbd_solver_constraint_error(pbd_solver *s, double *mean_relative, dou
     pbd_status st = s->ops->read(s->impl, x, NULL, err);
     double sum = 0.0, worst = 0.0;
     long n = 0;
-    for (int k = 0; st == PBD_OK && k < pl->num_distance; ++k) {
-        const pbd_distance *d = &pl->distance[k];
+    const pbd_plan_type *dist = &pl->type[PBD_CONSTRAINT_DISTANCE];
+    for (int k = 0; st == PBD_OK && k < dist->count; ++k) {
+        const pbd_distance *d = &dist->distance[k];
         double e = pbd_distance_error(x[d->a], x[d->b], d->rest);
         worst = e > worst ? e : worst;
         if (d->rest > 0.0f) {
@@ -573,7 +683,7 @@ const char *pbd_solver_device_name(const pbd_solver *s)
 
 int pbd_solver_num_colors(const pbd_solver *s)
 {
-    return s->plan.num_colors;
+    return pbd_plan_num_colors(&s->plan);
 }
 
 long pbd_solver_launches_per_frame(const pbd_solver *s)

@@ -7,37 +7,50 @@
 #include "pbd.h"
 
 /* The stages, named as their device kernels: one list for both backends, so timings line up
- * in `pbd bench` (the CPU reference times its loops under the same names). */
-#define PBD_STAGE_LIST(X)                                                                          \
-    X(PREDICT, "predict")                                                                          \
-    X(PROJECT_GS, "project_distance_gs")                                                           \
-    X(COLLIDE, "collide_planes")                                                                   \
-    X(PROJECT_JACOBI, "project_distance_jacobi")                                                   \
-    X(GATHER, "gather_jacobi")                                                                     \
-    X(UPDATE, "update_velocity")                                                                   \
-    X(REDUCE, "body_reduce")                                                                       \
-    X(SOLVE, "body_solve")                                                                         \
-    X(APPLY, "momentum_apply")
-
+ * in `pbd bench` (the CPU reference times its loops under the same names). Projection is a
+ * stage per constraint type, PBD_STAGE_PROJECT + type, named project_<type>. */
 typedef enum pbd_stage {
-#define PBD_X_STAGE(id, name) PBD_STAGE_##id,
-    PBD_STAGE_LIST(PBD_X_STAGE)
-#undef PBD_X_STAGE
-        PBD_STAGE_COUNT
+    PBD_STAGE_PREDICT,
+    PBD_STAGE_PROJECT,
+    PBD_STAGE_COLLIDE = PBD_STAGE_PROJECT + PBD_CONSTRAINT_COUNT,
+    PBD_STAGE_PROJECT_JACOBI, /* the distance constraints' Jacobi gains */
+    PBD_STAGE_GATHER,         /* the Jacobi gather (and the collisions) */
+    PBD_STAGE_UPDATE,
+    PBD_STAGE_REDUCE,
+    PBD_STAGE_SOLVE,
+    PBD_STAGE_APPLY,
+    PBD_STAGE_COUNT
 } pbd_stage;
 
 extern const char *const pbd_stage_names[PBD_STAGE_COUNT];
+
+/* One constraint type's part of the plan: its records sorted by colour. */
+typedef struct pbd_plan_type {
+    int count;          /* constraints of this type */
+    int num_colors;     /* colours (for distance: the block order's, boundary colours first) */
+    int *color_offsets; /* num_colors + 1: colour k is records[off[k] .. off[k+1]) */
+    int *position;      /* count: where the model's constraint j sits in records */
+    union {             /* sorted by colour; PBD stiffness k stored as -(1-(1-k)^(1/n)) */
+        void *records;
+#define PBD_X_PLAN_RECORDS(id, name, type, arity) type *name;
+        PBD_CONSTRAINT_LIST(PBD_X_PLAN_RECORDS)
+#undef PBD_X_PLAN_RECORDS
+    };
+} pbd_plan_type;
 
 /* Everything prepared on the host once, before stepping. */
 typedef struct pbd_plan {
     pbd_config cfg;
     int num_particles;
     int num_bodies;
-    int num_distance;
-    int num_planes;
-    int num_colors;
-    int *color_offsets;     /* num_colors + 1: colour k is distance[off[k] .. off[k+1]) */
-    pbd_distance *distance; /* sorted by colour; PBD stiffness k stored as -(1-(1-k)^(1/n)) */
+    int num_colliders;
+    pbd_plan_type type[PBD_CONSTRAINT_COUNT];
+    int collide_fused; /* set by the backend: Gauss-Seidel's distance projection also
+                          collides (the CPU variant's block kernel) */
+    int track;         /* 1: collisions and attachments record their displacements in dx
+                          (momentum_active, and something external acts on the particles) */
+    int external;      /* 1: something external (a collider, an attachment) may move particles:
+                          the reductions read dx */
     /* Block Gauss-Seidel (a fixed order of the same colours): the particles are cut into
      * num_blocks ranges of indices. The first boundary_colors colours hold the constraints
      * whose ends lie in different blocks; the others hold those within one block, sorted by
@@ -46,8 +59,9 @@ typedef struct pbd_plan {
     int num_blocks;
     int *block_first;      /* num_blocks + 1: block b is particles [bf[b], bf[b+1]) */
     int boundary_colors;   /* the first colours: the constraints that cross blocks */
-    int *block_offsets;    /* (num_colors - boundary_colors) x (num_blocks + 1): block b's part of
-                              interior colour k is distance[bo[k (nb + 1) + b] .. + b + 1]) */
+    int *block_offsets;    /* (distance colours - boundary_colors) x (num_blocks + 1): block b's
+                              part of interior colour k is distance[bo[k (nb + 1) + b] ..
+                              + b + 1]) */
     int *block_runs;       /* (num_colors - boundary_colors) x num_blocks x 2: where block b's
                               part of interior colour k stops being runs of consecutive
                               particles and then interleaved pairs (PBD_RUN_*), each a
@@ -61,25 +75,25 @@ typedef struct pbd_plan {
     int gs_launches;       /* launches per Gauss-Seidel iteration (a backend may lower it) */
     int jacobi_launches;   /* launches per Jacobi iteration (a backend may lower it) */
     int momentum_launches; /* launches per substep of the momentum correction (likewise) */
-    int *csr_offsets;      /* num_particles + 1 */
-    int *csr_slots;        /* 2 * num_distance: slot 2c + end, ascending per particle */
+    int *csr_offsets;      /* num_particles + 1, of the distance constraints */
+    int *csr_slots;        /* 2 x distance count: slot 2c + end, ascending per particle */
     int *csr_other;        /* Jacobi: the slot's other particle (else NULL) */
     int num_segments;
-    pbd_segment *segments; /* reduction pieces, ordered by body */
-    int *body_segments;    /* num_bodies + 1: body b owns segments [bs[b], bs[b+1]) */
-    pbd_float4 *body_ref;  /* per body initial reference point of the sums (its first
-                              particle); each correction then moves it to the com */
-    int *body_flags;       /* PBD_BODY_MOMENTUM for the bodies whose momentum is preserved */
-    int momentum_active;   /* 1: the momentum stages run each substep (a body is preserved,
-                              or rigid damping is on) */
-    int reduce_serial;     /* reduction layout, set by the backend: 1: one work-item per
-                              segment, in order (CPU devices, the CPU reference); 0: a
-                              work-group and a tree per segment (GPUs) */
-    int solve_serial;      /* 1: one work-item per body sums its segments in order (CPU
-                              layout, or every body has at most PBD_SERIAL_SEGMENTS
-                              segments); 0: a work-group and a tree per body */
-    pbd_float4 *planes;    /* num_planes (at least one slot allocated) */
-    float h;               /* substep, s */
+    pbd_segment *segments;   /* reduction pieces, ordered by body */
+    int *body_segments;      /* num_bodies + 1: body b owns segments [bs[b], bs[b+1]) */
+    pbd_float4 *body_ref;    /* per body initial reference point of the sums (its first
+                                particle); each correction then moves it to the com */
+    int *body_flags;         /* PBD_BODY_MOMENTUM for the bodies whose momentum is preserved */
+    int momentum_active;     /* 1: the momentum stages run each substep (a body is preserved,
+                                or rigid damping is on) */
+    int reduce_serial;       /* reduction layout, set by the backend: 1: one work-item per
+                                segment, in order (CPU devices, the CPU reference); 0: a
+                                work-group and a tree per segment (GPUs) */
+    int solve_serial;        /* 1: one work-item per body sums its segments in order (CPU
+                                layout, or every body has at most PBD_SERIAL_SEGMENTS
+                                segments); 0: a work-group and a tree per body */
+    pbd_collider *colliders; /* num_colliders (at least one slot allocated) */
+    float h;                 /* substep, s */
     float inv_h;
     float inv_h2;
     float point_damping; /* fraction for the velocity update (point damping), else 0 */
@@ -88,16 +102,21 @@ typedef struct pbd_plan {
 
 pbd_status pbd_plan_build(const pbd_model *m, const pbd_config *cfg, pbd_plan *plan,
                           pbd_error *err);
+/* Colours of every constraint type together. */
+int pbd_plan_num_colors(const pbd_plan *plan);
 void pbd_plan_free(pbd_plan *plan);
 
 /* The stages of a substep, implemented by each backend. `impl` is the backend's state. */
 typedef struct pbd_backend_ops {
     /* bdf2: use the previous substep (none on the first substep of a BDF2 run). */
     pbd_status (*predict)(void *impl, int bdf2, pbd_error *err);
-    /* One Gauss-Seidel iteration: every colour in order, then the collisions. */
-    pbd_status (*project_gs)(void *impl, int reset_lambda, pbd_error *err);
+    /* Gauss-Seidel: every colour of constraint `type` in order. Where the plan says
+     * collide_fused, projecting the distance constraints also collides. */
+    pbd_status (*project)(void *impl, int type, int reset_lambda, pbd_error *err);
+    /* Jacobi on the distance constraints: their gains, then the gather, which collides. */
     pbd_status (*project_jacobi)(void *impl, int reset_lambda, pbd_error *err);
     pbd_status (*gather_jacobi)(void *impl, pbd_error *err);
+    pbd_status (*collide)(void *impl, pbd_error *err);
     /* keep_prev: store x and v for the next BDF2 prediction. */
     pbd_status (*update)(void *impl, int bdf2, int keep_prev, pbd_error *err);
     /* Momentum preservation for one substep: reduce, solve (PBD_SOLVE_STEP), apply. */
@@ -113,6 +132,9 @@ typedef struct pbd_backend_ops {
     const char *(*device_name)(const void *impl);
     /* Bytes of the state and plan the backend holds (device buffers for OpenCL). */
     size_t (*memory_bytes)(const void *impl);
+    /* Copies record `position` of constraint `type` from the plan to where the solver
+     * steps (the plan's copy has changed). */
+    pbd_status (*update_constraint)(void *impl, int type, int position, pbd_error *err);
     void (*destroy)(void *impl);
 } pbd_backend_ops;
 

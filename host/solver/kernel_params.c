@@ -1,0 +1,96 @@
+#include <string.h>
+
+#include "pbd.h"
+#include "solver/kernel_params.h"
+
+#define PARAMS(name, ...) static const char *const name##_params[] = {__VA_ARGS__};
+#define ENTRY(name)                                                                                \
+    {                                                                                              \
+#name, name##_params, (int)(sizeof name##_params / sizeof name##_params[0])                \
+    }
+
+PARAMS(predict, "particle_x", "particle_p", "particle_v", "particle_xp", "particle_vp",
+       "particle_dx", "particle_body", "body_apply", "rigid_k", "apply", "keep_v", "gx", "gy", "gz",
+       "h", "bdf2", "track", "num_particles")
+PARAMS(predict_runs, "particle_x", "particle_p", "particle_v", "particle_xp", "particle_vp",
+       "particle_dx", "particle_body", "body_apply", "rigid_k", "apply", "keep_v", "gx", "gy", "gz",
+       "h", "bdf2", "track", "num_particles")
+/* project_<type> (project.cl): one list for every constraint type */
+static const char *const project_type_params[] = {"particle_p", "particle_dx",  "records",
+                                                  "lambda",     "offset",       "count",
+                                                  "inv_h2",     "reset_lambda", "track"};
+PARAMS(project_distance_jacobi, "particle_p", "distance", "distance_lambda", "distance_gain",
+       "count", "inv_h2", "reset_lambda")
+PARAMS(project_distance_gs16, "particle_p", "distance", "distance_lambda", "offset", "count",
+       "inv_h2", "reset_lambda", "pairs", "rest")
+PARAMS(project_gs_blocks, "particle_p", "distance", "distance_lambda", "block_offsets",
+       "block_runs", "num_colors", "block_first", "num_blocks", "inv_h2", "reset_lambda",
+       "colliders", "num_colliders", "particle_dx", "track")
+PARAMS(collide, "particle_p", "particle_dx", "colliders", "num_colliders", "track", "num_particles")
+PARAMS(gather_jacobi, "particle_p", "particle_out", "distance_gain", "csr_offsets", "csr_slots",
+       "csr_other", "omega", "particle_dx", "colliders", "num_colliders", "track", "num_particles")
+PARAMS(jacobi_fused16, "particle_p", "particle_out", "ell_start", "ell_other", "ell_code",
+       "ell_rest", "ell_compliance", "ell_lambda", "omega", "inv_h2", "reset_lambda", "particle_dx",
+       "colliders", "num_colliders", "track", "num_particles")
+PARAMS(update_velocity, "particle_x", "particle_p", "particle_v", "particle_xp", "particle_vp",
+       "inv_h", "damping", "bdf2", "keep_prev", "num_particles")
+PARAMS(update_runs, "particle_x", "particle_p", "particle_v", "particle_xp", "particle_vp", "inv_h",
+       "damping", "bdf2", "keep_prev", "num_particles")
+PARAMS(update_reduce_serial, "segments", "particle_x", "particle_p", "particle_v", "particle_xp",
+       "particle_vp", "particle_dx", "body_ref", "inv_h", "damping", "bdf2", "keep_prev", "with_dx",
+       "segment_sums", "num_segments", "body_track", "body_flags", "gh", "body_out", "body_apply",
+       "body_segments", "body_done")
+PARAMS(body_reduce, "segments", "particle_x", "particle_v", "particle_dx", "body_ref",
+       "csr_offsets", "csr_slots", "distance", "inv_h", "with_dx", "stats", "segment_sums",
+       "num_segments")
+PARAMS(body_reduce_serial, "segments", "particle_x", "particle_v", "particle_dx", "body_ref",
+       "csr_offsets", "csr_slots", "distance", "inv_h", "with_dx", "stats", "segment_sums",
+       "num_segments")
+PARAMS(body_solve, "body_segments", "segment_sums", "body_ref", "body_track", "body_flags", "mode",
+       "gh", "body_out", "body_apply", "num_bodies")
+PARAMS(body_solve_serial, "body_segments", "segment_sums", "body_ref", "body_track", "body_flags",
+       "mode", "gh", "body_out", "body_apply", "num_bodies")
+PARAMS(momentum_apply, "particle_x", "particle_v", "particle_body", "body_apply", "rigid_k",
+       "num_particles")
+
+const pbd_kernel_params pbd_kernel_param_table[] = {
+    ENTRY(predict),
+    ENTRY(predict_runs),
+#define PBD_X_PROJECT_ENTRY(id, name, type, arity)                                                 \
+    {"project_" #name, project_type_params,                                                        \
+     (int)(sizeof project_type_params / sizeof project_type_params[0])},
+    PBD_CONSTRAINT_LIST(PBD_X_PROJECT_ENTRY)
+#undef PBD_X_PROJECT_ENTRY
+        ENTRY(project_distance_jacobi),
+    ENTRY(project_distance_gs16),
+    ENTRY(project_gs_blocks),
+    ENTRY(collide),
+    ENTRY(gather_jacobi),
+    ENTRY(jacobi_fused16),
+    ENTRY(update_velocity),
+    ENTRY(update_runs),
+    ENTRY(update_reduce_serial),
+    ENTRY(body_reduce),
+    ENTRY(body_reduce_serial),
+    ENTRY(body_solve),
+    ENTRY(body_solve_serial),
+    ENTRY(momentum_apply),
+};
+const int pbd_kernel_param_table_count =
+    (int)(sizeof pbd_kernel_param_table / sizeof pbd_kernel_param_table[0]);
+
+const pbd_kernel_params *pbd_kernel_params_find(const char *kernel)
+{
+    for (int k = 0; k < pbd_kernel_param_table_count; ++k)
+        if (strcmp(pbd_kernel_param_table[k].kernel, kernel) == 0)
+            return &pbd_kernel_param_table[k];
+    return NULL;
+}
+
+int pbd_kernel_param_index(const pbd_kernel_params *k, const char *param)
+{
+    for (int j = 0; j < k->count; ++j)
+        if (strcmp(k->params[j], param) == 0)
+            return j;
+    return -1;
+}
