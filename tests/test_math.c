@@ -6,14 +6,6 @@
 
 #define F4(a, b, c, d) ((pbd_float4){(a), (b), (c), (d)})
 
-static void assert_near(double got, double want, double tol, const char *what)
-{
-    if (!(fabs(got - want) <= tol)) {
-        print_error("%s: got %.9g, expected %.9g (tolerance %g)\n", what, got, want, tol);
-        fail();
-    }
-}
-
 /* Hard constraint, equal masses: both ends move half of C along the axis. */
 static void distance_hard_equal_masses(void **state)
 {

@@ -78,12 +78,15 @@ static const good_scene good[] = {
     {"cloth_large.json", 256 * 256, 0, 1, 2, 1},
     {"spinning_box.json", 7 * 7 * 7, 0, 1, 0, 0},
     {"rope.json", 65, 64, 1, 1, 1},
+    {"cloth_sphere.json", 64 * 64, 0, 1, 0, 2},
 };
 
 static int64_t expected_distance(const good_scene *g)
 {
     if (strcmp(g->file, "cloth.json") == 0)
         return cloth_constraints(128, 128);
+    if (strcmp(g->file, "cloth_sphere.json") == 0)
+        return cloth_constraints(64, 64);
     if (strcmp(g->file, "cloth_large.json") == 0)
         return cloth_constraints(256, 256);
     if (strcmp(g->file, "spinning_box.json") == 0)
@@ -179,6 +182,10 @@ static const bad_scene bad[] = {
     {"non_integer.json", ": substeps: found 3.5, expected an integer in [1, 1000]"},
     {"zero_normal.json", "planes[0].normal: found [0, 0, 0], expected a non-zero vector"},
     {"duplicate_key.json", ": dt: duplicate key"},
+    {"sphere_radius.json", "spheres[0].radius: found 0, expected a number > 0"},
+    {"attachment_particle.json", "attachments[0].particle: found 16, expected a particle index "
+                                 "in [0, 16) of bodies[0]"},
+    {"attachment_both.json", "attachments[0].stiffness: found together with compliance"},
     {"top_not_object.json", ": top level: found an array, expected an object"},
     {"missing_positions.json", "bodies[0].positions: missing (required for type \"particles\")"},
     {"masses_length.json", "bodies[0].masses: found an array of 1, expected 2 entries"},

@@ -2,6 +2,7 @@
 #ifndef PBD_TEST_UTIL_H
 #define PBD_TEST_UTIL_H
 
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,6 +15,15 @@
 #include "pbd.h"
 
 #define PBD_SKIP 77
+
+/* Fails, printing both values, unless |got - want| <= tol. */
+static inline void assert_near(double got, double want, double tol, const char *what)
+{
+    if (!(fabs(got - want) <= tol)) {
+        print_error("%s: got %.9g, expected %.9g (tolerance %g)\n", what, got, want, tol);
+        fail();
+    }
+}
 
 /* Returns 1 when an OpenCL device is present. When none is, prints why and returns 0; the
  * caller exits with PBD_SKIP, or with 1 when PBD_REQUIRE_DEVICE=1 (CI) says a skip is a

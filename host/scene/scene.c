@@ -599,10 +599,10 @@ static int parse_body(ctx *c, pbd_model *m, const cJSON *obj, const char *key)
 
 /* ---- top level ---------------------------------------------------------------------------- */
 
-static const char *const top_keys[] = {"description", "dt",      "substeps",  "iterations",
-                                       "solver",      "omega",   "gravity",   "frames",
-                                       "momentum",    "damping", "damping_k", "velocity_update",
-                                       "planes",      "bodies",  NULL};
+static const char *const top_keys[] = {
+    "description", "dt",      "substeps",    "iterations", "solver",    "omega",
+    "gravity",     "frames",  "momentum",    "damping",    "damping_k", "velocity_update",
+    "planes",      "spheres", "attachments", "bodies",     NULL};
 
 static const field config_fields[] = {
     {"dt", 'f', 0, {0.0, 10.0, 1, 0, 0}, offsetof(pbd_config, dt)},
@@ -661,6 +661,123 @@ static int parse_planes(ctx *c, const cJSON *root, pbd_model *m)
     return 0;
 }
 
+/* The array at `name` of root, each entry an object of `keys`: 1 with *arr set, 0 absent,
+ * -1 failure. */
+static int opt_objects(ctx *c, const cJSON *root, const char *name, const cJSON **arr)
+{
+    *arr = cJSON_GetObjectItemCaseSensitive(root, name);
+    if (!*arr)
+        return 0;
+    if (!cJSON_IsArray(*arr))
+        return wrong_type(c, name, *arr, "an array");
+    return 1;
+}
+
+static const char *const sphere_keys[] = {"center", "radius", NULL};
+
+/* "spheres": [{"center": [x, y, z], "radius": r}], static sphere colliders. */
+static int parse_spheres(ctx *c, const cJSON *root, pbd_model *m)
+{
+    const cJSON *spheres, *s;
+    int r = opt_objects(c, root, "spheres", &spheres), k = 0;
+    if (r <= 0)
+        return r;
+    cJSON_ArrayForEach(s, spheres)
+    {
+        char key[KEY_MAX], sub[KEY_MAX];
+        const num_spec any = ANY_FLOAT, positive = POSITIVE;
+        pbd_collider col = {PBD_COLLIDER_SPHERE, 0.0f, 0.0f, 0, {0.0f, 0.0f, 0.0f, 0.0f}};
+        float centre[3];
+        at_index(key, "spheres", k++);
+        if (!cJSON_IsObject(s))
+            return wrong_type(c, key, s, "an object");
+        if (check_keys(c, s, key, sphere_keys, NULL))
+            return -1;
+        for (int q = 0; q < 2; ++q)
+            if (!cJSON_GetObjectItemCaseSensitive(s, sphere_keys[q]))
+                return fail(c, PBD_ERR_SCENE, join(sub, key, sphere_keys[q]),
+                            "missing (required for a sphere)");
+        if (read_numbers(c, cJSON_GetObjectItemCaseSensitive(s, "center"), join(sub, key, "center"),
+                         3, any, (sink){centre, NULL, NULL}) ||
+            read_numbers(c, cJSON_GetObjectItemCaseSensitive(s, "radius"), join(sub, key, "radius"),
+                         0, positive, (sink){&col.shape.w, NULL, NULL}))
+            return -1;
+        col.shape.x = centre[0];
+        col.shape.y = centre[1];
+        col.shape.z = centre[2];
+        if (pbd_model_add_collider(m, &col))
+            return fail(c, PBD_ERR_MEMORY, key, "out of memory");
+    }
+    return 0;
+}
+
+static const char *const attachment_keys[] = {"body",       "particle",  "target",
+                                              "compliance", "stiffness", NULL};
+
+/* "attachments": [{"body": b, "particle": j, "target": [x, y, z], "compliance": a}]: particle
+ * j of body b pulled toward the target (default: where the particle starts), with compliance
+ * (default 0, hard) or a PBD stiffness. After the bodies, whose particles it names. */
+static int parse_attachments(ctx *c, const cJSON *root, pbd_model *m)
+{
+    const cJSON *list, *a;
+    int r = opt_objects(c, root, "attachments", &list), k = 0;
+    if (r <= 0)
+        return r;
+    cJSON_ArrayForEach(a, list)
+    {
+        char key[KEY_MAX], sub[KEY_MAX];
+        const num_spec index = INT_IN(INT_MIN, INT_MAX), any = ANY_FLOAT;
+        const num_spec compliance = NON_NEGATIVE, stiffness = STIFFNESS;
+        int body = 0, particle = 0;
+        float target[3], value = 0.0f;
+        at_index(key, "attachments", k++);
+        if (!cJSON_IsObject(a))
+            return wrong_type(c, key, a, "an object");
+        if (check_keys(c, a, key, attachment_keys, NULL) || check_exclusive(c, a, key))
+            return -1;
+        for (int q = 0; q < 2; ++q)
+            if (!cJSON_GetObjectItemCaseSensitive(a, attachment_keys[q]))
+                return fail(c, PBD_ERR_SCENE, join(sub, key, attachment_keys[q]),
+                            "missing (required for an attachment)");
+        if (read_numbers(c, cJSON_GetObjectItemCaseSensitive(a, "body"), join(sub, key, "body"), 0,
+                         index, (sink){NULL, &body, NULL}))
+            return -1;
+        if (body < 0 || body >= m->num_bodies)
+            return fail(c, PBD_ERR_SCENE, sub, "found %d, expected a body index in [0, %d)", body,
+                        m->num_bodies);
+        const pbd_body *b = &m->bodies[body];
+        if (read_numbers(c, cJSON_GetObjectItemCaseSensitive(a, "particle"),
+                         join(sub, key, "particle"), 0, index, (sink){NULL, &particle, NULL}))
+            return -1;
+        if (particle < 0 || particle >= b->count)
+            return fail(c, PBD_ERR_SCENE, sub,
+                        "found %d, expected a particle index in [0, %d) of bodies[%d]", particle,
+                        b->count, body);
+        pbd_float4 x = m->x[b->first + particle];
+        target[0] = x.x;
+        target[1] = x.y;
+        target[2] = x.z;
+        const cJSON *t = cJSON_GetObjectItemCaseSensitive(a, "target");
+        const cJSON *cm = cJSON_GetObjectItemCaseSensitive(a, "compliance");
+        const cJSON *st = cJSON_GetObjectItemCaseSensitive(a, "stiffness");
+        if ((t &&
+             read_numbers(c, t, join(sub, key, "target"), 3, any, (sink){target, NULL, NULL})) ||
+            (cm && read_numbers(c, cm, join(sub, key, "compliance"), 0, compliance,
+                                (sink){&value, NULL, NULL})) ||
+            (st && read_numbers(c, st, join(sub, key, "stiffness"), 0, stiffness,
+                                (sink){&value, NULL, NULL})))
+            return -1;
+        pbd_attachment rec = {b->first + particle,
+                              st ? -value : value,
+                              0,
+                              0,
+                              {target[0], target[1], target[2], 0.0f}};
+        if (pbd_model_add_constraint(m, PBD_CONSTRAINT_ATTACHMENT, &rec))
+            return fail(c, PBD_ERR_MEMORY, key, "out of memory");
+    }
+    return 0;
+}
+
 static int parse_root(ctx *c, const cJSON *root, pbd_scene *out)
 {
     static const char *const solvers[] = {"gs", "jacobi", NULL};
@@ -676,7 +793,7 @@ static int parse_root(ctx *c, const cJSON *root, pbd_scene *out)
         opt_enum(c, root, "", "solver", solvers, &solver) < 0 ||
         opt_enum(c, root, "", "damping", dampings, &damping) < 0 ||
         opt_enum(c, root, "", "velocity_update", updates, &update) < 0 ||
-        parse_planes(c, root, &out->model))
+        parse_planes(c, root, &out->model) || parse_spheres(c, root, &out->model))
         return -1;
     out->config.solver = solver ? PBD_SOLVER_JACOBI : PBD_SOLVER_GS;
     out->config.damping = (pbd_damping_kind)damping;
@@ -698,6 +815,8 @@ static int parse_root(ctx *c, const cJSON *root, pbd_scene *out)
         if (parse_body(c, &out->model, b, at_index(key, "bodies", k++)))
             return -1;
     }
+    if (parse_attachments(c, root, &out->model))
+        return -1;
     pbd_error verr = {0};
     pbd_status st = pbd_model_validate(&out->model, &verr);
     return st == PBD_OK ? 0 : fail(c, st, NULL, "%s", verr.message);
