@@ -1,4 +1,4 @@
-/* PNG line plots (io/plot.h): files are read back, and decoded with stb_image, to check what
+/* PNG line plots (app/plot.h): files are read back, and decoded with stb_image, to check what
  * was drawn; failures leave no file behind. */
 #include <math.h>
 #include <stdint.h>
@@ -7,7 +7,7 @@
 
 #include "test_util.h"
 
-#include "io/plot.h"
+#include "app/plot.h"
 
 #include <stb/stb_image.h>
 

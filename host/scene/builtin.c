@@ -1,5 +1,9 @@
 /* Built-in scenes, generated from their names: the benchmark's size sweeps and the paper's
- * body-count comparison, without JSON files that would only repeat a pattern. */
+ * body-count comparison, without JSON files that would only repeat a pattern.
+ *
+ * This file uses the generators and the model only. scene.c calls it for '@' names
+ * (pbd_scene_load), so it must not call back into scene.c: the dependency stays one-way,
+ * scene.c -> builtin.c -> generators.c. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -144,7 +148,10 @@ pbd_status pbd_scene_builtin(const char *name, pbd_scene *out, pbd_error *err)
                            name);
     if (st == PBD_OK)
         st = pbd_model_validate(&out->model, err);
-    if (st != PBD_OK)
-        pbd_scene_free(out);
+    if (st != PBD_OK) {
+        /* What pbd_scene_free does, without calling into scene.c. */
+        pbd_model_free(&out->model);
+        memset(out, 0, sizeof *out);
+    }
     return st;
 }

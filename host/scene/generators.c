@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "generators.h"
+#include "scene/generators.h"
 
 /* The body being appended, and the model's counts before it (to roll back). */
 typedef struct build {

@@ -1,6 +1,7 @@
-/* Body generators (private to the library, tests and benchmarks): each appends one body, its
- * particles and its distance constraints, to a pbd_model. The scene loader drives them from
- * JSON; C callers fill a descriptor that starts from its *_default() value.
+/* Body generators (private to the library and the tests): each appends one body, its
+ * particles and its distance constraints, to a pbd_model. They depend on the model only; the
+ * scene loader (scene.c) drives them from JSON, the built-in scenes (builtin.c) and the tests
+ * fill a descriptor that starts from its *_default() value.
  *
  * A generator checks its descriptor first and appends nothing when it is wrong. Its error
  * messages start with the scene key of the faulty field ("resolution: found 1, expected ...",

@@ -13,7 +13,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "generators.h"
+#include "scene/generators.h"
 
 #define KEY_MAX 256
 

@@ -1,6 +1,6 @@
 /* `pbd experiments`: the paper's experiments as CSV, Markdown and PNG (part of the CLI). */
-#ifndef PBD_EXPERIMENTS_H
-#define PBD_EXPERIMENTS_H
+#ifndef PBD_APP_EXPERIMENTS_H
+#define PBD_APP_EXPERIMENTS_H
 
 #include "pbd.h"
 

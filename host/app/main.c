@@ -9,9 +9,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "bench.h"
-#include "experiments.h"
-#include "io/output.h"
+#include "app/bench.h"
+#include "app/experiments.h"
+#include "app/output.h"
 #include "pbd.h"
 
 enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };

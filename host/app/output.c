@@ -3,7 +3,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "io/output.h"
+#include "app/output.h"
 
 pbd_status pbd_output_open(pbd_output *o, const char *path, pbd_error *err)
 {

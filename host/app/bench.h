@@ -1,6 +1,6 @@
 /* `pbd bench`: timing one scene or a named suite (part of the CLI). */
-#ifndef PBD_BENCH_H
-#define PBD_BENCH_H
+#ifndef PBD_APP_BENCH_H
+#define PBD_APP_BENCH_H
 
 #include "pbd.h"
 #include "solver/solver_impl.h"

@@ -10,10 +10,10 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "bench.h"
-#include "experiments.h"
-#include "io/output.h"
-#include "io/plot.h"
+#include "app/bench.h"
+#include "app/experiments.h"
+#include "app/output.h"
+#include "app/plot.h"
 
 #define MAX_TABLE 64
 

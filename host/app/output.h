@@ -1,7 +1,8 @@
 /* Output files that appear whole or not at all: written to a temporary name beside the
- * target and renamed over it only when complete. */
-#ifndef PBD_IO_OUTPUT_H
-#define PBD_IO_OUTPUT_H
+ * target and renamed over it only when complete (part of the CLI: the library writes no
+ * files). */
+#ifndef PBD_APP_OUTPUT_H
+#define PBD_APP_OUTPUT_H
 
 #include <stdio.h>
 

@@ -1,8 +1,9 @@
 /* Line plots as PNG files, for the figures `pbd experiments` draws (energy and momentum over
  * time). Small on purpose: one call draws one plot with axes, ticks, labels, a title and a
- * legend, using stb_easy_font for text and stb_image_write for the PNG. */
-#ifndef PBD_IO_PLOT_H
-#define PBD_IO_PLOT_H
+ * legend, using stb_easy_font for text and stb_image_write for the PNG. Part of the CLI, so
+ * that the library does not need libstb. */
+#ifndef PBD_APP_PLOT_H
+#define PBD_APP_PLOT_H
 
 #include "pbd.h"
 

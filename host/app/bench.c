@@ -7,9 +7,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "bench.h"
-#include "io/output.h"
-#include "io/plot.h"
+#include "app/bench.h"
+#include "app/output.h"
+#include "app/plot.h"
 
 static double now_s(void)
 {

@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "io/output.h"
-#include "io/plot.h"
+#include "app/output.h"
+#include "app/plot.h"
 
 /* stb_easy_font is header-only and all-static; the functions we do not call would warn. */
 #pragma GCC diagnostic push
