@@ -202,7 +202,7 @@ VEC8_INLINE void sum_group8(sums8 *a, int i, int n, int skip, int update, __glob
                             __global const pbd_float4 *dx, float4 r, double4 rd, int bdf2,
                             int keep_prev, float inv_h, float damping, int with_dx, int stats,
                             __global const int *csr_offsets, __global const int *csr_slots,
-                            __global const pbd_distance *distance)
+                            __global const pbd_distance *distance_records)
 {
     part8 q;
     float8 unused;
@@ -221,7 +221,8 @@ VEC8_INLINE void sum_group8(sums8 *a, int i, int n, int skip, int update, __glob
         float e[8];
         for (int j = 0; j < 8; ++j) {
             int k = i + min(j, n - 1);
-            e[j] = pbd_particle_error(x, distance, csr_slots, csr_offsets[k], csr_offsets[k + 1]);
+            e[j] = pbd_particle_error(x, distance_records, csr_slots, csr_offsets[k],
+                                      csr_offsets[k + 1]);
         }
         q.e = vload8(0, e);
     }
@@ -252,7 +253,7 @@ VEC8_INLINE void sum_segment8(pbd_segment seg, int update, __global pbd_float4 *
                               __global const pbd_float4 *dx, float4 r, int bdf2, int keep_prev,
                               float inv_h, float damping, int with_dx, int stats,
                               __global const int *csr_offsets, __global const int *csr_slots,
-                              __global const pbd_distance *distance, pbd_acc *out)
+                              __global const pbd_distance *distance_records, pbd_acc *out)
 {
     const double4 rd = convert_double4(r);
     sums8 a;
@@ -263,13 +264,14 @@ VEC8_INLINE void sum_segment8(pbd_segment seg, int update, __global pbd_float4 *
      * fewer than 8, a clamped gather and per-lane stores. */
     for (; i + 8 <= end; i += 8)
         sum_group8(&a, i, 8, 0, update, x, p, v, xp, vp, dx, r, rd, bdf2, keep_prev, inv_h, damping,
-                   with_dx, stats, csr_offsets, csr_slots, distance);
+                   with_dx, stats, csr_offsets, csr_slots, distance_records);
     if (i < end && seg.count >= 8)
         sum_group8(&a, end - 8, 8, 8 - (end - i), update, x, p, v, xp, vp, dx, r, rd, bdf2,
-                   keep_prev, inv_h, damping, with_dx, stats, csr_offsets, csr_slots, distance);
+                   keep_prev, inv_h, damping, with_dx, stats, csr_offsets, csr_slots,
+                   distance_records);
     else if (i < end)
         sum_group8(&a, i, end - i, 0, update, x, p, v, xp, vp, dx, r, rd, bdf2, keep_prev, inv_h,
-                   damping, with_dx, stats, csr_offsets, csr_slots, distance);
+                   damping, with_dx, stats, csr_offsets, csr_slots, distance_records);
     sums8_store(&a, out);
 }
 
@@ -336,7 +338,7 @@ static void sum_particles(int first, int start, int count, int stride,
                           __global const pbd_float4 *particle_v,
                           __global const pbd_float4 *particle_dx, pbd_float4 r,
                           __global const int *csr_offsets, __global const int *csr_slots,
-                          __global const pbd_distance *distance, float inv_h, int with_dx,
+                          __global const pbd_distance *distance_records, float inv_h, int with_dx,
                           int stats, pbd_acc *acc)
 {
     pbd_acc s[PBD_SUM_COUNT], comp[PBD_SUM_COUNT];
@@ -344,8 +346,8 @@ static void sum_particles(int first, int start, int count, int stride,
         acc[q] = comp[q] = 0;
     for (int k = start; k < count; k += stride) {
         int i = first + k;
-        float e = stats ? pbd_particle_error(particle_x, distance, csr_slots, csr_offsets[i],
-                                             csr_offsets[i + 1])
+        float e = stats ? pbd_particle_error(particle_x, distance_records, csr_slots,
+                                             csr_offsets[i], csr_offsets[i + 1])
                         : 0.0f;
         pbd_float4 dx = with_dx ? particle_dx[i] : PBD_F4(0.0f, 0.0f, 0.0f, 0.0f);
         pbd_particle_sums(particle_x[i], particle_v[i], dx, r, e, stats, inv_h, s);
@@ -366,8 +368,8 @@ __kernel __attribute__((reqd_work_group_size(PBD_REDUCE_WG, 1, 1))) void
 body_reduce(__global const pbd_segment *segments, __global const pbd_float4 *particle_x,
             __global const pbd_float4 *particle_v, __global const pbd_float4 *particle_dx,
             __global const pbd_float4 *body_ref, __global const int *csr_offsets,
-            __global const int *csr_slots, __global const pbd_distance *distance, float inv_h,
-            int with_dx, int stats, __global pbd_acc *segment_sums, int num_segments)
+            __global const int *csr_slots, __global const pbd_distance *distance_records,
+            float inv_h, int with_dx, int stats, __global pbd_acc *segment_sums, int num_segments)
 {
     __local pbd_acc rows[PBD_REDUCE_WG * PBD_SUM_COUNT];
     int g = get_group_id(0);
@@ -375,7 +377,8 @@ body_reduce(__global const pbd_segment *segments, __global const pbd_float4 *par
     pbd_segment seg = segments[g];
     pbd_acc acc[PBD_SUM_COUNT];
     sum_particles(seg.first, l, seg.count, PBD_REDUCE_WG, particle_x, particle_v, particle_dx,
-                  body_ref[seg.body], csr_offsets, csr_slots, distance, inv_h, with_dx, stats, acc);
+                  body_ref[seg.body], csr_offsets, csr_slots, distance_records, inv_h, with_dx,
+                  stats, acc);
     for (int q = 0; q < PBD_SUM_COUNT; ++q)
         rows[l * PBD_SUM_COUNT + q] = acc[q];
     reduce_rows(rows, l);
@@ -387,14 +390,13 @@ body_reduce(__global const pbd_segment *segments, __global const pbd_float4 *par
  * PBD_SUM_LANES layout (fp64), or in order (compensated float). A CPU device runs a
  * work-group as a loop; the tree's barriers and its 64 x 24 partial sums cost more there
  * than the particles themselves. */
-__kernel void body_reduce_serial(__global const pbd_segment *segments,
-                                 __global const pbd_float4 *particle_x,
-                                 __global const pbd_float4 *particle_v,
-                                 __global const pbd_float4 *particle_dx,
-                                 __global const pbd_float4 *body_ref,
-                                 __global const int *csr_offsets, __global const int *csr_slots,
-                                 __global const pbd_distance *distance, float inv_h, int with_dx,
-                                 int stats, __global pbd_acc *segment_sums, int num_segments)
+__kernel void
+body_reduce_serial(__global const pbd_segment *segments, __global const pbd_float4 *particle_x,
+                   __global const pbd_float4 *particle_v, __global const pbd_float4 *particle_dx,
+                   __global const pbd_float4 *body_ref, __global const int *csr_offsets,
+                   __global const int *csr_slots, __global const pbd_distance *distance_records,
+                   float inv_h, int with_dx, int stats, __global pbd_acc *segment_sums,
+                   int num_segments)
 {
     int g = get_global_id(0);
     if (g >= num_segments)
@@ -403,12 +405,13 @@ __kernel void body_reduce_serial(__global const pbd_segment *segments,
     pbd_acc acc[PBD_SUM_COUNT];
 #ifdef PBD_ACC_COMPENSATED
     sum_particles(seg.first, 0, seg.count, 1, particle_x, particle_v, particle_dx,
-                  body_ref[seg.body], csr_offsets, csr_slots, distance, inv_h, with_dx, stats, acc);
+                  body_ref[seg.body], csr_offsets, csr_slots, distance_records, inv_h, with_dx,
+                  stats, acc);
 #else
     /* Reads only, with update = 0 (the casts drop const for the shared signature). */
     sum_segment8(seg, 0, (__global pbd_float4 *)particle_x, NULL, (__global pbd_float4 *)particle_v,
                  NULL, NULL, particle_dx, body_ref[seg.body], 0, 0, inv_h, 0.0f, with_dx, stats,
-                 csr_offsets, csr_slots, distance, acc);
+                 csr_offsets, csr_slots, distance_records, acc);
 #endif
     for (int q = 0; q < PBD_SUM_COUNT; ++q)
         segment_sums[g * PBD_SUM_COUNT + q] = acc[q];

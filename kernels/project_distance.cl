@@ -5,14 +5,14 @@
 /* Jacobi: every constraint reads the same iterate and writes its gain (pbd_distance_gain)
  * and multiplier; gather_jacobi derives each end's correction from the gain. */
 __kernel void project_distance_jacobi(__global const pbd_float4 *particle_p,
-                                      __global const pbd_distance *distance,
+                                      __global const pbd_distance *distance_records,
                                       __global float *distance_lambda,
                                       __global float *distance_gain, int count, float inv_h2,
                                       int reset_lambda)
 {
     int c = get_global_id(0);
     if (c < count)
-        pbd_jacobi_project(particle_p, distance, distance_lambda, distance_gain, c, inv_h2,
+        pbd_jacobi_project(particle_p, distance_records, distance_lambda, distance_gain, c, inv_h2,
                            reset_lambda);
 }
 
@@ -36,20 +36,22 @@ __kernel void project_distance_jacobi(__global const pbd_float4 *particle_p,
  * then the rest (PBD_RUN_*). On @cloth-256 88 % of the blocks' constraints come in runs or
  * pairs, and the iteration takes about two thirds of the time it took with every group
  * gathered and scattered. */
-VEC8_INLINE void pbd_gs16(__global float4 *particle_p, __global const int *distance,
+VEC8_INLINE void pbd_gs16(__global float4 *particle_p, __global const int *distance_records,
                           __global float *distance_lambda, int c, float inv_h2, int reset_lambda,
                           int kind)
 {
     /* The constraints' records as four float16, split like particle records. */
     float8 fa0, fb0, r0, k0, fa1, fb1, r1, k1;
-    split8(VEC8_LOAD16(distance + 4 * c), VEC8_LOAD16(distance + 4 * c + 16), &fa0, &fb0, &r0, &k0);
-    split8(VEC8_LOAD16(distance + 4 * c + 32), VEC8_LOAD16(distance + 4 * c + 48), &fa1, &fb1, &r1,
-           &k1);
+    split8(VEC8_LOAD16(distance_records + 4 * c), VEC8_LOAD16(distance_records + 4 * c + 16), &fa0,
+           &fb0, &r0, &k0);
+    split8(VEC8_LOAD16(distance_records + 4 * c + 32), VEC8_LOAD16(distance_records + 4 * c + 48),
+           &fa1, &fb1, &r1, &k1);
     int16 ia = as_int16((float16)(fa0, fa1)), ib = as_int16((float16)(fb0, fb1));
     float16 rest = (float16)(r0, r1), compliance = (float16)(k0, k1);
     /* Arrays here would not be kept in registers. */
     float16 a0, a1, a2, a3, b0, b1, b2, b3;
-    __global float4 *pa = particle_p + distance[4 * c], *pb = particle_p + distance[4 * c + 1];
+    __global float4 *pa = particle_p + distance_records[4 * c],
+                    *pb = particle_p + distance_records[4 * c + 1];
     if (kind == PBD_RUN_CONSECUTIVE) {
         a0 = VEC8_LOAD16(pa), a1 = VEC8_LOAD16(pa + 4);
         a2 = VEC8_LOAD16(pa + 8), a3 = VEC8_LOAD16(pa + 12);
@@ -129,55 +131,60 @@ VEC8_INLINE void pbd_gs16(__global float4 *particle_p, __global const int *dista
 }
 
 /* Constraints [lo, hi) of one colour: sixteen at a time, the rest one by one. */
-static inline void pbd_gs_range(__global float4 *particle_p, __global const int *distance,
+static inline void pbd_gs_range(__global float4 *particle_p, __global const int *distance_records,
                                 __global float *distance_lambda, int lo, int hi, float inv_h2,
                                 int reset_lambda)
 {
-    __global const pbd_distance *dist = (__global const pbd_distance *)distance;
+    __global const pbd_distance *dist = (__global const pbd_distance *)distance_records;
     int c = lo;
     for (; c + 16 <= hi; c += 16)
-        pbd_gs16(particle_p, distance, distance_lambda, c, inv_h2, reset_lambda, PBD_RUN_NONE);
+        pbd_gs16(particle_p, distance_records, distance_lambda, c, inv_h2, reset_lambda,
+                 PBD_RUN_NONE);
     for (; c < hi; ++c)
         pbd_gs_project(particle_p, dist, distance_lambda, c, inv_h2, reset_lambda);
 }
 
 /* Constraints [lo, hi) of one colour, sorted by the plan: runs of consecutive particles up to
  * `pairs`, interleaved pairs up to `rest`, then any (PBD_RUN_*). */
-static inline void pbd_gs_part(__global float4 *particle_p, __global const int *distance,
+static inline void pbd_gs_part(__global float4 *particle_p, __global const int *distance_records,
                                __global float *distance_lambda, int lo, int pairs, int rest, int hi,
                                float inv_h2, int reset_lambda)
 {
     int c = lo;
     for (; c < pairs; c += 16)
-        pbd_gs16(particle_p, distance, distance_lambda, c, inv_h2, reset_lambda,
+        pbd_gs16(particle_p, distance_records, distance_lambda, c, inv_h2, reset_lambda,
                  PBD_RUN_CONSECUTIVE);
     for (; c < rest; c += 16)
-        pbd_gs16(particle_p, distance, distance_lambda, c, inv_h2, reset_lambda, PBD_RUN_PAIRS);
-    pbd_gs_range(particle_p, distance, distance_lambda, c, hi, inv_h2, reset_lambda);
+        pbd_gs16(particle_p, distance_records, distance_lambda, c, inv_h2, reset_lambda,
+                 PBD_RUN_PAIRS);
+    pbd_gs_range(particle_p, distance_records, distance_lambda, c, hi, inv_h2, reset_lambda);
 }
 
 /* One colour, constraints [offset, offset + count), of which [offset, pairs) are runs of
  * consecutive particles and [pairs, rest) interleaved pairs: work-item j takes sixteen. */
-__kernel void project_distance_gs16(__global pbd_float4 *particle_p, __global const int *distance,
+__kernel void project_distance_gs16(__global pbd_float4 *particle_p,
+                                    __global const int *distance_records,
                                     __global float *distance_lambda, int offset, int count,
                                     float inv_h2, int reset_lambda, int pairs, int rest)
 {
     int k = 16 * (int)get_global_id(0), c = offset + k;
     if (c < pairs)
-        pbd_gs16(particle_p, distance, distance_lambda, c, inv_h2, reset_lambda,
+        pbd_gs16(particle_p, distance_records, distance_lambda, c, inv_h2, reset_lambda,
                  PBD_RUN_CONSECUTIVE);
     else if (c < rest)
-        pbd_gs16(particle_p, distance, distance_lambda, c, inv_h2, reset_lambda, PBD_RUN_PAIRS);
+        pbd_gs16(particle_p, distance_records, distance_lambda, c, inv_h2, reset_lambda,
+                 PBD_RUN_PAIRS);
     else if (k < count)
-        pbd_gs_range(particle_p, distance, distance_lambda, c, offset + min(k + 16, count), inv_h2,
-                     reset_lambda);
+        pbd_gs_range(particle_p, distance_records, distance_lambda, c, offset + min(k + 16, count),
+                     inv_h2, reset_lambda);
 }
 
 /* The blocks' colours: work-item b projects block b's share of each interior colour in turn
  * (no other block touches its particles), then collides the block's particles with the
  * colliders, as the collide kernel would after the last colour. The boundary colours run through
  * it too, before, with the groups of cuts (pbd_plan.cut_offsets) for blocks and no colliders. */
-__kernel void project_gs_blocks(__global pbd_float4 *particle_p, __global const int *distance,
+__kernel void project_gs_blocks(__global pbd_float4 *particle_p,
+                                __global const int *distance_records,
                                 __global float *distance_lambda, __global const int *block_offsets,
                                 __global const int *block_runs, int num_colors,
                                 __global const int *block_first, int num_blocks, float inv_h2,
@@ -190,8 +197,8 @@ __kernel void project_gs_blocks(__global pbd_float4 *particle_p, __global const 
     for (int k = 0; k < num_colors; ++k) {
         __global const int *bo = block_offsets + k * (num_blocks + 1);
         __global const int *br = block_runs + 2 * (k * num_blocks + b);
-        pbd_gs_part(particle_p, distance, distance_lambda, bo[b], br[0], br[1], bo[b + 1], inv_h2,
-                    reset_lambda);
+        pbd_gs_part(particle_p, distance_records, distance_lambda, bo[b], br[0], br[1], bo[b + 1],
+                    inv_h2, reset_lambda);
     }
     for (int i = block_first[b], end = block_first[b + 1]; num_colliders > 0 && i < end; i += 8) {
         float8 x, y, z, w;

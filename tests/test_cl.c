@@ -11,6 +11,7 @@
 #include "test_util.h"
 
 #include "cl/runtime.h"
+#include "solver/kernel_params.h"
 
 #define PROBE_KERNEL "__kernel void probe(__global int *o) { o[get_global_id(0)] = 42; }\n"
 /* Its own line whether or not the last file ends with a newline. */
@@ -322,6 +323,98 @@ static void build_and_run(void **state)
     pbd_cl_close(&cl);
 }
 
+/* Compares the program's kernels with `table` (n entries): every kernel of the program has
+ * an entry, and every entry's parameter names are the kernel's, in order
+ * (clGetKernelArgInfo; the program is built with -cl-kernel-arg-info). Returns the number of
+ * mismatches, printing each. */
+static int check_param_table(pbd_cl *cl, const pbd_kernel_params *table, int n)
+{
+    int bad = 0;
+    char names[8192] = {0};
+    assert_int_equal(
+        clGetProgramInfo(cl->program, CL_PROGRAM_KERNEL_NAMES, sizeof names - 1, names, NULL),
+        CL_SUCCESS);
+    for (char *tok = strtok(names, ";"); tok; tok = strtok(NULL, ";")) {
+        int found = 0;
+        for (int k = 0; k < n; ++k)
+            found |= strcmp(table[k].kernel, tok) == 0;
+        if (!found) {
+            print_message("kernel %s: not in the parameter table\n", tok);
+            ++bad;
+        }
+    }
+    for (int k = 0; k < n; ++k) {
+        pbd_error err = {0};
+        cl_kernel kernel = NULL;
+        if (pbd_cl_kernel(cl, table[k].kernel, &kernel, &err) != PBD_OK) {
+            print_message("%s: %s\n", table[k].kernel, err.message);
+            ++bad;
+            continue;
+        }
+        cl_uint count = 0;
+        assert_int_equal(clGetKernelInfo(kernel, CL_KERNEL_NUM_ARGS, sizeof count, &count, NULL),
+                         CL_SUCCESS);
+        if ((int)count != table[k].count) {
+            print_message("kernel %s: %u parameters, the table has %d\n", table[k].kernel, count,
+                          table[k].count);
+            ++bad;
+        }
+        for (cl_uint a = 0; a < count && (int)a < table[k].count; ++a) {
+            char name[128] = {0};
+            assert_int_equal(
+                clGetKernelArgInfo(kernel, a, CL_KERNEL_ARG_NAME, sizeof name - 1, name, NULL),
+                CL_SUCCESS);
+            if (strcmp(name, table[k].params[a]) != 0) {
+                print_message("kernel %s: parameter %u is %s, the table says %s\n", table[k].kernel,
+                              a, name, table[k].params[a]);
+                ++bad;
+            }
+        }
+        clReleaseKernel(kernel);
+    }
+    return bad;
+}
+
+/* The host sets kernel arguments by name from one table (host/solver/kernel_params.c):
+ * it matches the built program, kernel by kernel and parameter by parameter; a table with two
+ * parameters swapped, and a kernel the table lacks, are caught. */
+static void kernel_param_table(void **state)
+{
+    (void)state;
+    pbd_cl cl;
+    pbd_error err = {0};
+    assert_int_equal(pbd_cl_open(&cl, NULL, 0, &err), PBD_OK);
+    pbd_status st = pbd_cl_build(&cl, NULL, "-cl-kernel-arg-info", &err);
+    if (st != PBD_OK)
+        print_error("%s\n", err.message);
+    assert_int_equal(st, PBD_OK);
+    assert_int_equal(check_param_table(&cl, pbd_kernel_param_table, pbd_kernel_param_table_count),
+                     0);
+    /* A copy of the table with the collide kernel's first two parameters swapped. */
+    int n = pbd_kernel_param_table_count;
+    pbd_kernel_params *copy = malloc((size_t)n * sizeof *copy);
+    assert_non_null(copy);
+    memcpy(copy, pbd_kernel_param_table, (size_t)n * sizeof *copy);
+    const pbd_kernel_params *collide = pbd_kernel_params_find("collide");
+    assert_non_null(collide);
+    const char *swapped[16];
+    assert_true(collide->count <= 16);
+    memcpy(swapped, collide->params, (size_t)collide->count * sizeof *swapped);
+    const char *t = swapped[0];
+    swapped[0] = swapped[1];
+    swapped[1] = t;
+    copy[collide - pbd_kernel_param_table].params = swapped;
+    assert_int_equal(check_param_table(&cl, copy, n), 2);
+    free(copy);
+    pbd_cl_close(&cl);
+    /* A program with one kernel more than the table knows. */
+    build_probe(&cl, 1, "\n__kernel void pbd_unlisted(int a) { (void)a; }\n",
+                "-cl-kernel-arg-info");
+    assert_int_equal(check_param_table(&cl, pbd_kernel_param_table, pbd_kernel_param_table_count),
+                     1);
+    pbd_cl_close(&cl);
+}
+
 static void build_missing_dir(void **state)
 {
     (void)state;
@@ -411,7 +504,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(open_close),     cmocka_unit_test(open_errors),
     cmocka_unit_test(error_names),    cmocka_unit_test(build_broken),
     cmocka_unit_test(build_and_run),  cmocka_unit_test(build_missing_dir),
-    cmocka_unit_test(kernel_missing),
+    cmocka_unit_test(kernel_missing), cmocka_unit_test(kernel_param_table),
 };
 
 PBD_TEST_MAIN("cl", tests, 1)

@@ -839,7 +839,7 @@ static pbd_status bind_arguments(cl_impl *c, const pbd_plan *plan, pbd_error *er
                               BIND("count", zero),
                               BIND("inv_h2", inv_h2),
                               BIND("reset_lambda", zero),
-                              BIND("distance", c->records[PBD_CONSTRAINT_DISTANCE]),
+                              BIND("distance_records", c->records[PBD_CONSTRAINT_DISTANCE]),
                               BIND("distance_lambda", c->lambda[PBD_CONSTRAINT_DISTANCE]),
                               BIND("distance_gain", c->gain),
                               BIND("pairs", zero),
@@ -889,7 +889,7 @@ static pbd_status bind_arguments(cl_impl *c, const pbd_plan *plan, pbd_error *er
     ARG(&c->kernels[PBD_STAGE_PREDICT], "particle_p", p_start);
     for (int t = 0; t < PBD_CONSTRAINT_COUNT; ++t) {
         if (t == PBD_CONSTRAINT_DISTANCE && c->lanes)
-            continue; /* project_distance_gs16 takes the records as "distance" */
+            continue; /* project_distance_gs16 takes them as "distance_records" */
         ARG(&c->kernels[PBD_STAGE_PROJECT + t], "records", c->records[t]);
         ARG(&c->kernels[PBD_STAGE_PROJECT + t], "lambda", c->lambda[t]);
     }

@@ -19,11 +19,11 @@ PARAMS(predict_runs, "particle_x", "particle_p", "particle_v", "particle_xp", "p
 static const char *const project_type_params[] = {"particle_p", "particle_dx",  "records",
                                                   "lambda",     "offset",       "count",
                                                   "inv_h2",     "reset_lambda", "track"};
-PARAMS(project_distance_jacobi, "particle_p", "distance", "distance_lambda", "distance_gain",
-       "count", "inv_h2", "reset_lambda")
-PARAMS(project_distance_gs16, "particle_p", "distance", "distance_lambda", "offset", "count",
-       "inv_h2", "reset_lambda", "pairs", "rest")
-PARAMS(project_gs_blocks, "particle_p", "distance", "distance_lambda", "block_offsets",
+PARAMS(project_distance_jacobi, "particle_p", "distance_records", "distance_lambda",
+       "distance_gain", "count", "inv_h2", "reset_lambda")
+PARAMS(project_distance_gs16, "particle_p", "distance_records", "distance_lambda", "offset",
+       "count", "inv_h2", "reset_lambda", "pairs", "rest")
+PARAMS(project_gs_blocks, "particle_p", "distance_records", "distance_lambda", "block_offsets",
        "block_runs", "num_colors", "block_first", "num_blocks", "inv_h2", "reset_lambda",
        "colliders", "num_colliders", "particle_dx", "track")
 PARAMS(collide, "particle_p", "particle_dx", "colliders", "num_colliders", "track", "num_particles")
@@ -41,10 +41,10 @@ PARAMS(update_reduce_serial, "segments", "particle_x", "particle_p", "particle_v
        "segment_sums", "num_segments", "body_track", "body_flags", "gh", "body_out", "body_apply",
        "body_segments", "body_done")
 PARAMS(body_reduce, "segments", "particle_x", "particle_v", "particle_dx", "body_ref",
-       "csr_offsets", "csr_slots", "distance", "inv_h", "with_dx", "stats", "segment_sums",
+       "csr_offsets", "csr_slots", "distance_records", "inv_h", "with_dx", "stats", "segment_sums",
        "num_segments")
 PARAMS(body_reduce_serial, "segments", "particle_x", "particle_v", "particle_dx", "body_ref",
-       "csr_offsets", "csr_slots", "distance", "inv_h", "with_dx", "stats", "segment_sums",
+       "csr_offsets", "csr_slots", "distance_records", "inv_h", "with_dx", "stats", "segment_sums",
        "num_segments")
 PARAMS(body_solve, "body_segments", "segment_sums", "body_ref", "body_track", "body_flags", "mode",
        "gh", "body_out", "body_apply", "num_bodies")
