@@ -499,12 +499,12 @@ static void layout_probe(void **state)
 }
 
 static const struct CMUnitTest tests[] = {
-    cmocka_unit_test(layout_probe),   cmocka_unit_test(list_devices),
-    cmocka_unit_test(select_real),    cmocka_unit_test(select_synthetic),
-    cmocka_unit_test(open_close),     cmocka_unit_test(open_errors),
-    cmocka_unit_test(error_names),    cmocka_unit_test(build_broken),
-    cmocka_unit_test(build_and_run),  cmocka_unit_test(build_missing_dir),
-    cmocka_unit_test(kernel_missing), cmocka_unit_test(kernel_param_table),
+    pbd_device_test(layout_probe),   pbd_device_test(list_devices),
+    pbd_device_test(select_real),    cmocka_unit_test(select_synthetic),
+    pbd_device_test(open_close),     pbd_device_test(open_errors),
+    cmocka_unit_test(error_names),   pbd_device_test(build_broken),
+    pbd_device_test(build_and_run),  pbd_device_test(build_missing_dir),
+    pbd_device_test(kernel_missing), pbd_device_test(kernel_param_table),
 };
 
-PBD_TEST_MAIN("cl", tests, 1)
+PBD_TEST_MAIN("cl", tests)

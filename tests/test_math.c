@@ -377,4 +377,4 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(rigid_damping_keeps_momentum),
 };
 
-PBD_TEST_MAIN("math", tests, 0)
+PBD_TEST_MAIN("math", tests)

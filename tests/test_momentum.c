@@ -558,21 +558,21 @@ static void same_bits_cl(void **state)
 
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(spinning_box_cpu),
-    cmocka_unit_test(spinning_box_cl),
-    cmocka_unit_test(spinning_box_cl_float_sums),
+    pbd_device_test(spinning_box_cl),
+    pbd_device_test(spinning_box_cl_float_sums),
     cmocka_unit_test(gravity_impulse_cpu),
-    cmocka_unit_test(gravity_impulse_cl),
+    pbd_device_test(gravity_impulse_cl),
     cmocka_unit_test(floor_bounce_cpu),
-    cmocka_unit_test(floor_bounce_cl),
-    cmocka_unit_test(corrections_agree),
+    pbd_device_test(floor_bounce_cl),
+    pbd_device_test(corrections_agree),
     cmocka_unit_test(singular_inertia_cpu),
-    cmocka_unit_test(singular_inertia_cl),
-    cmocka_unit_test(who_is_corrected),
-    cmocka_unit_test(damping_models),
-    cmocka_unit_test(bdf2),
+    pbd_device_test(singular_inertia_cl),
+    pbd_device_test(who_is_corrected),
+    pbd_device_test(damping_models),
+    pbd_device_test(bdf2),
     cmocka_unit_test(odd_bodies_cpu),
-    cmocka_unit_test(odd_bodies_cl),
-    cmocka_unit_test(same_bits_cl),
+    pbd_device_test(odd_bodies_cl),
+    pbd_device_test(same_bits_cl),
 };
 
-PBD_TEST_MAIN("momentum", tests, 1)
+PBD_TEST_MAIN("momentum", tests)

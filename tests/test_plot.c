@@ -380,4 +380,4 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test_setup_teardown(overwrite, setup, teardown),
 };
 
-PBD_TEST_MAIN("plot", tests, 0)
+PBD_TEST_MAIN("plot", tests)

@@ -667,4 +667,4 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(validate_bodies),
 };
 
-PBD_TEST_MAIN("scene", tests, 0)
+PBD_TEST_MAIN("scene", tests)

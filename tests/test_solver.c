@@ -780,21 +780,21 @@ static void attachment_pull_cl(void **state)
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(coloring_valid),
     cmocka_unit_test(coloring_validator_rejects),
-    cmocka_unit_test(cpu_vs_cl_gs),
-    cmocka_unit_test(blocked_gs_same_bits),
+    pbd_device_test(cpu_vs_cl_gs),
+    pbd_device_test(blocked_gs_same_bits),
     cmocka_unit_test(plan_block_runs),
-    cmocka_unit_test(jacobi_same_bits),
-    cmocka_unit_test(cpu_vs_cl_jacobi),
-    cmocka_unit_test(deterministic_gs),
-    cmocka_unit_test(deterministic_jacobi),
+    pbd_device_test(jacobi_same_bits),
+    pbd_device_test(cpu_vs_cl_jacobi),
+    pbd_device_test(deterministic_gs),
+    pbd_device_test(deterministic_jacobi),
     cmocka_unit_test(paper_two_particles_cpu),
-    cmocka_unit_test(paper_two_particles_cl),
-    cmocka_unit_test(stats_cpu_vs_cl),
+    pbd_device_test(paper_two_particles_cl),
+    pbd_device_test(stats_cpu_vs_cl),
     cmocka_unit_test(paper_two_particles_momentum_cpu),
-    cmocka_unit_test(paper_two_particles_momentum_cl),
-    cmocka_unit_test(lists_same_bits),
+    pbd_device_test(paper_two_particles_momentum_cl),
+    pbd_device_test(lists_same_bits),
     cmocka_unit_test(attachment_pull_cpu),
-    cmocka_unit_test(attachment_pull_cl),
+    pbd_device_test(attachment_pull_cl),
 };
 
-PBD_TEST_MAIN("solver", tests, 1)
+PBD_TEST_MAIN("solver", tests)
