@@ -241,6 +241,14 @@ typedef enum pbd_sum_layout {
     PBD_SUMS_LANES = 1 /* CPU OpenCL devices: PBD_SUM_LANES lanes a segment, then a tree */
 } pbd_sum_layout;
 
+/* Which kernels a device runs, chosen once when the solver is created. */
+typedef enum pbd_variant {
+    PBD_VARIANT_AUTO = 0, /* by device type: GPU kernels on GPUs, CPU kernels on CPU devices */
+    PBD_VARIANT_GPU = 1,  /* a launch a colour, work-group tree reductions (kernels/gpu/) */
+    PBD_VARIANT_CPU = 2,  /* blocks, float16 lanes, serial reductions, fused stages
+                             (kernels/cpu/) */
+} pbd_variant;
+
 typedef struct pbd_solver_desc {
     pbd_backend_kind backend;
     const char *device;     /* device SPEC for the CL backend (see pbd_device_select) */
@@ -249,7 +257,8 @@ typedef struct pbd_solver_desc {
     int float_sums;         /* 1: compensated float per-body sums even where the device has
                                fp64 (the path of devices without it; for tests) */
     pbd_sum_layout sums;    /* CPU backend: the order of the per-body sums, to match a
-                               device's bit for bit (the CL backend uses its device's) */
+                               device's bit for bit (the CL backend uses its variant's) */
+    pbd_variant variant;    /* CL backend: the kernels to run, on any device (default: auto) */
 } pbd_solver_desc;
 
 typedef struct pbd_body_stats {
@@ -314,6 +323,9 @@ pbd_status pbd_solver_constraint_error(pbd_solver *s, double *mean_relative, dou
                                        pbd_error *err);
 /* Distance constraints projected per frame (constraints x iterations x substeps). */
 double pbd_solver_projections_per_frame(const pbd_solver *s);
+/* The kernel variant the solver runs: PBD_VARIANT_GPU or PBD_VARIANT_CPU (for the CPU
+ * backend, the variant whose summation order it follows). */
+pbd_variant pbd_solver_variant(const pbd_solver *s);
 /* "cpu (reference)" or the OpenCL device name. */
 const char *pbd_solver_device_name(const pbd_solver *s);
 int pbd_solver_num_colors(const pbd_solver *s);

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "test_util.h"
@@ -211,10 +212,17 @@ static void write_file(const char *dir, const char *name, const char *text, size
 
 /* A temporary kernel directory with the embedded files' names. `copy`: the embedded texts,
  * else empty files; the last file then gets `tail`. */
+static const char *const kernel_subdirs[] = {"common", "gpu", "cpu"};
+
 static void make_kernel_dir(char *dir, size_t size, int copy, const char *tail)
 {
     snprintf(dir, size, "/tmp/pbd_test_cl_XXXXXX");
     assert_non_null(mkdtemp(dir));
+    for (int k = 0; k < 3; ++k) {
+        char sub[512];
+        snprintf(sub, sizeof sub, "%s/%s", dir, kernel_subdirs[k]);
+        assert_int_equal(mkdir(sub, 0700), 0);
+    }
     for (int i = 0; i < pbd_kernel_source_count; ++i) {
         const struct pbd_kernel_source *s = &pbd_kernel_sources[i];
         write_file(dir, s->name, copy ? s->text : "", copy ? s->length : 0,
@@ -228,6 +236,10 @@ static void remove_kernel_dir(const char *dir)
     for (int i = 0; i < pbd_kernel_source_count; ++i) {
         snprintf(path, sizeof path, "%s/%s", dir, pbd_kernel_sources[i].name);
         assert_int_equal(remove(path), 0);
+    }
+    for (int k = 0; k < 3; ++k) {
+        snprintf(path, sizeof path, "%s/%s", dir, kernel_subdirs[k]);
+        assert_int_equal(rmdir(path), 0);
     }
     assert_int_equal(rmdir(dir), 0);
 }
@@ -252,7 +264,7 @@ static void build_broken(void **state)
     pbd_cl cl;
     pbd_error err = {0};
     assert_int_equal(pbd_cl_open(&cl, NULL, 0, &err), PBD_OK);
-    assert_int_equal(pbd_cl_build(&cl, dir, NULL, &err), PBD_ERR_BUILD);
+    assert_int_equal(pbd_cl_build(&cl, dir, PBD_VARIANT_AUTO, NULL, &err), PBD_ERR_BUILD);
     assert_non_null(strstr(err.message, "OpenCL program build failed on"));
     assert_non_null(strstr(err.message, cl.info.name));
     assert_non_null(strstr(err.message, "lines of log)"));
@@ -274,7 +286,7 @@ static void build_probe(pbd_cl *cl, int copy, const char *tail, const char *opti
     pbd_error err = {0};
     make_kernel_dir(dir, sizeof dir, copy, tail);
     assert_int_equal(pbd_cl_open(cl, NULL, 0, &err), PBD_OK);
-    pbd_status st = pbd_cl_build(cl, dir, options, &err);
+    pbd_status st = pbd_cl_build(cl, dir, PBD_VARIANT_AUTO, options, &err);
     if (st != PBD_OK)
         print_error("%s\n%s\n", err.message, err.log ? err.log : "");
     assert_int_equal(st, PBD_OK);
@@ -384,7 +396,7 @@ static void kernel_param_table(void **state)
     pbd_cl cl;
     pbd_error err = {0};
     assert_int_equal(pbd_cl_open(&cl, NULL, 0, &err), PBD_OK);
-    pbd_status st = pbd_cl_build(&cl, NULL, "-cl-kernel-arg-info", &err);
+    pbd_status st = pbd_cl_build(&cl, NULL, PBD_VARIANT_AUTO, "-cl-kernel-arg-info", &err);
     if (st != PBD_OK)
         print_error("%s\n", err.message);
     assert_int_equal(st, PBD_OK);
@@ -415,13 +427,38 @@ static void kernel_param_table(void **state)
     pbd_cl_close(&cl);
 }
 
+/* Each variant's program holds the shared kernels and its own, not the other's. */
+static void variant_programs(void **state)
+{
+    (void)state;
+    const pbd_variant variants[2] = {PBD_VARIANT_GPU, PBD_VARIANT_CPU};
+    const char *own[2] = {"predict", "predict_runs"};
+    for (int v = 0; v < 2; ++v) {
+        pbd_cl cl;
+        pbd_error err = {0};
+        cl_kernel k = NULL;
+        assert_int_equal(pbd_cl_open(&cl, NULL, 0, &err), PBD_OK);
+        assert_int_equal(pbd_cl_build(&cl, NULL, variants[v], NULL, &err), PBD_OK);
+        assert_int_equal(pbd_cl_kernel(&cl, own[v], &k, &err), PBD_OK);
+        clReleaseKernel(k);
+        assert_int_equal(pbd_cl_kernel(&cl, "collide", &k, &err), PBD_OK);
+        clReleaseKernel(k);
+        assert_int_equal(pbd_cl_kernel(&cl, own[1 - v], &k, &err), PBD_ERR_CL);
+        pbd_cl_close(&cl);
+    }
+    assert_true(pbd_kernel_source_in_variant("gpu/predict.cl", PBD_VARIANT_GPU));
+    assert_false(pbd_kernel_source_in_variant("gpu/predict.cl", PBD_VARIANT_CPU));
+    assert_true(pbd_kernel_source_in_variant("common/collide.cl", PBD_VARIANT_CPU));
+}
+
 static void build_missing_dir(void **state)
 {
     (void)state;
     pbd_cl cl;
     pbd_error err = {0};
     assert_int_equal(pbd_cl_open(&cl, NULL, 0, &err), PBD_OK);
-    assert_int_equal(pbd_cl_build(&cl, "/nonexistent/pbd-kernels", NULL, &err), PBD_ERR_IO);
+    assert_int_equal(pbd_cl_build(&cl, "/nonexistent/pbd-kernels", PBD_VARIANT_AUTO, NULL, &err),
+                     PBD_ERR_IO);
     assert_non_null(strstr(err.message, "/nonexistent/pbd-kernels/"));
     assert_non_null(strstr(err.message, pbd_kernel_sources[0].name));
     assert_non_null(strstr(err.message, "cannot read"));
@@ -499,12 +536,13 @@ static void layout_probe(void **state)
 }
 
 static const struct CMUnitTest tests[] = {
-    pbd_device_test(layout_probe),   pbd_device_test(list_devices),
-    pbd_device_test(select_real),    cmocka_unit_test(select_synthetic),
-    pbd_device_test(open_close),     pbd_device_test(open_errors),
-    cmocka_unit_test(error_names),   pbd_device_test(build_broken),
-    pbd_device_test(build_and_run),  pbd_device_test(build_missing_dir),
-    pbd_device_test(kernel_missing), pbd_device_test(kernel_param_table),
+    pbd_device_test(layout_probe),     pbd_device_test(list_devices),
+    pbd_device_test(select_real),      cmocka_unit_test(select_synthetic),
+    pbd_device_test(open_close),       pbd_device_test(open_errors),
+    cmocka_unit_test(error_names),     pbd_device_test(build_broken),
+    pbd_device_test(build_and_run),    pbd_device_test(build_missing_dir),
+    pbd_device_test(kernel_missing),   pbd_device_test(kernel_param_table),
+    pbd_device_test(variant_programs),
 };
 
 PBD_TEST_MAIN("cl", tests)

@@ -43,15 +43,27 @@ static int append_file(char **buf, size_t *used, size_t *cap, const char *path)
     return rc;
 }
 
-/* The program text: every kernel source in order. A file that does not end its last line gets
- * a newline, so that its last line cannot run into the next file's first. */
-static pbd_status gather_source(const char *kernel_dir, char **out, pbd_error *err)
+int pbd_kernel_source_in_variant(const char *name, pbd_variant variant)
+{
+    if (strncmp(name, "gpu/", 4) == 0)
+        return variant != PBD_VARIANT_CPU;
+    if (strncmp(name, "cpu/", 4) == 0)
+        return variant != PBD_VARIANT_GPU;
+    return 1;
+}
+
+/* The program text: the variant's kernel sources in order. A file that does not end its last
+ * line gets a newline, so that its last line cannot run into the next file's first. */
+static pbd_status gather_source(const char *kernel_dir, pbd_variant variant, char **out,
+                                pbd_error *err)
 {
     char *buf = NULL;
     size_t used = 0, cap = 0;
     *out = NULL;
     for (int i = 0; i < pbd_kernel_source_count; ++i) {
         const struct pbd_kernel_source *src = &pbd_kernel_sources[i];
+        if (!pbd_kernel_source_in_variant(src->name, variant))
+            continue;
         if (kernel_dir) {
             char path[4096];
             snprintf(path, sizeof path, "%s/%s", kernel_dir, src->name);
@@ -111,8 +123,8 @@ static cl_int except(cl_int rc, cl_int code, int *hit)
     return *hit ? CL_SUCCESS : rc;
 }
 
-pbd_status pbd_cl_build(pbd_cl *cl, const char *kernel_dir, const char *extra_options,
-                        pbd_error *err)
+pbd_status pbd_cl_build(pbd_cl *cl, const char *kernel_dir, pbd_variant variant,
+                        const char *extra_options, pbd_error *err)
 {
     pbd_status status = PBD_OK;
     char *source = NULL;
@@ -123,7 +135,7 @@ pbd_status pbd_cl_build(pbd_cl *cl, const char *kernel_dir, const char *extra_op
     int failed = 0;
     if (!extra_options)
         extra_options = "";
-    status = gather_source(kernel_dir, &source, err);
+    status = gather_source(kernel_dir, variant, &source, err);
     if (status != PBD_OK)
         goto cleanup;
     PBD_CL_CHECK(clGetDeviceInfo(cl->device, CL_DEVICE_SINGLE_FP_CONFIG, sizeof sfp, &sfp, NULL));

@@ -46,12 +46,17 @@ const char *pbd_cl_error_name(cl_int code);
  * the default), with a profiling queue when `profile` is set. */
 pbd_status pbd_cl_open(pbd_cl *cl, const char *spec, int profile, pbd_error *err);
 
-/* Builds the program from the embedded kernel sources, or from the same files read from
- * `kernel_dir`, with -cl-std=CL1.2, correctly rounded divide/sqrt where the device has them,
- * -DPBD_HAS_FP64=1 where it has fp64, plus `extra_options`. On a build failure the status is
- * PBD_ERR_BUILD and err->log holds the build log. */
-pbd_status pbd_cl_build(pbd_cl *cl, const char *kernel_dir, const char *extra_options,
-                        pbd_error *err);
+/* Whether kernel source `name` (a path under kernels/) belongs to `variant`'s program: the
+ * shared header and kernels/common/ always, kernels/gpu/ and kernels/cpu/ to their own
+ * variant; PBD_VARIANT_AUTO takes every file (both variants' kernels in one program). */
+int pbd_kernel_source_in_variant(const char *name, pbd_variant variant);
+
+/* Builds the program of `variant`'s kernels from the embedded kernel sources, or from the
+ * same files read from `kernel_dir`, with -cl-std=CL1.2, correctly rounded divide/sqrt where
+ * the device has them, -DPBD_HAS_FP64=1 where it has fp64, plus `extra_options`. On a build
+ * failure the status is PBD_ERR_BUILD and err->log holds the build log. */
+pbd_status pbd_cl_build(pbd_cl *cl, const char *kernel_dir, pbd_variant variant,
+                        const char *extra_options, pbd_error *err);
 
 /* Creates a kernel of the built program; on failure records the kernel name. */
 pbd_status pbd_cl_kernel(pbd_cl *cl, const char *name, cl_kernel *out, pbd_error *err);

@@ -50,7 +50,6 @@ typedef struct cl_impl {
     int num_events;
     int pending;  /* a momentum correction is computed but not yet applied to v */
     size_t bytes; /* device memory allocated */
-    int lanes;    /* CPU devices: the float16 kernels (many records a work-item) */
     int fused;    /* the update also sums for the correction (update_reduce_serial) */
     pbd_kernel_time times[PBD_STAGE_COUNT];
 } cl_impl;
@@ -138,6 +137,12 @@ static size_t serial_local(const cl_impl *c, size_t items)
     return per > 64 ? 64 : per;
 }
 
+/* The CPU devices' kernels: float16 lanes, blocks, serial reductions. */
+static int cpu_variant(const cl_impl *c)
+{
+    return c->plan->variant == PBD_VARIANT_CPU;
+}
+
 /* Jacobi's position buffer k: p (0) or p_next (1). */
 static cl_mem position_buffer(const cl_impl *c, int k)
 {
@@ -153,7 +158,7 @@ static pbd_status cl_predict(void *impl, int bdf2, pbd_error *err)
     ARG(k, "apply", apply);
     ARG(k, "bdf2", b);
     size_t n = (size_t)c->plan->num_particles;
-    if (c->lanes) { /* CPU devices: predict_runs, a run of particles a work-item */
+    if (cpu_variant(c)) { /* CPU devices: predict_runs, a run of particles a work-item */
         size_t runs = (n + PBD_PARTICLE_RUN - 1) / PBD_PARTICLE_RUN;
         status = launch(c, PBD_STAGE_PREDICT, runs, serial_local(c, runs), err);
     } else
@@ -194,7 +199,7 @@ static pbd_status cl_project_color(cl_impl *c, int type, int color, int reset, p
     /* CPU devices launch distance colours only for a mesh of one block, with no boundary
      * colours: colour k is the block's whole part, sorted into runs (pbd_plan.block_runs);
      * project_distance_gs16 takes sixteen constraints a work-item. */
-    if (c->lanes && type == PBD_CONSTRAINT_DISTANCE) {
+    if (cpu_variant(c) && type == PBD_CONSTRAINT_DISTANCE) {
         ARG(k, "pairs", c->plan->block_runs[2 * color]);
         ARG(k, "rest", c->plan->block_runs[2 * color + 1]);
         items = ((size_t)count + 15) / 16;
@@ -243,7 +248,7 @@ static pbd_status cl_project_jacobi(void *impl, int reset, pbd_error *err)
     cl_impl *c = impl;
     pbd_status status = PBD_OK;
     cl_int r = reset;
-    if (c->lanes) { /* CPU devices: jacobi_fused16 projects as it gathers */
+    if (cpu_variant(c)) { /* CPU devices: jacobi_fused16 projects as it gathers */
         c->jacobi_reset = reset;
         return PBD_OK;
     }
@@ -265,12 +270,13 @@ static pbd_status cl_gather_jacobi(void *impl, pbd_error *err)
     cl_mem from = position_buffer(c, c->iterate), to = position_buffer(c, !c->iterate);
     ARG(k, "particle_p", from);
     ARG(k, "particle_out", to);
-    if (c->lanes) {
+    if (cpu_variant(c)) {
         cl_int r = c->jacobi_reset;
         ARG(k, "reset_lambda", r);
     }
-    size_t np = (size_t)c->plan->num_particles, items = c->lanes ? (np + 15) / 16 : np;
-    status = launch(c, PBD_STAGE_GATHER, items, c->lanes ? serial_local(c, items) : c->wg, err);
+    size_t np = (size_t)c->plan->num_particles, items = cpu_variant(c) ? (np + 15) / 16 : np;
+    status =
+        launch(c, PBD_STAGE_GATHER, items, cpu_variant(c) ? serial_local(c, items) : c->wg, err);
     c->iterate ^= 1;
 cleanup:
     return status;
@@ -288,7 +294,7 @@ static pbd_status cl_update(void *impl, int bdf2, int keep_prev, pbd_error *err)
     size_t n = (size_t)c->plan->num_particles, runs = (n + PBD_PARTICLE_RUN - 1) / PBD_PARTICLE_RUN;
     if (c->fused)
         status = launch(c, PBD_STAGE_UPDATE, nseg, serial_local(c, nseg), err);
-    else if (c->lanes) /* CPU devices: update_runs, a run a work-item */
+    else if (cpu_variant(c)) /* CPU devices: update_runs, a run a work-item */
         status = launch(c, PBD_STAGE_UPDATE, runs, serial_local(c, runs), err);
     else
         status = launch(c, PBD_STAGE_UPDATE, n, c->wg, err);
@@ -309,12 +315,13 @@ static pbd_status reduce_and_solve(cl_impl *c, int mode, cl_mem out, pbd_error *
     ARG(&c->kernels[PBD_STAGE_SOLVE], "mode", m);
     ARG(&c->kernels[PBD_STAGE_SOLVE], "body_out", out);
     size_t nseg = (size_t)pl->num_segments, nb = (size_t)pl->num_bodies;
-    if (pl->reduce_serial)
+    if (pl->variant == PBD_VARIANT_CPU)
         status = launch(c, PBD_STAGE_REDUCE, nseg, serial_local(c, nseg), err);
     else
         status = launch(c, PBD_STAGE_REDUCE, nseg * wg, wg, err);
     if (status == PBD_OK && pl->solve_serial)
-        status = launch(c, PBD_STAGE_SOLVE, nb, pl->reduce_serial ? serial_local(c, nb) : wg, err);
+        status = launch(c, PBD_STAGE_SOLVE, nb,
+                        pl->variant == PBD_VARIANT_CPU ? serial_local(c, nb) : wg, err);
     else if (status == PBD_OK)
         status = launch(c, PBD_STAGE_SOLVE, (size_t)pl->num_bodies * wg, wg, err);
 cleanup:
@@ -595,47 +602,56 @@ static pbd_status choose_kernels(cl_impl *c, pbd_plan *plan, const pbd_solver_de
     if (status != PBD_OK)
         return status;
     const pbd_device_info *info = &c->cl.info;
-    /* Reduction layout: a work-group and a tree per item on GPUs; on a CPU device, where a
-     * work-group is a loop and barriers are costly, a work-item per item. */
-    plan->reduce_serial = strcmp(info->type, "cpu") == 0;
-    if (plan->reduce_serial)
+    /* The variant, once: asked for, or by device type (on a CPU device a work-group is a loop
+     * and barriers are costly, so a work-item per segment and float16 lanes; GPUs get a
+     * launch a colour and work-group trees). Every choice below follows from it. */
+    if (desc->variant != PBD_VARIANT_AUTO && desc->variant != PBD_VARIANT_GPU &&
+        desc->variant != PBD_VARIANT_CPU)
+        return pbd_error_set(err, PBD_ERR_ARGUMENT, "variant: found %d, expected auto, gpu or cpu",
+                             (int)desc->variant);
+    plan->variant = desc->variant != PBD_VARIANT_AUTO ? desc->variant
+                    : strcmp(info->type, "cpu") == 0  ? PBD_VARIANT_CPU
+                                                      : PBD_VARIANT_GPU;
+    int cpu = plan->variant == PBD_VARIANT_CPU;
+    if (cpu)
         plan->solve_serial = 1;
     int float_sums = desc->float_sums || !info->fp64;
     c->acc_size = float_sums ? sizeof(float) : sizeof(double);
-    /* CPU devices: kernels that take 16 constraints, 16 particles or a run of particles a
-     * work-item in float16 (bit-identical to the float4 ones). GPUs keep the float4 kernels. */
-    c->lanes = plan->reduce_serial;
-    /* CPU devices with fp64 sums: the velocity update also sums for the correction, and
+    /* CPU variant with fp64 sums: the velocity update also sums for the correction, and
      * solves each body (its last segment's work-item), so a substep's correction costs no
      * launch of its own. */
-    c->fused = c->lanes && plan->momentum_active && !float_sums;
+    c->fused = cpu && plan->momentum_active && !float_sums;
     const char *names[PBD_STAGE_COUNT];
     for (int k = 0; k < PBD_STAGE_COUNT; ++k)
         names[k] = pbd_stage_names[k];
-    if (plan->reduce_serial)
+    if (cpu)
         names[PBD_STAGE_REDUCE] = "body_reduce_serial";
     if (plan->solve_serial)
         names[PBD_STAGE_SOLVE] = "body_solve_serial";
     if (c->fused) {
         names[PBD_STAGE_UPDATE] = "update_reduce_serial";
         plan->momentum_launches = 0;
-    } else if (c->lanes) {
+    } else if (cpu) {
         names[PBD_STAGE_UPDATE] = "update_runs";
     }
-    if (c->lanes) {
+    if (cpu) {
         names[PBD_STAGE_PROJECT + PBD_CONSTRAINT_DISTANCE] = "project_distance_gs16";
-        names[PBD_STAGE_GATHER] = "jacobi_fused16"; /* project_distance_jacobi is not launched */
+        names[PBD_STAGE_GATHER] = "jacobi_fused16"; /* which projects too: */
+        names[PBD_STAGE_PROJECT_JACOBI] = NULL;     /* project_distance_jacobi is not launched */
         names[PBD_STAGE_PREDICT] = "predict_runs";
     }
-    status = pbd_cl_build(&c->cl, desc->kernel_dir,
+    /* The program holds the variant's kernels only: kernels/common/, then kernels/gpu/ or
+     * kernels/cpu/. */
+    status = pbd_cl_build(&c->cl, desc->kernel_dir, plan->variant,
                           float_sums && info->fp64 ? "-DPBD_FLOAT_ACC=1" : NULL, err);
     for (int k = 0; status == PBD_OK && k < PBD_STAGE_COUNT; ++k)
-        status = make_kernel(c, names[k], &c->kernels[k], err);
+        if (names[k])
+            status = make_kernel(c, names[k], &c->kernels[k], err);
     /* Block Gauss-Seidel on CPU devices: a work-item runs a whole block, so the distance
      * constraints need two launches an iteration instead of one a colour plus the
      * collisions; a small mesh of one block, one. */
     int ndist = plan->type[PBD_CONSTRAINT_DISTANCE].count;
-    int blocked = c->lanes && plan->cfg.solver == PBD_SOLVER_GS &&
+    int blocked = cpu && plan->cfg.solver == PBD_SOLVER_GS &&
                   (plan->num_blocks > 1 || ndist <= PBD_ONE_BLOCK);
     if (blocked && status == PBD_OK)
         status = make_kernel(c, "project_gs_blocks", &c->gs_blocks, err);
@@ -652,7 +668,7 @@ static pbd_status choose_kernels(cl_impl *c, pbd_plan *plan, const pbd_solver_de
             other += t == PBD_CONSTRAINT_DISTANCE ? 0 : plan->type[t].num_colors;
         plan->gs_launches = other + (plan->boundary_colors > 0) + 1;
     }
-    if (c->lanes && plan->cfg.solver == PBD_SOLVER_JACOBI)
+    if (cpu && plan->cfg.solver == PBD_SOLVER_JACOBI)
         plan->jacobi_launches -= ndist > 0; /* the gather projects too */
     return PBD_OK;
 }
@@ -668,7 +684,7 @@ static pbd_status choose_work_groups(cl_impl *c, const pbd_plan *plan, pbd_error
     if (c->wg > info->max_work_group)
         c->wg = info->max_work_group;
     for (int k = PBD_STAGE_REDUCE; k <= PBD_STAGE_SOLVE; ++k) {
-        if ((k == PBD_STAGE_REDUCE && plan->reduce_serial) ||
+        if ((k == PBD_STAGE_REDUCE && cpu_variant(c)) ||
             (k == PBD_STAGE_SOLVE && plan->solve_serial))
             continue;
         size_t kwg = 0;
@@ -691,7 +707,7 @@ static pbd_status create_buffers(cl_impl *c, const pbd_model *m, const pbd_plan 
     size_t nb = (size_t)plan->num_bodies, f4 = sizeof(pbd_float4);
     int bdf2 = plan->cfg.velocity_update == PBD_VELOCITY_BDF2;
     int jacobi = plan->cfg.solver == PBD_SOLVER_JACOBI;
-    int split = jacobi && !c->lanes; /* Jacobi's projection and gather as two kernels */
+    int split = jacobi && !cpu_variant(c); /* Jacobi's projection and gather as two kernels */
     double *track0 = calloc(6 * nb + 1, sizeof(double));
     if (!track0)
         return pbd_error_set(err, PBD_ERR_MEMORY, "out of memory creating the OpenCL solver");
@@ -716,7 +732,7 @@ static pbd_status create_buffers(cl_impl *c, const pbd_model *m, const pbd_plan 
     BUF(csr_slots, 2 * nc * sizeof(int), plan->csr_slots);
     BUF(csr_other, split ? 2 * nc * sizeof(int) : 0, plan->csr_other);
     jacobi_rows rows = {0};
-    if (st == PBD_OK && jacobi && c->lanes)
+    if (st == PBD_OK && jacobi && cpu_variant(c))
         st = jacobi_rows_build(plan, &rows, err);
     size_t nell = 16 * rows.entries, ngroups = rows.start ? (np + 15) / 16 + 1 : 0;
     BUF(ell_start, ngroups * sizeof(int), rows.start);
@@ -888,12 +904,13 @@ static pbd_status bind_arguments(cl_impl *c, const pbd_plan *plan, pbd_error *er
         return status;
     ARG(&c->kernels[PBD_STAGE_PREDICT], "particle_p", p_start);
     for (int t = 0; t < PBD_CONSTRAINT_COUNT; ++t) {
-        if (t == PBD_CONSTRAINT_DISTANCE && c->lanes)
+        if (t == PBD_CONSTRAINT_DISTANCE && cpu_variant(c))
             continue; /* project_distance_gs16 takes them as "distance_records" */
         ARG(&c->kernels[PBD_STAGE_PROJECT + t], "records", c->records[t]);
         ARG(&c->kernels[PBD_STAGE_PROJECT + t], "lambda", c->lambda[t]);
     }
-    ARG(&c->kernels[PBD_STAGE_PROJECT_JACOBI], "count", ndist);
+    if (c->kernels[PBD_STAGE_PROJECT_JACOBI].k)
+        ARG(&c->kernels[PBD_STAGE_PROJECT_JACOBI], "count", ndist);
     if (c->fused)
         ARG(&c->kernels[PBD_STAGE_UPDATE], "body_out", c->out_step);
     /* the boundary's groups of cuts: no collisions, so no colliders and nothing to track */

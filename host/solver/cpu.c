@@ -204,10 +204,11 @@ static void body_reduce(cpu_impl *c, int with_dx, int stats)
                               stats, pl->inv_h, s);
             /* As the device: body_reduce_serial by PBD_SUM_LANES lanes, then their
              * tree; body_reduce by work-item lanes, then its tree. */
-            pbd_sums_add(lanes[pl->reduce_serial ? pbd_sum_lane(k, seg.count) : k % PBD_REDUCE_WG],
+            pbd_sums_add(lanes[pl->variant == PBD_VARIANT_CPU ? pbd_sum_lane(k, seg.count)
+                                                              : k % PBD_REDUCE_WG],
                          s);
         }
-        reduce_lanes(lanes, pl->reduce_serial ? PBD_SUM_LANES : PBD_REDUCE_WG, out);
+        reduce_lanes(lanes, pl->variant == PBD_VARIANT_CPU ? PBD_SUM_LANES : PBD_REDUCE_WG, out);
     }
 }
 
@@ -374,8 +375,8 @@ pbd_status pbd_cpu_create(const pbd_model *m, pbd_plan *plan, const pbd_solver_d
                           void **impl, pbd_error *err)
 {
     /* The reference adds the sums in the order asked for: a device's (desc->sums). */
-    plan->reduce_serial = desc->sums == PBD_SUMS_LANES;
-    if (plan->reduce_serial)
+    plan->variant = desc->sums == PBD_SUMS_LANES ? PBD_VARIANT_CPU : PBD_VARIANT_GPU;
+    if (plan->variant == PBD_VARIANT_CPU)
         plan->solve_serial = 1;
     cpu_impl *c = calloc(1, sizeof *c);
     size_t np = (size_t)plan->num_particles;

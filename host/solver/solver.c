@@ -636,7 +636,12 @@ long pbd_solver_momentum_launches_per_frame(const pbd_solver *s)
 
 pbd_sum_layout pbd_solver_sum_layout(const pbd_solver *s)
 {
-    return s->plan.reduce_serial ? PBD_SUMS_LANES : PBD_SUMS_TREE;
+    return s->plan.variant == PBD_VARIANT_CPU ? PBD_SUMS_LANES : PBD_SUMS_TREE;
+}
+
+pbd_variant pbd_solver_variant(const pbd_solver *s)
+{
+    return s->plan.variant;
 }
 
 size_t pbd_solver_memory_bytes(const pbd_solver *s)

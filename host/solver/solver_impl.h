@@ -86,9 +86,10 @@ typedef struct pbd_plan {
     int *body_flags;         /* PBD_BODY_MOMENTUM for the bodies whose momentum is preserved */
     int momentum_active;     /* 1: the momentum stages run each substep (a body is preserved,
                                 or rigid damping is on) */
-    int reduce_serial;       /* reduction layout, set by the backend: 1: one work-item per
-                                segment, in order (CPU devices, the CPU reference); 0: a
-                                work-group and a tree per segment (GPUs) */
+    pbd_variant variant;     /* set once by the backend: the kernels it runs (the CPU
+                                reference: the variant whose order of sums it follows).
+                                Reductions: PBD_VARIANT_CPU, a work-item per segment in
+                                PBD_SUM_LANES lanes; PBD_VARIANT_GPU, a work-group and a tree */
     int solve_serial;        /* 1: one work-item per body sums its segments in order (CPU
                                 layout, or every body has at most PBD_SERIAL_SEGMENTS
                                 segments); 0: a work-group and a tree per body */
@@ -141,7 +142,7 @@ typedef struct pbd_backend_ops {
 extern const pbd_backend_ops pbd_cpu_ops;
 extern const pbd_backend_ops pbd_cl_ops;
 
-/* The backends choose the plan's reduction layout (reduce_serial, solve_serial). */
+/* The backends choose the plan's variant (and with it solve_serial). */
 pbd_status pbd_cpu_create(const pbd_model *m, pbd_plan *plan, const pbd_solver_desc *desc,
                           void **impl, pbd_error *err);
 pbd_status pbd_cl_solver_create(const pbd_model *m, pbd_plan *plan, const pbd_solver_desc *desc,

@@ -1,24 +1,7 @@
-/* Last projection stage of a substep: the velocity update (first order or BDF2) with point
- * damping, then x = p. For BDF2 the old x and v are kept for the next prediction. Built after
- * pbd_shared.h and vec8.cl. */
-__kernel void update_velocity(__global pbd_float4 *particle_x,
-                              __global const pbd_float4 *particle_p,
-                              __global pbd_float4 *particle_v, __global pbd_float4 *particle_xp,
-                              __global pbd_float4 *particle_vp, float inv_h, float damping,
-                              int bdf2, int keep_prev, int num_particles)
-{
-    int i = get_global_id(0);
-    if (i >= num_particles)
-        return;
-    pbd_float4 p;
-    pbd_update_particle(i, particle_x, particle_p, particle_v, particle_xp, particle_vp, bdf2,
-                        keep_prev, inv_h, damping, &p);
-}
-
-/* The same for CPU devices, a run of PBD_PARTICLE_RUN particles a work-item, four at a time
- * as they are stored (a float16): the update is element-wise, each lane doing
- * pbd_update_velocity's operations, so the same bits. The last few particles go one by
- * one. */
+/* The velocity update (gpu/update.cl's update_velocity) for CPU devices, a run of PBD_PARTICLE_RUN
+ * particles a work-item, four at a time as they are stored (a float16): the update is element-wise,
+ * each lane doing pbd_update_velocity's operations, so the same bits. The last few particles go one
+ * by one. */
 __kernel void update_runs(__global pbd_float4 *particle_x, __global const pbd_float4 *particle_p,
                           __global pbd_float4 *particle_v, __global pbd_float4 *particle_xp,
                           __global pbd_float4 *particle_vp, float inv_h, float damping, int bdf2,

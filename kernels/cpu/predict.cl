@@ -1,54 +1,11 @@
-/* Stage 1 of a substep: predict positions from velocities and gravity (first order or BDF2),
- * and clear the collision displacements the momentum tracker reads. With `apply`, first the
- * pending momentum correction of the previous substep (momentum_apply's work, folded in here
- * to save a pass over the particles). Built after pbd_shared.h and vec8.cl (the host
- * concatenates the sources). */
-
-/* The stage for particle i. */
-static void predict_one(int i, __global const pbd_float4 *particle_x,
-                        __global pbd_float4 *particle_p, __global pbd_float4 *particle_v,
-                        __global const pbd_float4 *particle_xp,
-                        __global const pbd_float4 *particle_vp, __global pbd_float4 *particle_dx,
-                        __global const int *particle_body, __global const pbd_float4 *body_apply,
-                        float rigid_k, int apply, int keep_v, float gx, float gy, float gz, float h,
-                        int bdf2, int track)
-{
-    pbd_float4 x = particle_x[i];
-    pbd_float4 v = particle_v[i];
-    if (apply) {
-        v = pbd_apply_rigid(x, v, body_apply + particle_body[i] * PBD_APPLY_COUNT, rigid_k);
-        /* First order: update_velocity recomputes v from positions (which used the corrected
-         * v), so only BDF2, which keeps v, needs it stored. */
-        if (keep_v)
-            particle_v[i] = v;
-    }
-    particle_p[i] = pbd_predict(x, v, bdf2 ? particle_xp[i] : x, bdf2 ? particle_vp[i] : v, bdf2,
-                                gx, gy, gz, h);
-    if (track)
-        particle_dx[i] = PBD_F4(0.0f, 0.0f, 0.0f, 0.0f);
-}
-
-__kernel void predict(__global const pbd_float4 *particle_x, __global pbd_float4 *particle_p,
-                      __global pbd_float4 *particle_v, __global const pbd_float4 *particle_xp,
-                      __global const pbd_float4 *particle_vp, __global pbd_float4 *particle_dx,
-                      __global const int *particle_body, __global const pbd_float4 *body_apply,
-                      float rigid_k, int apply, int keep_v, float gx, float gy, float gz, float h,
-                      int bdf2, int track, int num_particles)
-{
-    int i = get_global_id(0);
-    if (i < num_particles)
-        predict_one(i, particle_x, particle_p, particle_v, particle_xp, particle_vp, particle_dx,
-                    particle_body, body_apply, rigid_k, apply, keep_v, gx, gy, gz, h, bdf2, track);
-}
-
-/* The same for CPU devices, a run of PBD_PARTICLE_RUN particles a work-item, eight at a time,
- * held as they are stored: two float16 of four particles each. The stage is element-wise but
- * for the cross products, whose operands are permuted within each particle (yzx, zxy), so
- * there is nothing to transpose; each lane does predict_one's operations (pbd_apply_rigid's
- * and pbd_predict's) in their order: the same bits. A run keeps its body's records in
- * registers while its particles stay in that body (a load of them for every eight, each
- * waiting on the particle's body index, cost more than the correction's arithmetic). The
- * last few particles go one by one. */
+/* The prediction on CPU devices (predict_one: common/predict.cl), a run of PBD_PARTICLE_RUN
+ * particles a work-item, eight at a time, held as they are stored: two float16 of four particles
+ * each. The stage is element-wise but for the cross products, whose operands are permuted within
+ * each particle (yzx, zxy), so there is nothing to transpose; each lane does predict_one's
+ * operations (pbd_apply_rigid's and pbd_predict's) in their order: the same bits. A run keeps its
+ * body's records in registers while its particles stay in that body (a load of them for every
+ * eight, each waiting on the particle's body index, cost more than the correction's arithmetic).
+ * The last few particles go one by one. */
 
 /* Within each particle of four: (y, z, x, w) and (z, x, y, w), and w everywhere. */
 #define PBD_YZX ((uint16)(1, 2, 0, 3, 5, 6, 4, 7, 9, 10, 8, 11, 13, 14, 12, 15))

@@ -1,0 +1,16 @@
+/* Last projection stage of a substep: the velocity update (first order or BDF2) with point
+ * damping, then x = p. For BDF2 the old x and v are kept for the next prediction. Built after
+ * pbd_shared.h. */
+__kernel void update_velocity(__global pbd_float4 *particle_x,
+                              __global const pbd_float4 *particle_p,
+                              __global pbd_float4 *particle_v, __global pbd_float4 *particle_xp,
+                              __global pbd_float4 *particle_vp, float inv_h, float damping,
+                              int bdf2, int keep_prev, int num_particles)
+{
+    int i = get_global_id(0);
+    if (i >= num_particles)
+        return;
+    pbd_float4 p;
+    pbd_update_particle(i, particle_x, particle_p, particle_v, particle_xp, particle_vp, bdf2,
+                        keep_prev, inv_h, damping, &p);
+}
