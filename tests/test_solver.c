@@ -201,13 +201,14 @@ typedef struct pair_result {
     int colors; /* the reference's */
 } pair_result;
 
-static pair_result run_pair(const pbd_model *m, const pbd_config *cfg, int frames)
+static pair_result run_pair_variant(const pbd_model *m, const pbd_config *cfg, int frames,
+                                    pbd_variant variant)
 {
     pair_result r = {0};
     pbd_error err = {0};
     const int n = m->num_particles;
     pbd_solver *sv[2];
-    pbd_solver_desc dcl = {.backend = PBD_BACKEND_CL};
+    pbd_solver_desc dcl = {.backend = PBD_BACKEND_CL, .variant = variant};
     assert_int_equal(pbd_solver_create(m, cfg, &dcl, &sv[1], &err), PBD_OK);
     pbd_solver_desc dcpu = {.backend = PBD_BACKEND_CPU, .sums = pbd_solver_sum_layout(sv[1])};
     assert_int_equal(pbd_solver_create(m, cfg, &dcpu, &sv[0], &err), PBD_OK);
@@ -237,6 +238,11 @@ static pair_result run_pair(const pbd_model *m, const pbd_config *cfg, int frame
     pbd_solver_destroy(sv[0]);
     pbd_solver_destroy(sv[1]);
     return r;
+}
+
+static pair_result run_pair(const pbd_model *m, const pbd_config *cfg, int frames)
+{
+    return run_pair_variant(m, cfg, frames, PBD_VARIANT_AUTO);
 }
 
 /* The pair agreed: the same bits on a CPU device, within 1e-4 elsewhere. Frees the states. */
@@ -664,16 +670,19 @@ static void stats_cpu_vs_cl(void **state)
 /* The constraint and collider lists on the device against the CPU reference: a cloth held
  * by two attachments (one soft) instead of pins, falling onto a sphere over a floor, and a
  * free spinning box pulled by an attachment with its momentum preserved (so the pull's
- * displacements are tracked), in both solvers, on a cloth of one block and of two. The
- * same bits on a CPU device; and the physics: no cloth particle ends inside the sphere, and
- * some rest on it. */
+ * displacements are tracked), in both solvers, on a cloth of one block and of two, with the
+ * device's own kernels and with the GPU kernels forced. The same bits on a CPU device
+ * (PoCL) whichever kernels run; and the physics: no cloth particle ends inside the sphere,
+ * and some rest on it. */
 static void lists_same_bits(void **state)
 {
     (void)state;
     const int res[2] = {24, 64};
-    for (int v = 0; v < 4; ++v) {
+    int cpu_device = 0;
+    for (int v = 0; v < 8; ++v) {
         char json[2048];
         int r = res[v % 2];
+        pbd_variant variant = v < 4 ? PBD_VARIANT_AUTO : PBD_VARIANT_GPU;
         snprintf(json, sizeof json,
                  "{\"dt\": 0.016666666666666666, \"iterations\": 8, \"solver\": \"%s\", "
                  "\"planes\": [{\"normal\": [0, 1, 0], \"offset\": -1}], "
@@ -687,7 +696,7 @@ static void lists_same_bits(void **state)
                  "{\"body\": 0, \"particle\": %d, \"compliance\": 1e-4}, "
                  "{\"body\": 1, \"particle\": 3, \"target\": [3.5, 1, 0], "
                  "\"stiffness\": 0.5}]}",
-                 v < 2 ? "gs" : "jacobi", r, r, r * r - 1);
+                 v % 4 < 2 ? "gs" : "jacobi", r, r, r * r - 1);
         pbd_scene s = {0};
         pbd_error err = {0};
         if (pbd_scene_parse(json, "lists", &s, &err) != PBD_OK) {
@@ -696,11 +705,14 @@ static void lists_same_bits(void **state)
         }
         assert_int_equal(s.model.num_attachment, 3);
         assert_int_equal(s.model.num_colliders, 2);
-        pair_result pr = run_pair(&s.model, &s.config, 40);
-        print_message(
-            "%s %dx%d: %ld values differ, worst %g, %d colours, launches cpu %ld cl %ld\n",
-            v < 2 ? "gs" : "jacobi", r, r, pr.differ, pr.worst, pr.colors, pr.launches[0],
-            pr.launches[1]);
+        pair_result pr = run_pair_variant(&s.model, &s.config, 40, variant);
+        print_message("%s %dx%d, %s kernels: %ld values differ, worst %g, %d colours, launches "
+                      "cpu %ld cl %ld\n",
+                      v % 4 < 2 ? "gs" : "jacobi", r, r, v < 4 ? "the device's" : "GPU", pr.differ,
+                      pr.worst, pr.colors, pr.launches[0], pr.launches[1]);
+        if (v == 0)
+            cpu_device = pr.cpu_device;
+        pr.cpu_device = cpu_device;
         int on_sphere = 0;
         for (int i = 0; i < r * r; ++i) {
             pbd_float4 x = pr.x_cpu[i];

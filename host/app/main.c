@@ -38,6 +38,8 @@ static const char usage_text[] =
     "  --backend cl|cpu    OpenCL device (default) or the CPU reference\n"
     "  --sums tree|lanes   CPU reference: add the per-body sums in the order of GPUs (tree,\n"
     "                      default) or of CPU OpenCL devices (lanes), to match one bit for bit\n"
+    "  --variant auto|gpu|cpu  the kernels a device runs: by device type (auto), the GPU\n"
+    "                      kernels or the CPU-device kernels, on any device\n"
     "  --device SPEC       P:D, cpu, gpu or a name substring (env PBD_DEVICE)\n"
     "  --kernel-dir DIR    read the kernel sources from DIR instead of the built-in copy\n"
     "  --stats FILE        write per-body statistics (CSV) every --stats-every frames\n"
@@ -220,6 +222,12 @@ static int parse_args(int argc, char **argv, options *o)
                 return usage_error("--sums: found '%s', expected tree or lanes", val);
             o->desc.sums = k == 1 ? PBD_SUMS_LANES : PBD_SUMS_TREE;
             o->sums = val;
+        } else if (strcmp(a, "--variant") == 0) {
+            NEEDS_VALUE;
+            int k = pick(val, (const char *const[]){"auto", "gpu", "cpu", NULL});
+            if (k < 0)
+                return usage_error("--variant: found '%s', expected auto, gpu or cpu", val);
+            o->desc.variant = (pbd_variant)k;
         } else if (strcmp(a, "--device") == 0) {
             NEEDS_VALUE;
             o->desc.device = val;
@@ -481,7 +489,11 @@ static int cmd_run(const options *o)
     }
     if (!o->quiet) {
         printf("scene        %s\n", o->scene);
-        printf("device       %s\n", pbd_solver_device_name(solver));
+        if (o->desc.backend == PBD_BACKEND_CL)
+            printf("device       %s, %s kernels\n", pbd_solver_device_name(solver),
+                   pbd_solver_variant(solver) == PBD_VARIANT_CPU ? "cpu" : "gpu");
+        else
+            printf("device       %s\n", pbd_solver_device_name(solver));
         printf("particles    %d in %d bod%s\n", m->num_particles, m->num_bodies,
                m->num_bodies == 1 ? "y" : "ies");
         printf("constraints ");
