@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "pbd_shared.h"
+#include "pbd_layout.h"
 
 /* ---- status: one X-macro list gives the enum and its messages ------------------------- */
 

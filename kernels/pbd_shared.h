@@ -1,10 +1,11 @@
-/* Struct layouts and projection math shared by the host (C11) and the device (OpenCL C 1.2).
+/* The projection math and the solver's internal layouts, shared by the host (C11) and the
+ * device (OpenCL C 1.2), over the public record layouts of pbd_layout.h.
  *
  * This is the one copy of the physics: the CPU reference solver includes it as C, and the
- * OpenCL program is built from it followed by the .cl files of kernels/ (host/cl/program.c
- * concatenates them, so the .cl files do not #include it). Write it so that both compilers
- * see the same arithmetic: component-wise scalar code (the one float16 variant applies the
- * same scalar formula element by element), no vector built-ins, no FMA contraction (host builds
+ * OpenCL program is built from pbd_layout.h, it, and the .cl files of kernels/
+ * (host/cl/program.c concatenates them, so the .cl files do not #include it). Write it so that both
+ * compilers see the same arithmetic: component-wise scalar code (the one float16 variant applies
+ * the same scalar formula element by element), no vector built-ins, no FMA contraction (host builds
  * with -ffp-contract=off, the device with FP_CONTRACT OFF), and the device built with correctly
  * rounded divide and sqrt where it offers them.
  *
@@ -14,81 +15,22 @@
 #define PBD_SHARED_H
 
 #ifdef __OPENCL_C_VERSION__
-#pragma OPENCL FP_CONTRACT OFF
-#define PBD_GLOBAL         __global
-#define PBD_LOCAL          __local
-#define PBD_INLINE         static inline
-#define PBD_F4(a, b, c, d) ((float4)((a), (b), (c), (d)))
-#define pbd_sqrtf(x)       sqrt(x)
-#define pbd_fabsf(x)       fabs(x)
-#define pbd_fmaxf(a, b)    fmax((a), (b))
-typedef float4 pbd_float4;
+#define PBD_INLINE      static inline
+#define pbd_sqrtf(x)    sqrt(x)
+#define pbd_fabsf(x)    fabs(x)
+#define pbd_fmaxf(a, b) fmax((a), (b))
 #else
 #include <math.h>
-#define PBD_GLOBAL
-#define PBD_LOCAL
-#define PBD_INLINE         static inline
-#define PBD_F4(a, b, c, d) ((pbd_float4){(a), (b), (c), (d)})
-#define pbd_sqrtf(x)       sqrtf(x)
-#define pbd_fabsf(x)       fabsf(x)
-#define pbd_fmaxf(a, b)    fmaxf((a), (b))
-/* Same size (16) and alignment (16) as cl_float4 and OpenCL's float4. */
-typedef struct pbd_float4 {
-    _Alignas(16) float x;
-    float y;
-    float z;
-    float w;
-} pbd_float4;
+
+#include "pbd_layout.h"
+#define PBD_INLINE      static inline
+#define pbd_sqrtf(x)    sqrtf(x)
+#define pbd_fabsf(x)    fabsf(x)
+#define pbd_fmaxf(a, b) fmaxf((a), (b))
 #endif
 
 /* Below this length (m) a distance constraint has no direction and is left alone. */
 #define PBD_MIN_LENGTH 1e-9f
-
-/* A distance constraint between particles a and b (Müller 2007 section 3.3; XPBD: Macklin
- * 2016 eq. 18). 16 bytes. */
-typedef struct pbd_distance {
-    int a;            /* first particle index, 0 <= a < particle count */
-    int b;            /* second particle index, != a */
-    float rest;       /* rest length, m, >= 0 */
-    float compliance; /* >= 0: XPBD compliance alpha, m/N (0 = hard constraint);
-                         < 0: PBD constraint with per-iteration stiffness -compliance in (0, 1]
-                         (the solver stores 1 - (1 - k)^(1/iterations) there, section 3.3) */
-} pbd_distance;
-
-/* An attachment: particle `particle` pulled toward the point `target`, a distance constraint
- * of rest length 0 to a point that is not a particle (XPBD compliance or PBD stiffness, as
- * pbd_distance). The target can be moved between steps (pbd_solver_update_constraint): the
- * viewer's mouse drag. The world pulls the particle, so its displacement is an external
- * impulse for the momentum tracker, as a collision's is. 32 bytes. */
-typedef struct pbd_attachment {
-    int particle;      /* 0 <= particle < particle count */
-    float compliance;  /* as pbd_distance's */
-    int pad0;          /* 0 */
-    int pad1;          /* 0 */
-    pbd_float4 target; /* the point, m (w: 0) */
-} pbd_attachment;
-
-/* The constraint types, in the order the step projects them:
- *   X(ID, name, record type, arity)
- * Every record begins with its `arity` particle indices (ints) and has a float `compliance`
- * (>= 0: XPBD compliance; < 0: PBD stiffness, as pbd_distance's). Each type has
- * pbd_<name>_project (below: one constraint, Gauss-Seidel, in place) and a kernel
- * project_<name> (kernels/, one constraint a work-item, a launch a colour) of the same
- * arguments; distance has the variants' faster kernels besides. Distance comes last: the
- * Jacobi gather, which also collides, ends an iteration. */
-#define PBD_CONSTRAINT_LIST(X)                                                                     \
-    X(ATTACHMENT, attachment, pbd_attachment, 1)                                                   \
-    X(DISTANCE, distance, pbd_distance, 2)
-
-enum {
-#define PBD_X_CONSTRAINT_ENUM(id, name, type, arity) PBD_CONSTRAINT_##id,
-    PBD_CONSTRAINT_LIST(PBD_X_CONSTRAINT_ENUM)
-#undef PBD_X_CONSTRAINT_ENUM
-        PBD_CONSTRAINT_COUNT
-};
-
-/* The largest arity in the list. */
-#define PBD_MAX_ARITY 2
 
 /* A body's particles, cut into pieces of at most PBD_SEGMENT particles for the two-stage
  * per-body reduction: stage one reduces each segment, stage two each body's segments. */
@@ -285,30 +227,6 @@ PBD_INLINE float pbd_distance_error(pbd_float4 pa, pbd_float4 pb, float rest)
     float dz = pa.z - pb.z;
     return pbd_fabsf(pbd_sqrtf(dx * dx + dy * dy + dz * dz) - rest);
 }
-
-/* The collider kinds, one collision function each (pbd_collide_<name>, below), dispatched by
- * pbd_collide: X(ID, name). A new kind is an entry here, its function, and its scene key. */
-#define PBD_COLLIDER_LIST(X)                                                                       \
-    X(PLANE, plane)                                                                                \
-    X(SPHERE, sphere)
-
-enum {
-#define PBD_X_COLLIDER_ENUM(id, name) PBD_COLLIDER_##id,
-    PBD_COLLIDER_LIST(PBD_X_COLLIDER_ENUM)
-#undef PBD_X_COLLIDER_ENUM
-        PBD_COLLIDER_COUNT
-};
-
-/* A static collider. 32 bytes. */
-typedef struct pbd_collider {
-    int kind;          /* PBD_COLLIDER_* */
-    float friction;    /* Coulomb friction coefficient, >= 0; 0 (frictionless) until contacts
-                          with friction are solved */
-    float restitution; /* coefficient of restitution, [0, 1]; 0 until they are */
-    int pad;           /* 0 */
-    pbd_float4 shape;  /* plane: unit normal n (xyz) and offset (w), particles keep
-                          n.x >= offset; sphere: centre (xyz, m) and radius (w, m, > 0) */
-} pbd_collider;
 
 /* Plane (n, offset): a particle with n.p < offset moves along n onto the plane: the
  * unilateral constraint of Müller 2007 sec. 3.4. */

@@ -12,6 +12,7 @@
 #include "test_util.h"
 
 #include "cl/runtime.h"
+#include "pbd_shared.h"
 #include "solver/kernel_params.h"
 
 #define PROBE_KERNEL "__kernel void probe(__global int *o) { o[get_global_id(0)] = 42; }\n"
@@ -504,6 +505,15 @@ static void kernel_missing(void **state)
     "    o[11] = PBD_SUM_COUNT;\n"                                                                 \
     "    o[12] = PBD_OUT_COUNT;\n"                                                                 \
     "    o[13] = PBD_SEGMENT;\n"                                                                   \
+    "    pbd_attachment a;\n"                                                                      \
+    "    pbd_collider c;\n"                                                                        \
+    "    o[14] = sizeof(pbd_attachment);\n"                                                        \
+    "    o[15] = (int)((char *)&a.compliance - (char *)&a);\n"                                     \
+    "    o[16] = (int)((char *)&a.target - (char *)&a);\n"                                         \
+    "    o[17] = sizeof(pbd_collider);\n"                                                          \
+    "    o[18] = (int)((char *)&c.friction - (char *)&c);\n"                                       \
+    "    o[19] = (int)((char *)&c.restitution - (char *)&c);\n"                                    \
+    "    o[20] = (int)((char *)&c.shape - (char *)&c);\n"                                          \
     "}\n"
 
 static void layout_probe(void **state)
@@ -511,9 +521,9 @@ static void layout_probe(void **state)
     (void)state;
     pbd_cl cl;
     build_probe(&cl, 1, LAYOUT_PROBE, NULL);
-    cl_int o[14] = {0};
-    run_int_kernel(&cl, "layout_probe", 1, o, 14);
-    const int host[14] = {(int)sizeof(pbd_float4),
+    cl_int o[21] = {0};
+    run_int_kernel(&cl, "layout_probe", 1, o, 21);
+    const int host[21] = {(int)sizeof(pbd_float4),
                           (int)sizeof(pbd_distance),
                           (int)offsetof(pbd_distance, a),
                           (int)offsetof(pbd_distance, b),
@@ -526,8 +536,15 @@ static void layout_probe(void **state)
                           cl.info.fp64 ? 8 : 4, /* the device's accumulator */
                           PBD_SUM_COUNT,
                           PBD_OUT_COUNT,
-                          PBD_SEGMENT};
-    for (int i = 0; i < 14; ++i)
+                          PBD_SEGMENT,
+                          (int)sizeof(pbd_attachment),
+                          (int)offsetof(pbd_attachment, compliance),
+                          (int)offsetof(pbd_attachment, target),
+                          (int)sizeof(pbd_collider),
+                          (int)offsetof(pbd_collider, friction),
+                          (int)offsetof(pbd_collider, restitution),
+                          (int)offsetof(pbd_collider, shape)};
+    for (int i = 0; i < 21; ++i)
         if (o[i] != host[i])
             fail_msg("layout entry %d: device %d, host %d", i, o[i], host[i]);
     print_message("%s: layouts match (pbd_distance %d bytes, pbd_segment %d, accumulator %d)\n",

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "pbd.h"
+#include "pbd_shared.h"
 
 _Static_assert(sizeof(pbd_float4) == 16, "pbd_float4 must match cl_float4");
 _Static_assert(_Alignof(pbd_float4) == 16, "pbd_float4 must be 16-byte aligned");

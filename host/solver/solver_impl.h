@@ -5,6 +5,7 @@
 #define PBD_SOLVER_IMPL_H
 
 #include "pbd.h"
+#include "pbd_shared.h"
 
 /* The stages, named as their device kernels: one list for both backends, so timings line up
  * in `pbd bench` (the CPU reference times its loops under the same names). Projection is a

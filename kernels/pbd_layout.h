@@ -1,0 +1,100 @@
+/* The record layouts the public API and the device share: pbd_float4, the constraint types'
+ * records and their list, the colliders' record and its list. Compiled as C11 (host/pbd.h
+ * includes it) and as OpenCL C 1.2 (the first file of every device program).
+ *
+ * Every struct here holds 4-byte scalars only, padding written out; sizes are checked with
+ * _Static_assert on the host and by a probe kernel (tests/test_cl.c, layout_probe). */
+#ifndef PBD_LAYOUT_H
+#define PBD_LAYOUT_H
+
+#ifdef __OPENCL_C_VERSION__
+#pragma OPENCL FP_CONTRACT OFF
+#define PBD_GLOBAL         __global
+#define PBD_LOCAL          __local
+#define PBD_F4(a, b, c, d) ((float4)((a), (b), (c), (d)))
+typedef float4 pbd_float4;
+#else
+#define PBD_GLOBAL
+#define PBD_LOCAL
+#define PBD_F4(a, b, c, d) ((pbd_float4){(a), (b), (c), (d)})
+/* Same size (16) and alignment (16) as cl_float4 and OpenCL's float4. */
+typedef struct pbd_float4 {
+    _Alignas(16) float x;
+    float y;
+    float z;
+    float w;
+} pbd_float4;
+#endif
+
+/* A distance constraint between particles a and b (Müller 2007 section 3.3; XPBD: Macklin
+ * 2016 eq. 18). 16 bytes. */
+typedef struct pbd_distance {
+    int a;            /* first particle index, 0 <= a < particle count */
+    int b;            /* second particle index, != a */
+    float rest;       /* rest length, m, >= 0 */
+    float compliance; /* >= 0: XPBD compliance alpha, m/N (0 = hard constraint);
+                         < 0: PBD constraint with per-iteration stiffness -compliance in (0, 1]
+                         (the solver stores 1 - (1 - k)^(1/iterations) there, section 3.3) */
+} pbd_distance;
+
+/* An attachment: particle `particle` pulled toward the point `target`, a distance constraint
+ * of rest length 0 to a point that is not a particle (XPBD compliance or PBD stiffness, as
+ * pbd_distance). The target can be moved between steps (pbd_solver_update_constraint): the
+ * viewer's mouse drag. The world pulls the particle, so its displacement is an external
+ * impulse for the momentum tracker, as a collision's is. 32 bytes. */
+typedef struct pbd_attachment {
+    int particle;      /* 0 <= particle < particle count */
+    float compliance;  /* as pbd_distance's */
+    int pad0;          /* 0 */
+    int pad1;          /* 0 */
+    pbd_float4 target; /* the point, m (w: 0) */
+} pbd_attachment;
+
+/* The constraint types, in the order the step projects them:
+ *   X(ID, name, record type, arity)
+ * Every record begins with its `arity` particle indices (ints) and has a float `compliance`
+ * (>= 0: XPBD compliance; < 0: PBD stiffness, as pbd_distance's). Each type has
+ * pbd_<name>_project (pbd_shared.h: one constraint, Gauss-Seidel, in place) and a kernel
+ * project_<name> (kernels/, one constraint a work-item, a launch a colour) of the same
+ * arguments; distance has the variants' faster kernels besides. Distance comes last: the
+ * Jacobi gather, which also collides, ends an iteration. */
+#define PBD_CONSTRAINT_LIST(X)                                                                     \
+    X(ATTACHMENT, attachment, pbd_attachment, 1)                                                   \
+    X(DISTANCE, distance, pbd_distance, 2)
+
+enum {
+#define PBD_X_CONSTRAINT_ENUM(id, name, type, arity) PBD_CONSTRAINT_##id,
+    PBD_CONSTRAINT_LIST(PBD_X_CONSTRAINT_ENUM)
+#undef PBD_X_CONSTRAINT_ENUM
+        PBD_CONSTRAINT_COUNT
+};
+
+/* The largest arity in the list. */
+#define PBD_MAX_ARITY 2
+
+/* The collider kinds, one collision function each (pbd_collide_<name>, pbd_shared.h),
+ * dispatched by pbd_collide: X(ID, name). A new kind is an entry here, its function, and its scene
+ * key. */
+#define PBD_COLLIDER_LIST(X)                                                                       \
+    X(PLANE, plane)                                                                                \
+    X(SPHERE, sphere)
+
+enum {
+#define PBD_X_COLLIDER_ENUM(id, name) PBD_COLLIDER_##id,
+    PBD_COLLIDER_LIST(PBD_X_COLLIDER_ENUM)
+#undef PBD_X_COLLIDER_ENUM
+        PBD_COLLIDER_COUNT
+};
+
+/* A static collider. 32 bytes. */
+typedef struct pbd_collider {
+    int kind;          /* PBD_COLLIDER_* */
+    float friction;    /* Coulomb friction coefficient, >= 0; 0 (frictionless) until contacts
+                          with friction are solved */
+    float restitution; /* coefficient of restitution, [0, 1]; 0 until they are */
+    int pad;           /* 0 */
+    pbd_float4 shape;  /* plane: unit normal n (xyz) and offset (w), particles keep
+                          n.x >= offset; sphere: centre (xyz, m) and radius (w, m, > 0) */
+} pbd_collider;
+
+#endif
