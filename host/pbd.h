@@ -75,7 +75,7 @@ typedef struct pbd_model {
     /* One array per constraint type (PBD_CONSTRAINT_LIST): num_distance and distance,
      * num_attachment and attachment, ... Compliance here is the user's: >= 0 XPBD alpha,
      * < 0 -k (PBD stiffness). */
-#define PBD_X_MODEL_ARRAY(id, name, type, arity)                                                   \
+#define PBD_X_MODEL_ARRAY(id, name, type, arity, world)                                            \
     int num_##name;                                                                                \
     type *name;
     PBD_CONSTRAINT_LIST(PBD_X_MODEL_ARRAY)
@@ -88,6 +88,7 @@ typedef struct pbd_model {
 typedef struct pbd_constraint_info {
     const char *name; /* "distance", "attachment", ... (the list's name) */
     int arity;        /* particles per constraint: the first `arity` ints of a record */
+    int world;        /* 1: the world takes part; what it moves is an external impulse */
     size_t size;      /* bytes per record */
 } pbd_constraint_info;
 

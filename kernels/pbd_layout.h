@@ -51,7 +51,10 @@ typedef struct pbd_attachment {
 } pbd_attachment;
 
 /* The constraint types, in the order the step projects them:
- *   X(ID, name, record type, arity)
+ *   X(ID, name, record type, arity, world)
+ * world: 1 when the world takes part (a fixed point, a kinematic target), so that what the
+ * constraint moves is an external impulse for the momentum tracker; 0 when it acts between
+ * particles only.
  * Every record begins with its `arity` particle indices (ints) and has a float `compliance`
  * (>= 0: XPBD compliance; < 0: PBD stiffness, as pbd_distance's). Each type has
  * pbd_<name>_project (pbd_shared.h: one constraint, Gauss-Seidel, in place) and a kernel
@@ -59,11 +62,11 @@ typedef struct pbd_attachment {
  * arguments; distance has the variants' faster kernels besides. Distance comes last: the
  * Jacobi gather, which also collides, ends an iteration. */
 #define PBD_CONSTRAINT_LIST(X)                                                                     \
-    X(ATTACHMENT, attachment, pbd_attachment, 1)                                                   \
-    X(DISTANCE, distance, pbd_distance, 2)
+    X(ATTACHMENT, attachment, pbd_attachment, 1, 1)                                                \
+    X(DISTANCE, distance, pbd_distance, 2, 0)
 
 enum {
-#define PBD_X_CONSTRAINT_ENUM(id, name, type, arity) PBD_CONSTRAINT_##id,
+#define PBD_X_CONSTRAINT_ENUM(id, name, type, arity, world) PBD_CONSTRAINT_##id,
     PBD_CONSTRAINT_LIST(PBD_X_CONSTRAINT_ENUM)
 #undef PBD_X_CONSTRAINT_ENUM
         PBD_CONSTRAINT_COUNT

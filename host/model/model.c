@@ -16,7 +16,7 @@ _Static_assert(sizeof(pbd_collider) == 32, "pbd_collider is 32 bytes on both sid
 _Static_assert(sizeof(pbd_segment) == 16, "pbd_segment is 16 bytes on both sides");
 
 const pbd_constraint_info pbd_constraint_types[PBD_CONSTRAINT_COUNT] = {
-#define PBD_X_INFO(id, name, type, arity) {#name, arity, sizeof(type)},
+#define PBD_X_INFO(id, name, type, arity, world) {#name, arity, world, sizeof(type)},
     PBD_CONSTRAINT_LIST(PBD_X_INFO)
 #undef PBD_X_INFO
 };
@@ -35,7 +35,7 @@ void pbd_model_free(pbd_model *m)
     free(m->v);
     free(m->body);
     free(m->bodies);
-#define PBD_X_FREE(id, name, type, arity) free(m->name);
+#define PBD_X_FREE(id, name, type, arity, world) free(m->name);
     PBD_CONSTRAINT_LIST(PBD_X_FREE)
 #undef PBD_X_FREE
     free(m->colliders);
@@ -97,7 +97,7 @@ int pbd_model_add_particles(pbd_model *m, int count, const char *body_name)
 static int constraint_array(pbd_model *m, int type, void ***records, int **count)
 {
     switch (type) {
-#define PBD_X_ARRAY(id, name, t, arity)                                                            \
+#define PBD_X_ARRAY(id, name, t, arity, world)                                                     \
     case PBD_CONSTRAINT_##id:                                                                      \
         *records = (void **)&m->name;                                                              \
         *count = &m->num_##name;                                                                   \
@@ -215,7 +215,7 @@ pbd_status pbd_constraint_validate(int type, const void *r, int index, int num_p
     }
     float compliance = 0.0f;
     switch (type) {
-#define PBD_X_COMPLIANCE(id, name, t, arity)                                                       \
+#define PBD_X_COMPLIANCE(id, name, t, arity, world)                                                \
     case PBD_CONSTRAINT_##id:                                                                      \
         compliance = ((const t *)r)->compliance;                                                   \
         break;

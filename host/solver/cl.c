@@ -810,98 +810,15 @@ static pbd_status bind(const kernel *k, const binding *b, int n, pbd_error *err)
     return PBD_OK;
 }
 
-/* Every kernel's arguments: the per-launch ones (offsets, flags) start at 0 and are set
- * again at each launch; a few kernels take another buffer under a shared name. */
-static pbd_status bind_arguments(cl_impl *c, const pbd_plan *plan, pbd_error *err)
+/* The arguments that differ from the shared bindings: the prediction's target buffer (Jacobi
+ * alternates two), each constraint type's records and multipliers, and the boundary's groups
+ * of cuts, which project_gs_blocks runs without collisions. */
+static pbd_status bind_exceptions(cl_impl *c, const pbd_plan *plan, pbd_error *err)
 {
     pbd_status status = PBD_OK;
-    const pbd_plan_type *dist = &plan->type[PBD_CONSTRAINT_DISTANCE];
-    cl_int n = plan->num_particles, ndist = dist->count, ncol = plan->num_colliders;
-    cl_int nbodies = plan->num_bodies, nseg = plan->num_segments, zero = 0;
-    cl_int keep_v = plan->cfg.velocity_update == PBD_VELOCITY_BDF2;
-    cl_int track = plan->track, external = plan->external;
-    cl_int ninterior = dist->num_colors - plan->boundary_colors, nblocks = plan->num_blocks;
+    cl_int zero = 0, ndist = plan->type[PBD_CONSTRAINT_DISTANCE].count;
     cl_int nbc = plan->boundary_colors, ncuts = plan->num_cuts;
-    const float *g = plan->cfg.gravity;
-    cl_float gx = g[0], gy = g[1], gz = g[2], h = plan->h, inv_h = plan->inv_h;
-    cl_float inv_h2 = plan->inv_h2, omega = plan->cfg.omega;
-    cl_float point = plan->point_damping, rigid = plan->rigid_damping;
-    cl_float4 gh = {{g[0], g[1], g[2], plan->h}};
-    c->jacobi_start = plan->cfg.solver == PBD_SOLVER_JACOBI && plan->cfg.iterations % 2 == 1;
     cl_mem p_start = position_buffer(c, c->jacobi_start);
-    const binding common[] = {BIND("particle_x", c->x),
-                              BIND("particle_p", c->p),
-                              BIND("particle_v", c->v),
-                              BIND("particle_xp", c->xp),
-                              BIND("particle_vp", c->vp),
-                              BIND("particle_dx", c->dx),
-                              BIND("particle_body", c->particle_body),
-                              BIND("particle_out", c->p_next),
-                              BIND("num_particles", n),
-                              BIND("body_apply", c->body_apply),
-                              BIND("rigid_k", rigid),
-                              BIND("apply", zero),
-                              BIND("keep_v", keep_v),
-                              BIND("gx", gx),
-                              BIND("gy", gy),
-                              BIND("gz", gz),
-                              BIND("h", h),
-                              BIND("bdf2", zero),
-                              BIND("keep_prev", zero),
-                              BIND("track", track),
-                              BIND("records", c->records[0]),
-                              BIND("lambda", c->lambda[0]),
-                              BIND("offset", zero),
-                              BIND("count", zero),
-                              BIND("inv_h2", inv_h2),
-                              BIND("reset_lambda", zero),
-                              BIND("distance_records", c->records[PBD_CONSTRAINT_DISTANCE]),
-                              BIND("distance_lambda", c->lambda[PBD_CONSTRAINT_DISTANCE]),
-                              BIND("distance_gain", c->gain),
-                              BIND("pairs", zero),
-                              BIND("rest", zero),
-                              BIND("block_offsets", c->block_offsets),
-                              BIND("block_runs", c->block_runs),
-                              BIND("num_colors", ninterior),
-                              BIND("block_first", c->block_first),
-                              BIND("num_blocks", nblocks),
-                              BIND("colliders", c->colliders),
-                              BIND("num_colliders", ncol),
-                              BIND("csr_offsets", c->csr_offsets),
-                              BIND("csr_slots", c->csr_slots),
-                              BIND("csr_other", c->csr_other),
-                              BIND("omega", omega),
-                              BIND("ell_start", c->ell_start),
-                              BIND("ell_other", c->ell_other),
-                              BIND("ell_code", c->ell_code),
-                              BIND("ell_rest", c->ell_rest),
-                              BIND("ell_compliance", c->ell_compliance),
-                              BIND("ell_lambda", c->ell_lambda),
-                              BIND("inv_h", inv_h),
-                              BIND("damping", point),
-                              BIND("segments", c->segments),
-                              BIND("body_ref", c->body_ref),
-                              BIND("with_dx", external),
-                              BIND("segment_sums", c->segment_sums),
-                              BIND("num_segments", nseg),
-                              BIND("body_track", c->body_track),
-                              BIND("body_flags", c->body_flags),
-                              BIND("gh", gh),
-                              BIND("body_out", c->out_other),
-                              BIND("body_segments", c->body_segments),
-                              BIND("body_done", c->body_done),
-                              BIND("stats", zero),
-                              BIND("mode", zero),
-                              BIND("num_bodies", nbodies)};
-    int ncommon = (int)(sizeof common / sizeof common[0]);
-    for (int k = 0; k < PBD_STAGE_COUNT && status == PBD_OK; ++k)
-        status = bind(&c->kernels[k], common, ncommon, err);
-    if (status == PBD_OK)
-        status = bind(&c->gs_blocks, common, ncommon, err);
-    if (status == PBD_OK)
-        status = bind(&c->gs_cuts, common, ncommon, err);
-    if (status != PBD_OK)
-        return status;
     ARG(&c->kernels[PBD_STAGE_PREDICT], "particle_p", p_start);
     for (int t = 0; t < PBD_CONSTRAINT_COUNT; ++t) {
         if (t == PBD_CONSTRAINT_DISTANCE && cpu_variant(c))
@@ -924,6 +841,64 @@ static pbd_status bind_arguments(cl_impl *c, const pbd_plan *plan, pbd_error *er
     }
 cleanup:
     return status;
+}
+
+/* Every kernel's arguments: the per-launch ones (offsets, flags) start at 0 and are set
+ * again at each launch; a few kernels take another buffer under a shared name. */
+static pbd_status bind_arguments(cl_impl *c, const pbd_plan *plan, pbd_error *err)
+{
+    pbd_status status = PBD_OK;
+    const pbd_plan_type *dist = &plan->type[PBD_CONSTRAINT_DISTANCE];
+    cl_int n = plan->num_particles, ncol = plan->num_colliders;
+    cl_int nbodies = plan->num_bodies, nseg = plan->num_segments, zero = 0;
+    cl_int keep_v = plan->cfg.velocity_update == PBD_VELOCITY_BDF2;
+    cl_int track = plan->track, external = plan->external;
+    cl_int ninterior = dist->num_colors - plan->boundary_colors, nblocks = plan->num_blocks;
+    const float *g = plan->cfg.gravity;
+    cl_float gx = g[0], gy = g[1], gz = g[2], h = plan->h, inv_h = plan->inv_h;
+    cl_float inv_h2 = plan->inv_h2, omega = plan->cfg.omega;
+    cl_float point = plan->point_damping, rigid = plan->rigid_damping;
+    cl_float4 gh = {{g[0], g[1], g[2], plan->h}};
+    c->jacobi_start = plan->cfg.solver == PBD_SOLVER_JACOBI && plan->cfg.iterations % 2 == 1;
+    /* clang-format off */
+    const binding common[] = {
+        BIND("particle_x", c->x), BIND("particle_p", c->p), BIND("particle_v", c->v),
+        BIND("particle_xp", c->xp), BIND("particle_vp", c->vp), BIND("particle_dx", c->dx),
+        BIND("particle_body", c->particle_body), BIND("particle_out", c->p_next),
+        BIND("num_particles", n), BIND("body_apply", c->body_apply), BIND("rigid_k", rigid),
+        BIND("apply", zero), BIND("keep_v", keep_v), BIND("gx", gx), BIND("gy", gy),
+        BIND("gz", gz), BIND("h", h), BIND("bdf2", zero), BIND("keep_prev", zero),
+        BIND("track", track), BIND("records", c->records[0]), BIND("lambda", c->lambda[0]),
+        BIND("offset", zero), BIND("count", zero), BIND("inv_h2", inv_h2),
+        BIND("reset_lambda", zero), BIND("distance_records", c->records[PBD_CONSTRAINT_DISTANCE]),
+        BIND("distance_lambda", c->lambda[PBD_CONSTRAINT_DISTANCE]),
+        BIND("distance_gain", c->gain), BIND("pairs", zero), BIND("rest", zero),
+        BIND("block_offsets", c->block_offsets), BIND("block_runs", c->block_runs),
+        BIND("num_colors", ninterior), BIND("block_first", c->block_first),
+        BIND("num_blocks", nblocks), BIND("colliders", c->colliders), BIND("num_colliders", ncol),
+        BIND("csr_offsets", c->csr_offsets), BIND("csr_slots", c->csr_slots),
+        BIND("csr_other", c->csr_other), BIND("omega", omega), BIND("ell_start", c->ell_start),
+        BIND("ell_other", c->ell_other), BIND("ell_code", c->ell_code),
+        BIND("ell_rest", c->ell_rest), BIND("ell_compliance", c->ell_compliance),
+        BIND("ell_lambda", c->ell_lambda), BIND("inv_h", inv_h), BIND("damping", point),
+        BIND("segments", c->segments), BIND("body_ref", c->body_ref), BIND("with_dx", external),
+        BIND("segment_sums", c->segment_sums), BIND("num_segments", nseg),
+        BIND("body_track", c->body_track), BIND("body_flags", c->body_flags), BIND("gh", gh),
+        BIND("body_out", c->out_other), BIND("body_segments", c->body_segments),
+        BIND("body_done", c->body_done), BIND("stats", zero), BIND("mode", zero),
+        BIND("num_bodies", nbodies),
+    };
+    /* clang-format on */
+    int ncommon = (int)(sizeof common / sizeof common[0]);
+    for (int k = 0; k < PBD_STAGE_COUNT && status == PBD_OK; ++k)
+        status = bind(&c->kernels[k], common, ncommon, err);
+    if (status == PBD_OK)
+        status = bind(&c->gs_blocks, common, ncommon, err);
+    if (status == PBD_OK)
+        status = bind(&c->gs_cuts, common, ncommon, err);
+    if (status != PBD_OK)
+        return status;
+    return bind_exceptions(c, plan, err);
 }
 
 pbd_status pbd_cl_solver_create(const pbd_model *m, pbd_plan *plan, const pbd_solver_desc *desc,

@@ -98,7 +98,7 @@ static pbd_status cpu_project(void *impl, int type, int reset, pbd_error *err)
         double t0 = now_ms();
         for (int j = pt->color_offsets[k]; j < pt->color_offsets[k + 1]; ++j) {
             switch (type) {
-#define PBD_X_PROJECT(id, name, t, arity)                                                          \
+#define PBD_X_PROJECT(id, name, t, arity, world)                                                   \
     case PBD_CONSTRAINT_##id:                                                                      \
         pbd_##name##_project(c->p, c->dx, pt->name, lambda, j, pl->inv_h2, reset, pl->track);      \
         break;

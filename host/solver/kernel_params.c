@@ -56,7 +56,7 @@ PARAMS(momentum_apply, "particle_x", "particle_v", "particle_body", "body_apply"
 const pbd_kernel_params pbd_kernel_param_table[] = {
     ENTRY(predict),
     ENTRY(predict_runs),
-#define PBD_X_PROJECT_ENTRY(id, name, type, arity)                                                 \
+#define PBD_X_PROJECT_ENTRY(id, name, type, arity, world)                                          \
     {"project_" #name, project_type_params,                                                        \
      (int)(sizeof project_type_params / sizeof project_type_params[0])},
     PBD_CONSTRAINT_LIST(PBD_X_PROJECT_ENTRY)

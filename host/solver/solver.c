@@ -310,7 +310,7 @@ static float plan_compliance(float compliance, int iterations)
 static float *compliance_of(int type, void *r)
 {
     switch (type) {
-#define PBD_X_COMPLIANCE(id, name, t, arity)                                                       \
+#define PBD_X_COMPLIANCE(id, name, t, arity, world)                                                \
     case PBD_CONSTRAINT_##id:                                                                      \
         return &((t *)r)->compliance;
         PBD_CONSTRAINT_LIST(PBD_X_COMPLIANCE)
@@ -425,7 +425,11 @@ pbd_status pbd_plan_build(const pbd_model *m, const pbd_config *cfg, pbd_plan *p
             other_colors += plan->type[t].num_colors;
     plan->gs_launches = pbd_plan_num_colors(plan) + (plan->num_colliders > 0);
     plan->jacobi_launches = other_colors + (n > 0) + 1;
-    plan->external = plan->num_colliders > 0 || plan->type[PBD_CONSTRAINT_ATTACHMENT].count > 0;
+    /* Something external moves particles: a collider, or a constraint the world takes part
+     * in. */
+    plan->external = plan->num_colliders > 0;
+    for (int t = 0; t < PBD_CONSTRAINT_COUNT; ++t)
+        plan->external |= pbd_constraint_types[t].world && plan->type[t].count > 0;
 
     int nseg = 0;
     for (int b = 0; b < m->num_bodies; ++b)

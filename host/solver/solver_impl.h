@@ -33,7 +33,7 @@ typedef struct pbd_plan_type {
     int *position;      /* count: where the model's constraint j sits in records */
     union {             /* sorted by colour; PBD stiffness k stored as -(1-(1-k)^(1/n)) */
         void *records;
-#define PBD_X_PLAN_RECORDS(id, name, type, arity) type *name;
+#define PBD_X_PLAN_RECORDS(id, name, type, arity, world) type *name;
         PBD_CONSTRAINT_LIST(PBD_X_PLAN_RECORDS)
 #undef PBD_X_PLAN_RECORDS
     };

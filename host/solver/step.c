@@ -6,7 +6,7 @@
 
 const char *const pbd_stage_names[PBD_STAGE_COUNT] = {
     "predict",
-#define PBD_X_PROJECT_NAME(id, name, type, arity) "project_" #name,
+#define PBD_X_PROJECT_NAME(id, name, type, arity, world) "project_" #name,
     PBD_CONSTRAINT_LIST(PBD_X_PROJECT_NAME)
 #undef PBD_X_PROJECT_NAME
         "collide",

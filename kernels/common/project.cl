@@ -2,7 +2,7 @@
  * work-item, constraints [offset, offset + count) of `records`, which are one colour (they
  * share no particle: no races, no atomics, and the serial result). Both variants launch them
  * colour by colour; distance also has faster kernels of its own. Built after pbd_shared.h. */
-#define PBD_X_PROJECT_KERNEL(id, name, type, arity)                                                \
+#define PBD_X_PROJECT_KERNEL(id, name, type, arity, world)                                         \
     __kernel void project_##name(__global pbd_float4 *particle_p,                                  \
                                  __global pbd_float4 *particle_dx, __global const type *records,   \
                                  __global float *lambda, int offset, int count, float inv_h2,      \
