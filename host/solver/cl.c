@@ -649,9 +649,10 @@ static pbd_status choose_kernels(cl_impl *c, pbd_plan *plan, const pbd_solver_de
             status = make_kernel(c, names[k], &c->kernels[k], err);
     /* Block Gauss-Seidel on CPU devices: a work-item runs a whole block, so the distance
      * constraints need two launches an iteration instead of one a colour plus the
-     * collisions; a small mesh of one block, one. */
+     * collisions; a small mesh of one block, one. (Without distance constraints there is no
+     * block to run, and the collide kernel collides.) */
     int ndist = plan->type[PBD_CONSTRAINT_DISTANCE].count;
-    int blocked = cpu && plan->cfg.solver == PBD_SOLVER_GS &&
+    int blocked = cpu && plan->cfg.solver == PBD_SOLVER_GS && ndist > 0 &&
                   (plan->num_blocks > 1 || ndist <= PBD_ONE_BLOCK);
     if (blocked && status == PBD_OK)
         status = make_kernel(c, "project_gs_blocks", &c->gs_blocks, err);
