@@ -128,7 +128,7 @@ enum { PBD_SOLVE_STATS = 0, PBD_SOLVE_INIT = 1, PBD_SOLVE_STEP = 2 };
 #define PBD_PINV_RTOL 1e-6
 
 /* Predict. First order (Müller 2007, Algorithm 1 lines 5-7): p = x + h (v + h g). BDF2
- * (Bender et al. survey, seed 001): p = 4/3 x - 1/3 x' + 2/3 h (4/3 v - 1/3 v' + 2/3 h g),
+ * (Bender et al. survey): p = 4/3 x - 1/3 x' + 2/3 h (4/3 v - 1/3 v' + 2/3 h g),
  * with x', v' the previous substep's position and velocity. Pinned particles (inverse mass
  * 0) stay put. */
 PBD_INLINE pbd_float4 pbd_predict(pbd_float4 x, pbd_float4 v, pbd_float4 xp, pbd_float4 vp,
