@@ -661,8 +661,7 @@ static int parse_planes(ctx *c, const cJSON *root, pbd_model *m)
     return 0;
 }
 
-/* The array at `name` of root, each entry an object of `keys`: 1 with *arr set, 0 absent,
- * -1 failure. */
+/* The array at `name` of root: 1 with *arr set, 0 absent, -1 failure. */
 static int opt_objects(ctx *c, const cJSON *root, const char *name, const cJSON **arr)
 {
     *arr = cJSON_GetObjectItemCaseSensitive(root, name);
@@ -671,6 +670,24 @@ static int opt_objects(ctx *c, const cJSON *root, const char *name, const cJSON 
     if (!cJSON_IsArray(*arr))
         return wrong_type(c, name, *arr, "an array");
     return 1;
+}
+
+/* Entry k of array `name`, at key[]: an object of `keys` only, with the first `required` of
+ * them present (a `what` requires them). 0, or -1 on failure. */
+static int object_entry(ctx *c, const cJSON *e, const char *name, int k, const char *const *keys,
+                        int required, const char *what, char *key)
+{
+    char sub[KEY_MAX];
+    at_index(key, name, k);
+    if (!cJSON_IsObject(e))
+        return wrong_type(c, key, e, "an object");
+    if (check_keys(c, e, key, keys, NULL) || check_exclusive(c, e, key))
+        return -1;
+    for (int q = 0; q < required; ++q)
+        if (!cJSON_GetObjectItemCaseSensitive(e, keys[q]))
+            return fail(c, PBD_ERR_SCENE, join(sub, key, keys[q]), "missing (required for %s)",
+                        what);
+    return 0;
 }
 
 static const char *const sphere_keys[] = {"center", "radius", NULL};
@@ -688,15 +705,8 @@ static int parse_spheres(ctx *c, const cJSON *root, pbd_model *m)
         const num_spec any = ANY_FLOAT, positive = POSITIVE;
         pbd_collider col = {PBD_COLLIDER_SPHERE, 0.0f, 0.0f, 0, {0.0f, 0.0f, 0.0f, 0.0f}};
         float centre[3];
-        at_index(key, "spheres", k++);
-        if (!cJSON_IsObject(s))
-            return wrong_type(c, key, s, "an object");
-        if (check_keys(c, s, key, sphere_keys, NULL))
+        if (object_entry(c, s, "spheres", k++, sphere_keys, 2, "a sphere", key))
             return -1;
-        for (int q = 0; q < 2; ++q)
-            if (!cJSON_GetObjectItemCaseSensitive(s, sphere_keys[q]))
-                return fail(c, PBD_ERR_SCENE, join(sub, key, sphere_keys[q]),
-                            "missing (required for a sphere)");
         if (read_numbers(c, cJSON_GetObjectItemCaseSensitive(s, "center"), join(sub, key, "center"),
                          3, any, (sink){centre, NULL, NULL}) ||
             read_numbers(c, cJSON_GetObjectItemCaseSensitive(s, "radius"), join(sub, key, "radius"),
@@ -730,15 +740,8 @@ static int parse_attachments(ctx *c, const cJSON *root, pbd_model *m)
         const num_spec compliance = NON_NEGATIVE, stiffness = STIFFNESS;
         int body = 0, particle = 0;
         float target[3], value = 0.0f;
-        at_index(key, "attachments", k++);
-        if (!cJSON_IsObject(a))
-            return wrong_type(c, key, a, "an object");
-        if (check_keys(c, a, key, attachment_keys, NULL) || check_exclusive(c, a, key))
+        if (object_entry(c, a, "attachments", k++, attachment_keys, 2, "an attachment", key))
             return -1;
-        for (int q = 0; q < 2; ++q)
-            if (!cJSON_GetObjectItemCaseSensitive(a, attachment_keys[q]))
-                return fail(c, PBD_ERR_SCENE, join(sub, key, attachment_keys[q]),
-                            "missing (required for an attachment)");
         if (read_numbers(c, cJSON_GetObjectItemCaseSensitive(a, "body"), join(sub, key, "body"), 0,
                          index, (sink){NULL, &body, NULL}))
             return -1;

@@ -96,15 +96,17 @@ static pbd_status cpu_project(void *impl, int type, int reset, pbd_error *err)
     float *lambda = c->lambda[type];
     for (int k = 0; k < pt->num_colors; ++k) {
         double t0 = now_ms();
-        for (int j = pt->color_offsets[k]; j < pt->color_offsets[k + 1]; ++j) {
-            switch (type) {
+        int lo = pt->color_offsets[k], hi = pt->color_offsets[k + 1];
+        /* The type chosen outside the loop, which is then the plain loop over one type's
+         * projection that the reference has always been. */
+        switch (type) {
 #define PBD_X_PROJECT(id, name, t, arity, world)                                                   \
     case PBD_CONSTRAINT_##id:                                                                      \
-        pbd_##name##_project(c->p, c->dx, pt->name, lambda, j, pl->inv_h2, reset, pl->track);      \
+        for (int j = lo; j < hi; ++j)                                                              \
+            pbd_##name##_project(c->p, c->dx, pt->name, lambda, j, pl->inv_h2, reset, pl->track);  \
         break;
-                PBD_CONSTRAINT_LIST(PBD_X_PROJECT)
+            PBD_CONSTRAINT_LIST(PBD_X_PROJECT)
 #undef PBD_X_PROJECT
-            }
         }
         charge(c, PBD_STAGE_PROJECT + type, t0);
     }
