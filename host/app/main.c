@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -85,12 +86,36 @@ typedef struct options {
     const char *plot;
 } options;
 
+/* The signal that asked the run to stop (SIGINT, SIGTERM, SIGHUP), or 0. */
 static volatile sig_atomic_t interrupted;
 
 static void on_signal(int sig)
 {
-    (void)sig;
-    interrupted = 1;
+    interrupted = sig;
+}
+
+/* Handles SIGINT, SIGTERM and SIGHUP with sigaction (not one-shot: a second Ctrl-C is noted
+ * again, not fatal). Called before the device opens and again after, since an OpenCL
+ * implementation may install handlers of its own when it starts (PoCL's LLVM does). */
+static void catch_signals(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    const int sigs[3] = {SIGINT, SIGTERM, SIGHUP};
+    for (int k = 0; k < 3; ++k)
+        sigaction(sigs[k], &sa, NULL);
+}
+
+/* Whether a and b name one file: the same path, or the same existing file. */
+static int same_file(const char *a, const char *b)
+{
+    struct stat sa, sb;
+    if (strcmp(a, b) == 0)
+        return 1;
+    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
+           sa.st_ino == sb.st_ino;
 }
 
 /* Prints "pbd: MESSAGE" and where to find the usage; returns the usage exit code. */
@@ -279,6 +304,9 @@ static int parse_args(int argc, char **argv, options *o)
         if (rc)
             return rc;
     }
+    if (o->stats && o->dump && same_file(o->stats, o->dump))
+        return usage_error("--dump %s: the same file as --stats, expected two different paths",
+                           o->dump);
     if (o->sums && o->desc.backend != PBD_BACKEND_CPU)
         return usage_error("--sums %s: found with the OpenCL backend, expected --backend cpu (a "
                            "device adds in its own order)",
@@ -394,6 +422,7 @@ static int cmd_run(const options *o)
     pbd_output stats = {0}, dump = {0};
     pbd_body_stats *sbuf = NULL;
     pbd_float4 *x = NULL, *v = NULL;
+    catch_signals();
     int rc = load_scene(o, &scene, &err);
     if (rc)
         goto done;
@@ -401,6 +430,7 @@ static int cmd_run(const options *o)
     const pbd_config *c = &scene.config;
     if ((rc = create_solver(o, &scene, 0, &solver, &err)))
         goto done;
+    catch_signals(); /* again, now that the device is open */
     if (!o->quiet)
         fprintf(stderr, "pbd: device: %s\n", pbd_solver_device_name(solver));
 
@@ -424,14 +454,14 @@ static int cmd_run(const options *o)
             goto done;
     }
 
-    signal(SIGINT, on_signal);
-    signal(SIGTERM, on_signal);
     int tty = isatty(STDERR_FILENO);
     double t_start = now_s(), t_step = 0.0, t_report = t_start + 2.0;
     long done_frames = 0;
     /* Step in chunks up to the next statistics row, waiting between chunks only (never
-     * inside a step) so progress and Ctrl-C are noticed. */
-    const long chunk = 32;
+     * inside a step) so progress and a signal are noticed: chunks of at most about 20 ms of
+     * frames, and of one frame where a frame takes longer, so a run stops within one frame
+     * or 20 ms of a signal. The first chunk is one frame, to time it. */
+    long chunk = 1;
     while (done_frames < c->frames && !interrupted) {
         long n = c->frames - done_frames < chunk ? c->frames - done_frames : chunk;
         if (stats.f) {
@@ -444,8 +474,11 @@ static int cmd_run(const options *o)
             rc = fail(&err);
             goto done;
         }
-        t_step += now_s() - t0;
+        double dt_chunk = now_s() - t0;
+        t_step += dt_chunk;
         done_frames += n;
+        double per_frame = dt_chunk / (double)n;
+        chunk = per_frame * 32.0 <= 0.02 ? 32 : per_frame >= 0.02 ? 1 : (long)(0.02 / per_frame);
         if (stats.f && done_frames % o->stats_every == 0 &&
             (rc = write_stats(solver, stats.f, done_frames, (double)done_frames * c->dt, sbuf,
                               m->num_bodies, &err)))
@@ -463,9 +496,12 @@ static int cmd_run(const options *o)
     if (!o->quiet && tty && t_report > t_start + 2.0)
         fputc('\n', stderr);
     if (interrupted) {
-        fprintf(stderr, "pbd: interrupted after %ld frames; no output files written\n",
+        fprintf(stderr, "pbd: %s after %ld frames; no output files written\n",
+                interrupted == SIGINT    ? "interrupted (SIGINT)"
+                : interrupted == SIGTERM ? "terminated (SIGTERM)"
+                                         : "hung up (SIGHUP)",
                 done_frames);
-        rc = EXIT_FAIL;
+        rc = 128 + interrupted; /* the shell's code for a death by that signal */
         goto done;
     }
     if (dump.f) {

@@ -1,13 +1,33 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "app/output.h"
 
+/* What is at `path`, for the message when it is not a regular file. */
+static const char *file_kind(mode_t mode)
+{
+    return S_ISDIR(mode)    ? "a directory"
+           : S_ISLNK(mode)  ? "a symbolic link"
+           : S_ISFIFO(mode) ? "a FIFO"
+           : S_ISCHR(mode)  ? "a character device"
+           : S_ISBLK(mode)  ? "a block device"
+           : S_ISSOCK(mode) ? "a socket"
+                            : "not a regular file";
+}
+
 pbd_status pbd_output_open(pbd_output *o, const char *path, pbd_error *err)
 {
     memset(o, 0, sizeof *o);
+    /* Only a regular file (or a new path) is ever replaced: renaming over a device, a FIFO
+     * or a symbolic link would put a regular file in its place. */
+    struct stat st;
+    if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode))
+        return pbd_error_set(err, PBD_ERR_IO,
+                             "%s: found %s, expected a regular file or a new path to write", path,
+                             file_kind(st.st_mode));
     size_t n = strlen(path) + 32;
     o->path = malloc(n);
     o->tmp = malloc(n);
@@ -16,10 +36,22 @@ pbd_status pbd_output_open(pbd_output *o, const char *path, pbd_error *err)
         return pbd_error_set(err, PBD_ERR_MEMORY, "%s: out of memory", path);
     }
     snprintf(o->path, n, "%s", path);
-    snprintf(o->tmp, n, "%s.tmp.%ld", path, (long)getpid());
-    o->f = fopen(o->tmp, "w");
-    if (!o->f) {
+    /* A temporary name of its own (mkstemp), so two outputs never share one. */
+    snprintf(o->tmp, n, "%s.tmp.XXXXXX", path);
+    int fd = mkstemp(o->tmp);
+    if (fd < 0) {
         int e = errno;
+        o->tmp[0] = '\0';
+        pbd_output_abort(o);
+        return pbd_error_set(err, PBD_ERR_IO, "%s: cannot write: %s", path, strerror(e));
+    }
+    /* mkstemp makes the file private (0600); the output gets the usual mode. */
+    mode_t mask = umask(0);
+    umask(mask);
+    if (fchmod(fd, 0666 & ~mask) != 0 || !(o->f = fdopen(fd, "w"))) {
+        int e = errno;
+        if (!o->f)
+            close(fd);
         pbd_output_abort(o);
         return pbd_error_set(err, PBD_ERR_IO, "%s: cannot write: %s", path, strerror(e));
     }

@@ -1,0 +1,38 @@
+#!/bin/sh
+# pbd run's outputs replace only a regular file or a new path: a FIFO or a symbolic link at
+# the path is an error and stays as it was; --stats and --dump may not name one file; two
+# outputs appear whole, with no temporary file left.
+# usage: outputs.sh PBD SCENE WORKDIR
+set -u
+pbd=$1
+scene=$2
+dir=$3
+rm -rf "$dir" && mkdir -p "$dir" && cd "$dir" || exit 1
+fail() {
+    echo "$1"
+    exit 1
+}
+
+mkfifo fifo || fail "cannot make a FIFO"
+out=$("$pbd" run "$scene" --frames 2 --quiet --dump fifo 2>&1)
+[ $? -eq 1 ] || fail "--dump fifo: expected exit 1"
+echo "$out" | grep -q "fifo: found a FIFO, expected a regular file or a new path" ||
+    fail "--dump fifo: message was: $out"
+[ -p fifo ] || fail "the FIFO was replaced"
+
+ln -s target link
+out=$("$pbd" run "$scene" --frames 2 --quiet --stats link 2>&1)
+[ $? -eq 1 ] || fail "--stats link: expected exit 1"
+echo "$out" | grep -q "link: found a symbolic link" || fail "--stats link: message was: $out"
+[ -L link ] && [ ! -e target ] || fail "the link was replaced or followed"
+
+out=$("$pbd" run "$scene" --frames 2 --quiet --stats same --dump same 2>&1)
+[ $? -eq 2 ] || fail "--stats same --dump same: expected exit 2"
+echo "$out" | grep -q "the same file as --stats" || fail "same path: message was: $out"
+[ ! -e same ] || fail "same path: a file was written"
+
+"$pbd" run "$scene" --frames 2 --quiet --stats a.csv --dump b.txt || fail "two outputs: failed"
+[ -s a.csv ] && [ -s b.txt ] || fail "two outputs: missing"
+left=$(ls | grep '\.tmp\.')
+[ -z "$left" ] || fail "temporary files left: $left"
+echo "outputs: ok"
