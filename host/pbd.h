@@ -300,6 +300,9 @@ pbd_status pbd_solver_step(pbd_solver *s, int frames, pbd_error *err);
  * out of range, PBD_ERR_MODEL for invalid values. */
 pbd_status pbd_solver_update_constraint(pbd_solver *s, int type, int index, const void *record,
                                         pbd_error *err);
+/* A 64-bit hash (FNV-1a) of every particle's position and velocity bits, read back from
+ * where the state lives: two runs that agree bit for bit have equal hashes. */
+pbd_status pbd_solver_state_hash(pbd_solver *s, uint64_t *hash, pbd_error *err);
 /* Waits for queued work. */
 pbd_status pbd_solver_finish(pbd_solver *s, pbd_error *err);
 /* Copies positions and velocities (arrays of num_particles) back to the host. */

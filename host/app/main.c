@@ -46,6 +46,9 @@ static const char usage_text[] =
     "  --stats FILE        write per-body statistics (CSV) every --stats-every frames\n"
     "  --stats-every N     default 1\n"
     "  --dump FILE         write the final positions and velocities, one particle a line\n"
+    "  --hash              print \"hash FRAME HEX\" after every frame: a 64-bit hash of every\n"
+    "                      position and velocity (two runs agree bit for bit: equal hashes)\n"
+    "  --hash-every N      the same every N frames\n"
     "  --quiet             no progress or summary\n"
     "bench only:\n"
     "  --runs R            timed runs (default 5); the median is reported\n"
@@ -75,6 +78,7 @@ typedef struct options {
     const char *stats;
     long stats_every;
     const char *dump;
+    long hash_every; /* --hash: print the state's hash every this many frames; 0: never */
     int quiet;
     long runs;
     long bench_frames;
@@ -265,6 +269,11 @@ static int parse_args(int argc, char **argv, options *o)
         } else if (strcmp(a, "--stats-every") == 0) {
             NEEDS_VALUE;
             rc = parse_long(a, val, 1, 100000000, &o->stats_every);
+        } else if (strcmp(a, "--hash") == 0) {
+            o->hash_every = o->hash_every ? o->hash_every : 1;
+        } else if (strcmp(a, "--hash-every") == 0) {
+            NEEDS_VALUE;
+            rc = parse_long(a, val, 1, 100000000, &o->hash_every);
         } else if (strcmp(a, "--dump") == 0) {
             NEEDS_VALUE;
             o->dump = val;
@@ -468,6 +477,10 @@ static int cmd_run(const options *o)
             long to_stats = o->stats_every - done_frames % o->stats_every;
             n = n < to_stats ? n : to_stats;
         }
+        if (o->hash_every) {
+            long to_hash = o->hash_every - done_frames % o->hash_every;
+            n = n < to_hash ? n : to_hash;
+        }
         double t0 = now_s();
         if (pbd_solver_step(solver, (int)n, &err) != PBD_OK ||
             pbd_solver_finish(solver, &err) != PBD_OK) {
@@ -479,6 +492,14 @@ static int cmd_run(const options *o)
         done_frames += n;
         double per_frame = dt_chunk / (double)n;
         chunk = per_frame * 32.0 <= 0.02 ? 32 : per_frame >= 0.02 ? 1 : (long)(0.02 / per_frame);
+        if (o->hash_every && done_frames % o->hash_every == 0) {
+            uint64_t h = 0;
+            if (pbd_solver_state_hash(solver, &h, &err) != PBD_OK) {
+                rc = fail(&err);
+                goto done;
+            }
+            printf("hash %ld %016llx\n", done_frames, (unsigned long long)h);
+        }
         if (stats.f && done_frames % o->stats_every == 0 &&
             (rc = write_stats(solver, stats.f, done_frames, (double)done_frames * c->dt, sbuf,
                               m->num_bodies, &err)))

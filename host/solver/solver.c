@@ -566,6 +566,22 @@ pbd_status pbd_solver_update_constraint(pbd_solver *s, int type, int index, cons
     return s->ops->update_constraint(s->impl, type, pt->position[index], err);
 }
 
+pbd_status pbd_solver_state_hash(pbd_solver *s, uint64_t *hash, pbd_error *err)
+{
+    size_t n = (size_t)s->plan.num_particles;
+    pbd_float4 *xv = malloc(2 * n * sizeof *xv);
+    if (!xv)
+        return pbd_error_set(err, PBD_ERR_MEMORY, "out of memory reading the state to hash");
+    pbd_status st = s->ops->read(s->impl, xv, xv + n, err);
+    uint64_t h = 14695981039346656037u; /* FNV-1a, 64 bits */
+    const unsigned char *b = (const unsigned char *)xv;
+    for (size_t k = 0; st == PBD_OK && k < 2 * n * sizeof *xv; ++k)
+        h = (h ^ b[k]) * 1099511628211u;
+    free(xv);
+    *hash = h;
+    return st;
+}
+
 pbd_status pbd_solver_finish(pbd_solver *s, pbd_error *err)
 {
     return s->ops->finish(s->impl, err);
