@@ -26,7 +26,12 @@ static int append(char **buf, size_t *used, size_t *cap, const char *text, size_
     return 0;
 }
 
-/* Appends the whole file `path`; returns 0 or an errno value. */
+/* The most kernel source read from --kernel-dir, all files together: the shipped sources
+ * are about 200 KB, so anything near this is not kernel source (a device, a wrong file). */
+#define PBD_MAX_SOURCE_BYTES ((size_t)16 << 20)
+
+/* Appends the whole file `path`; returns 0 or an errno value (EFBIG past
+ * PBD_MAX_SOURCE_BYTES in all). */
 static int append_file(char **buf, size_t *used, size_t *cap, const char *path)
 {
     FILE *f = fopen(path, "rb");
@@ -36,7 +41,9 @@ static int append_file(char **buf, size_t *used, size_t *cap, const char *path)
     size_t got;
     int rc = 0;
     while (rc == 0 && (got = fread(chunk, 1, sizeof chunk, f)) > 0)
-        rc = append(buf, used, cap, chunk, got) ? ENOMEM : 0;
+        rc = *used + got > PBD_MAX_SOURCE_BYTES   ? EFBIG
+             : append(buf, used, cap, chunk, got) ? ENOMEM
+                                                  : 0;
     if (rc == 0 && ferror(f))
         rc = errno ? errno : EIO;
     fclose(f);
