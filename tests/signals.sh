@@ -8,11 +8,11 @@ pbd=$1
 scene=$2
 dir=$3
 mkdir -p "$dir" && cd "$dir" || exit 1
-rm -f sig_*
+rm -f sig_* stderr_*
 
 check() { # SIGNAL DELAY EXPECTED_EXIT
     "$pbd" run "$scene" --frames 1000000 --stats "sig_$1_$2.csv" --dump "sig_$1_$2.txt" \
-        --quiet &
+        --quiet 2>"stderr_$1_$2.txt" &
     pid=$!
     sleep "$2"
     kill "-$1" "$pid"
@@ -34,7 +34,8 @@ check() { # SIGNAL DELAY EXPECTED_EXIT
     rc=$?
     ms=$((($(date +%s%N) - t0) / 1000000))
     if [ "$rc" -ne "$3" ]; then
-        echo "SIG$1 at $2 s: exit $rc, expected $3"
+        echo "SIG$1 at $2 s: exit $rc, expected $3; its stderr:"
+        cat "stderr_$1_$2.txt"
         exit 1
     fi
     # A frame of the scene takes a few ms: stopping takes well under a second.
