@@ -130,7 +130,7 @@ static int usage_error(const char *fmt, ...)
     va_start(ap, fmt);
     fprintf(stderr, "pbd: ");
     vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\n(run 'pbd --help' for usage)\n");
+    fprintf(stderr, " (run 'pbd --help' for usage)\n");
     va_end(ap);
     return EXIT_USAGE;
 }
@@ -626,11 +626,13 @@ static int cmd_bench(const options *o)
 
 int main(int argc, char **argv)
 {
-    if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
-                      strcmp(argv[1], "help") == 0)) {
-        fputs(usage_text, stdout);
-        return EXIT_OK;
-    }
+    /* --help anywhere (pbd run --help too) prints the usage. */
+    for (int k = 1; k < argc; ++k)
+        if (strcmp(argv[k], "--help") == 0 || strcmp(argv[k], "-h") == 0 ||
+            (k == 1 && strcmp(argv[k], "help") == 0)) {
+            fputs(usage_text, stdout);
+            return EXIT_OK;
+        }
     if (argc >= 2 && strcmp(argv[1], "--version") == 0) {
         puts("pbd 0.1.0");
         return EXIT_OK;
