@@ -109,6 +109,14 @@ int pbd_model_add_distance(pbd_model *m, int a, int b, float rest, float complia
 int pbd_model_add_collider(pbd_model *m, const pbd_collider *c);
 /* A plane (unit normal, offset: particles keep n.x >= offset). */
 int pbd_model_add_plane(pbd_model *m, float nx, float ny, float nz, float offset);
+/* Bounds that keep every quantity of a step finite in float: coordinates and speeds up to
+ * PBD_MAX_COORD (squared lengths stay far below FLT_MAX), compliance up to
+ * PBD_MAX_COMPLIANCE and substeps of at least PBD_MIN_SUBSTEP (compliance / h^2 stays
+ * finite). Inputs beyond them are rejected: they give NaN, not a simulation. */
+#define PBD_MAX_COORD      1e9f  /* m, m/s */
+#define PBD_MAX_COMPLIANCE 1e20f /* m/N */
+#define PBD_MIN_SUBSTEP    1e-9f /* s */
+
 /* Checks one record of constraint `type` (its particles among num_particles, its values);
  * `index` names it in the message. */
 pbd_status pbd_constraint_validate(int type, const void *record, int index, int num_particles,

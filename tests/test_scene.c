@@ -163,7 +163,7 @@ static const bad_scene bad[] = {
     {"unknown_top_key.json", ": gravty: unknown key (expected one of: description, dt,"},
     {"unknown_body_key.json", "bodies[0].colour: unknown key (expected one of: type, name,"},
     {"wrong_type.json", ": dt: found a string, expected a number"},
-    {"dt_range.json", ": dt: found 0, expected a number in (0, 10]"},
+    {"dt_range.json", ": dt: found 0, expected a number in (1e-09, 10]"},
     {"iterations_range.json", ": iterations: found 0, expected an integer in [1, 10000]"},
     {"resolution_range.json", "bodies[0].resolution[1]: found -3, expected an integer in [2, "
                               "4096]"},
@@ -182,6 +182,10 @@ static const bad_scene bad[] = {
     {"non_integer.json", ": substeps: found 3.5, expected an integer in [1, 1000]"},
     {"zero_normal.json", "planes[0].normal: found [0, 0, 0], expected a non-zero vector"},
     {"duplicate_key.json", ": dt: duplicate key"},
+    {"compliance_huge.json", "distance constraint 0: compliance 1e+35 (expected compliance in "
+                             "[0, 1e+20]"},
+    {"plane_far.json", "collider 0 (plane): a shape beyond 1e9 m"},
+    {"position_far.json", "particle 1: position (1e+21, 0, 0) m"},
     {"sphere_radius.json", "spheres[0].radius: found 0, expected a number > 0"},
     {"attachment_particle.json", "attachments[0].particle: found 16, expected a particle index "
                                  "in [0, 16) of bodies[0]"},
@@ -191,7 +195,7 @@ static const bad_scene bad[] = {
     {"masses_length.json", "bodies[0].masses: found an array of 1, expected 2 entries"},
     {"rope_zero_length.json", "bodies[0].end: found [1, 2, 3]"},
     {"too_many_particles.json", "bodies[0].cells: found 135005697 particles"},
-    {"non_finite.json", ": dt: found inf, expected a number in (0, 10]"},
+    {"non_finite.json", ": dt: found inf, expected a number in (1e-09, 10]"},
     {"duplicate_pinned.json", "bodies[0].pinned[1]: found 0 again, expected each index once"},
     {"bad_damping.json", ": damping: found \"viscous\", expected one of: none, point, rigid"},
     {"damping_k_range.json", ": damping_k: found 1.5, expected a number in [0, 1]"},

@@ -196,7 +196,7 @@ static int parse_args(int argc, char **argv, options *o)
             rc = parse_long(a, val, 1, 100000000, &o->frames);
         } else if (strcmp(a, "--dt") == 0) {
             NEEDS_VALUE;
-            rc = parse_double(a, val, 0.0, 10.0, &o->dt);
+            rc = parse_double(a, val, PBD_MIN_SUBSTEP, 10.0, &o->dt);
         } else if (strcmp(a, "--substeps") == 0) {
             NEEDS_VALUE;
             rc = parse_long(a, val, 1, 1000, &o->substeps);

@@ -174,6 +174,13 @@ static int finite4(pbd_float4 f)
     return isfinite(f.x) && isfinite(f.y) && isfinite(f.z) && isfinite(f.w);
 }
 
+/* xyz finite and within PBD_MAX_COORD. */
+static int bounded3(pbd_float4 f)
+{
+    return fabsf(f.x) <= PBD_MAX_COORD && fabsf(f.y) <= PBD_MAX_COORD &&
+           fabsf(f.z) <= PBD_MAX_COORD;
+}
+
 /* The values of one record: each type's own expectations. */
 static const char *record_problem(int type, const void *record)
 {
@@ -186,8 +193,8 @@ static const char *record_problem(int type, const void *record)
     }
     case PBD_CONSTRAINT_ATTACHMENT: {
         const pbd_attachment *a = record;
-        if (!finite4(a->target))
-            return "a finite target";
+        if (!finite4(a->target) || !bounded3(a->target))
+            return "a target within 1e9 m of the origin";
         break;
     }
     }
@@ -222,11 +229,11 @@ pbd_status pbd_constraint_validate(int type, const void *r, int index, int num_p
         PBD_CONSTRAINT_LIST(PBD_X_COMPLIANCE)
 #undef PBD_X_COMPLIANCE
     }
-    if (!isfinite(compliance) || compliance < -1.0f)
+    if (!isfinite(compliance) || compliance < -1.0f || compliance > PBD_MAX_COMPLIANCE)
         return pbd_error_set(err, PBD_ERR_MODEL,
-                             "%s constraint %d: compliance %g (expected compliance >= 0 or "
-                             "stiffness in (0, 1])",
-                             info->name, index, (double)compliance);
+                             "%s constraint %d: compliance %g (expected compliance in [0, %g] "
+                             "or stiffness in (0, 1])",
+                             info->name, index, (double)compliance, (double)PBD_MAX_COMPLIANCE);
     const char *problem = record_problem(type, r);
     if (problem)
         return pbd_error_set(err, PBD_ERR_MODEL, "%s constraint %d: expected %s", info->name, index,
@@ -255,11 +262,11 @@ static pbd_status validate_collider(const pbd_collider *c, int k, pbd_error *err
     if (c->kind < 0 || c->kind >= PBD_COLLIDER_COUNT)
         return pbd_error_set(err, PBD_ERR_MODEL, "collider %d: kind %d (expected 0 .. %d)", k,
                              c->kind, PBD_COLLIDER_COUNT - 1);
-    if (!finite4(s) || !(c->friction >= 0.0f) || !(c->restitution >= 0.0f) ||
-        !(c->restitution <= 1.0f))
+    if (!finite4(s) || !bounded3(s) || !(fabsf(s.w) <= PBD_MAX_COORD) || !(c->friction >= 0.0f) ||
+        !(c->restitution >= 0.0f) || !(c->restitution <= 1.0f))
         return pbd_error_set(err, PBD_ERR_MODEL,
-                             "collider %d (%s): non-finite shape, or friction %g, restitution "
-                             "%g (expected >= 0, [0, 1])",
+                             "collider %d (%s): a shape beyond 1e9 m or not finite, or friction "
+                             "%g, restitution %g (expected >= 0, [0, 1])",
                              k, collider_names[c->kind], (double)c->friction,
                              (double)c->restitution);
     if (c->kind == PBD_COLLIDER_PLANE) {
@@ -305,11 +312,13 @@ pbd_status pbd_model_validate(const pbd_model *m, pbd_error *err)
         return pbd_error_set(err, PBD_ERR_MODEL, "bodies cover %d of %d particles", next,
                              m->num_particles);
     for (int i = 0; i < m->num_particles; ++i) {
-        if (!finite4(m->x[i]) || !finite4(m->v[i]))
+        if (!finite4(m->x[i]) || !finite4(m->v[i]) || !bounded3(m->x[i]) || !bounded3(m->v[i]))
             return pbd_error_set(err, PBD_ERR_MODEL,
-                                 "particle %d: non-finite position or "
-                                 "velocity",
-                                 i);
+                                 "particle %d: position (%g, %g, %g) m, velocity (%g, %g, %g) "
+                                 "m/s (expected finite components of magnitude at most %g)",
+                                 i, (double)m->x[i].x, (double)m->x[i].y, (double)m->x[i].z,
+                                 (double)m->v[i].x, (double)m->v[i].y, (double)m->v[i].z,
+                                 (double)PBD_MAX_COORD);
         if (m->x[i].w < 0.0f || m->v[i].w <= 0.0f)
             return pbd_error_set(err, PBD_ERR_MODEL,
                                  "particle %d: mass %g, inverse mass %g (expected mass > 0, "

@@ -611,7 +611,7 @@ static const char *const top_keys[] = {
     "planes",      "spheres", "attachments", "bodies",     NULL};
 
 static const field config_fields[] = {
-    {"dt", 'f', 0, {0.0, 10.0, 1, 0, 0}, offsetof(pbd_config, dt)},
+    {"dt", 'f', 0, {1e-9, 10.0, 1, 0, 0}, offsetof(pbd_config, dt)}, /* PBD_MIN_SUBSTEP */
     {"substeps", 'i', 0, INT_IN(1, 1000), offsetof(pbd_config, substeps)},
     {"iterations", 'i', 0, INT_IN(1, 10000), offsetof(pbd_config, iterations)},
     {"omega", 'f', 0, {0.0, 2.0, 1, 1, 0}, offsetof(pbd_config, omega)},
@@ -828,7 +828,8 @@ static int parse_root(ctx *c, const cJSON *root, pbd_scene *out)
         return -1;
     pbd_error verr = {0};
     pbd_status st = pbd_model_validate(&out->model, &verr);
-    return st == PBD_OK ? 0 : fail(c, st, NULL, "%s", verr.message);
+    /* In a scene, an invalid model is an invalid scene. */
+    return st == PBD_OK ? 0 : fail(c, PBD_ERR_SCENE, NULL, "%s", verr.message);
 }
 
 /* Line and column (from 1) of the byte at `at`. */

@@ -46,6 +46,10 @@ static pbd_status check_config(const pbd_config *c, pbd_error *err)
     if (c->substeps < 1)
         return pbd_error_set(err, PBD_ERR_ARGUMENT, "substeps: found %d, expected >= 1",
                              c->substeps);
+    if (!(c->dt / (float)c->substeps >= PBD_MIN_SUBSTEP))
+        return pbd_error_set(err, PBD_ERR_ARGUMENT,
+                             "dt: found %g s in %d substeps, expected substeps of at least %g s",
+                             (double)c->dt, c->substeps, (double)PBD_MIN_SUBSTEP);
     if (c->iterations < 1)
         return pbd_error_set(err, PBD_ERR_ARGUMENT, "iterations: found %d, expected >= 1",
                              c->iterations);
