@@ -182,6 +182,8 @@ static const bad_scene bad[] = {
     {"non_integer.json", ": substeps: found 3.5, expected an integer in [1, 1000]"},
     {"zero_normal.json", "planes[0].normal: found [0, 0, 0], expected a non-zero vector"},
     {"duplicate_key.json", ": dt: duplicate key"},
+    {"omega_rounds.json", ": omega: found 1.99999999999, 2 in float precision, expected a "
+                          "number in (0, 2)"},
     {"compliance_huge.json", "distance constraint 0: compliance 1e+35 (expected compliance in "
                              "[0, 1e+20]"},
     {"plane_far.json", "collider 0 (plane): a shape beyond 1e9 m"},

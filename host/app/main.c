@@ -153,7 +153,9 @@ static int parse_double(const char *opt, const char *s, double lo, double hi, do
     char *end;
     errno = 0;
     double v = strtod(s, &end);
-    if (errno || end == s || *end || !isfinite(v) || v <= lo || v > hi) {
+    /* The values are stored as floats: one that rounds onto the open bound is out of range. */
+    if (errno || end == s || *end || !isfinite(v) || v <= lo || v > hi || (float)v <= lo ||
+        (float)v > hi) {
         fprintf(stderr, "pbd: %s: found '%s', expected a number in (%g, %g]\n", opt, s, lo, hi);
         return EXIT_USAGE;
     }

@@ -151,6 +151,15 @@ static int read_number(ctx *c, const cJSON *it, const char *key, num_spec s, dou
         describe(s, expected, sizeof expected);
         return fail(c, PBD_ERR_SCENE, key, "found %.15g, expected %s", x, expected);
     }
+    /* The value is stored as a float: one that rounds onto an open bound is out of range
+     * there (omega 1.99999999999 is 2 in float). */
+    float xf = (float)x;
+    if (!s.integer && ((s.lo_open && xf <= s.lo) || (s.hi_open && xf >= s.hi))) {
+        char expected[128];
+        describe(s, expected, sizeof expected);
+        return fail(c, PBD_ERR_SCENE, key, "found %.15g, %.9g in float precision, expected %s", x,
+                    (double)xf, expected);
+    }
     *out = x;
     return 0;
 }
