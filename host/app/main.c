@@ -425,6 +425,56 @@ static int write_stats(pbd_solver *s, FILE *f, long step, double time, pbd_body_
     return EXIT_OK;
 }
 
+/* The NaN guard, after every chunk of frames and before every output: the per-body
+ * statistics (one reduction where the state lives). A body whose sums are not finite, or
+ * whose root-mean-square speed is beyond PBD_MAX_COORD m/s, stops the run; only then is the
+ * state read back, to name the first particle at fault. Returns EXIT_OK or EXIT_FAIL. */
+static int guard(pbd_solver *s, const pbd_model *m, long frame, pbd_body_stats *st, pbd_error *err)
+{
+    if (pbd_solver_stats(s, st, err) != PBD_OK)
+        return fail(err);
+    int bad = -1;
+    for (int b = 0; b < m->num_bodies && bad < 0; ++b) {
+        double sum = st[b].kinetic_energy + st[b].com[0] + st[b].com[1] + st[b].com[2] +
+                     st[b].p[0] + st[b].p[1] + st[b].p[2] + st[b].l[0] + st[b].l[1] + st[b].l[2];
+        double rms = st[b].mass > 0.0 ? sqrt(2.0 * st[b].kinetic_energy / st[b].mass) : 0.0;
+        if (!isfinite(sum) || !(rms <= PBD_MAX_COORD))
+            bad = b;
+    }
+    if (bad < 0)
+        return EXIT_OK;
+    const pbd_body *b = &m->bodies[bad];
+    pbd_float4 *x = malloc((size_t)m->num_particles * sizeof *x);
+    pbd_float4 *v = malloc((size_t)m->num_particles * sizeof *v);
+    int i = b->first;
+    if (x && v && pbd_solver_read(s, x, v, err) == PBD_OK) {
+        for (int k = b->first; k < b->first + b->count; ++k) {
+            float q[6] = {x[k].x, x[k].y, x[k].z, v[k].x, v[k].y, v[k].z};
+            int off = 0;
+            for (int c = 0; c < 6; ++c)
+                off |= !(fabsf(q[c]) <= PBD_MAX_COORD);
+            if (off) {
+                i = k;
+                break;
+            }
+        }
+        fprintf(stderr,
+                "pbd: frame %ld: body %d (%s), particle %d: position (%g, %g, %g) m, velocity "
+                "(%g, %g, %g) m/s: not finite or beyond %g; stopping, no output files written\n",
+                frame, bad, b->name, i - b->first, (double)x[i].x, (double)x[i].y, (double)x[i].z,
+                (double)v[i].x, (double)v[i].y, (double)v[i].z, (double)PBD_MAX_COORD);
+    } else {
+        fprintf(stderr,
+                "pbd: frame %ld: body %d (%s): kinetic energy %g J, momentum (%g, %g, %g): not "
+                "finite or beyond %g m/s; stopping, no output files written\n",
+                frame, bad, b->name, st[bad].kinetic_energy, st[bad].p[0], st[bad].p[1],
+                st[bad].p[2], (double)PBD_MAX_COORD);
+    }
+    free(x);
+    free(v);
+    return EXIT_FAIL;
+}
+
 static int cmd_run(const options *o)
 {
     pbd_scene scene = {0};
@@ -494,6 +544,8 @@ static int cmd_run(const options *o)
         done_frames += n;
         double per_frame = dt_chunk / (double)n;
         chunk = per_frame * 32.0 <= 0.02 ? 32 : per_frame >= 0.02 ? 1 : (long)(0.02 / per_frame);
+        if ((rc = guard(solver, m, done_frames, sbuf, &err)))
+            goto done;
         if (o->hash_every && done_frames % o->hash_every == 0) {
             uint64_t h = 0;
             if (pbd_solver_state_hash(solver, &h, &err) != PBD_OK) {
@@ -502,10 +554,10 @@ static int cmd_run(const options *o)
             }
             printf("hash %ld %016llx\n", done_frames, (unsigned long long)h);
         }
-        if (stats.f && done_frames % o->stats_every == 0 &&
-            (rc = write_stats(solver, stats.f, done_frames, (double)done_frames * c->dt, sbuf,
-                              m->num_bodies, &err)))
-            goto done;
+        /* The guard has just computed this state's statistics. */
+        if (stats.f && done_frames % o->stats_every == 0)
+            pbd_stats_write_rows(stats.f, done_frames, (double)done_frames * c->dt, sbuf,
+                                 m->num_bodies);
         double t = now_s();
         if (!o->quiet && t >= t_report) {
             fprintf(stderr, "%sframe %ld of %ld (%.0f%%), %.3f ms per step%s",
