@@ -197,6 +197,9 @@ static const bad_scene bad[] = {
     {"masses_length.json", "bodies[0].masses: found an array of 1, expected 2 entries"},
     {"rope_zero_length.json", "bodies[0].end: found [1, 2, 3]"},
     {"too_many_particles.json", "bodies[0].cells: found 135005697 particles"},
+    {"scene_too_many_particles.json", "bodies[4].resolution: found 16777216 particles "
+                                      "(83886080 in the scene up to this body), expected at "
+                                      "most 67108864 in a scene"},
     {"non_finite.json", ": dt: found inf, expected a number in (1e-09, 10]"},
     {"duplicate_pinned.json", "bodies[0].pinned[1]: found 0 again, expected each index once"},
     {"bad_damping.json", ": damping: found \"viscous\", expected one of: none, point, rigid"},

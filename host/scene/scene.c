@@ -556,7 +556,25 @@ static int read_cloth_enums(ctx *c, const cJSON *obj, const char *key, pbd_cloth
     return 0;
 }
 
-static int parse_body(ctx *c, pbd_model *m, const cJSON *obj, const char *key)
+/* One body as read from the scene, before anything is generated: the descriptor of its type
+ * (every descriptor starts with its pbd_gen_common) and the arrays it points into. */
+typedef struct body_read {
+    int type;
+    pbd_cloth_desc cloth;
+    pbd_rope_desc rope;
+    pbd_tet_box_desc tet;
+    pbd_particles_desc parts;
+    lists l;
+    body_opts opts;
+} body_read;
+
+static pbd_gen_common *body_common(body_read *b)
+{
+    void *const desc[] = {&b->cloth, &b->rope, &b->tet, &b->parts};
+    return desc[b->type];
+}
+
+static int read_body(ctx *c, const cJSON *obj, const char *key, body_read *b)
 {
     char sub[KEY_MAX], list[128];
     int type = 0, r;
@@ -575,40 +593,115 @@ static int parse_body(ctx *c, pbd_model *m, const cJSON *obj, const char *key)
         return fail(c, PBD_ERR_SCENE, join(sub, key, required_keys[type]),
                     "missing (required for type \"%s\")", body_types[type]);
 
-    pbd_cloth_desc cloth = pbd_cloth_desc_default();
-    pbd_rope_desc rope = pbd_rope_desc_default();
-    pbd_tet_box_desc tet = pbd_tet_box_desc_default();
-    pbd_particles_desc parts = pbd_particles_desc_default();
-    /* Every descriptor starts with its pbd_gen_common. */
-    void *const desc[] = {&cloth, &rope, &tet, &parts};
-    pbd_gen_common *com = desc[type];
-    lists l = {0};
+    b->type = type;
+    b->cloth = pbd_cloth_desc_default();
+    b->rope = pbd_rope_desc_default();
+    b->tet = pbd_tet_box_desc_default();
+    b->parts = pbd_particles_desc_default();
+    b->opts = (body_opts){1};
+    pbd_gen_common *com = body_common(b);
+    void *const desc[] = {&b->cloth, &b->rope, &b->tet, &b->parts};
     const num_spec index = INT_IN(INT_MIN, INT_MAX);
-    body_opts opts = {1};
     r = 0;
     if (read_fields(c, obj, key, common_fields, COUNT(common_fields), com) ||
-        read_fields(c, obj, key, body_opt_fields, COUNT(body_opt_fields), &opts) ||
-        opt_list(c, obj, key, "pinned", 0, index, 1, &l.pinned, &com->num_pinned) < 0 ||
+        read_fields(c, obj, key, body_opt_fields, COUNT(body_opt_fields), &b->opts) ||
+        opt_list(c, obj, key, "pinned", 0, index, 1, &b->l.pinned, &com->num_pinned) < 0 ||
         opt_string(c, obj, key, "name", &com->name) < 0 ||
         read_fields(c, obj, key, type_fields[type], type_field_counts[type], desc[type]) ||
-        (type == CLOTH && read_cloth_enums(c, obj, key, &cloth)) ||
-        (type == PARTICLES && read_particles(c, obj, key, &parts, &l)))
+        (type == CLOTH && read_cloth_enums(c, obj, key, &b->cloth)) ||
+        (type == PARTICLES && read_particles(c, obj, key, &b->parts, &b->l)))
         r = -1;
     if (r == 0 && com->name && (strlen(com->name) < 1 || strlen(com->name) > 63))
         r = fail(c, PBD_ERR_SCENE, join(sub, key, "name"),
                  "found a string of %zu characters, expected 1 to 63", strlen(com->name));
-    com->pinned = l.pinned;
-    if (r == 0) {
-        pbd_error gerr = {0};
-        pbd_status st = type == CLOTH     ? pbd_scene_add_cloth(m, &cloth, &gerr)
-                        : type == ROPE    ? pbd_scene_add_rope(m, &rope, &gerr)
-                        : type == TET_BOX ? pbd_scene_add_tet_box(m, &tet, &gerr)
-                                          : pbd_scene_add_particles(m, &parts, &gerr);
-        r = generated(c, key, st, &gerr);
-        if (r == 0)
-            m->bodies[m->num_bodies - 1].momentum = opts.momentum;
+    com->pinned = b->l.pinned;
+    return r;
+}
+
+/* The particles and constraints a body will have. */
+static void body_counts(const body_read *b, int64_t *particles, int64_t *constraints)
+{
+    if (b->type == CLOTH)
+        pbd_cloth_counts(&b->cloth, particles, constraints);
+    else if (b->type == ROPE)
+        pbd_rope_counts(&b->rope, particles, constraints);
+    else if (b->type == TET_BOX)
+        pbd_tet_box_counts(&b->tet, particles, constraints);
+    else {
+        *particles = b->parts.count;
+        *constraints = b->parts.num_constraints;
     }
-    lists_free(&l);
+}
+
+/* The whole scene's particles and constraints against the scene limits, before any body is
+ * generated: the error names the body whose size takes the total past a limit. */
+static int check_totals(ctx *c, const body_read *b, int n)
+{
+    int64_t np = 0, nc = 0;
+    char sub[KEY_MAX], key[KEY_MAX];
+    for (int k = 0; k < n; ++k) {
+        int64_t bp, bc;
+        body_counts(&b[k], &bp, &bc);
+        np += bp;
+        nc += bc;
+        at_index(key, "bodies", k);
+        if (np > PBD_MAX_PARTICLES)
+            return fail(c, PBD_ERR_SCENE, join(sub, key, required_keys[b[k].type]),
+                        "found %lld particles (%lld in the scene up to this body), expected at "
+                        "most %d in a scene",
+                        (long long)bp, (long long)np, PBD_MAX_PARTICLES);
+        if (nc > PBD_MAX_DISTANCE)
+            return fail(
+                c, PBD_ERR_SCENE,
+                join(sub, key, b[k].type == PARTICLES ? "constraints" : required_keys[b[k].type]),
+                "found %lld constraints (%lld in the scene up to this body), expected "
+                "at most %d in a scene",
+                (long long)bc, (long long)nc, PBD_MAX_DISTANCE);
+    }
+    return 0;
+}
+
+static int build_body(ctx *c, pbd_model *m, body_read *b, const char *key)
+{
+    pbd_error gerr = {0};
+    int type = b->type;
+    pbd_status st = type == CLOTH     ? pbd_scene_add_cloth(m, &b->cloth, &gerr)
+                    : type == ROPE    ? pbd_scene_add_rope(m, &b->rope, &gerr)
+                    : type == TET_BOX ? pbd_scene_add_tet_box(m, &b->tet, &gerr)
+                                      : pbd_scene_add_particles(m, &b->parts, &gerr);
+    int r = generated(c, key, st, &gerr);
+    if (r == 0)
+        m->bodies[m->num_bodies - 1].momentum = b->opts.momentum;
+    return r;
+}
+
+/* Every body is read and the scene's totals checked before the first is generated. */
+static int parse_bodies(ctx *c, const cJSON *bodies, pbd_model *m)
+{
+    int n = cJSON_GetArraySize(bodies), k = 0, r = 0;
+    body_read *b = calloc((size_t)n, sizeof *b);
+    if (!b)
+        return fail(c, PBD_ERR_MEMORY, "bodies", "out of memory reading %d bodies", n);
+    const cJSON *e;
+    cJSON_ArrayForEach(e, bodies)
+    {
+        char key[KEY_MAX];
+        if (read_body(c, e, at_index(key, "bodies", k), &b[k])) {
+            r = -1;
+            ++k;
+            break;
+        }
+        ++k;
+    }
+    if (r == 0)
+        r = check_totals(c, b, n);
+    for (int j = 0; r == 0 && j < n; ++j) {
+        char key[KEY_MAX];
+        r = build_body(c, m, &b[j], at_index(key, "bodies", j));
+    }
+    for (int j = 0; j < k; ++j)
+        lists_free(&b[j].l);
+    free(b);
     return r;
 }
 
@@ -825,15 +918,7 @@ static int parse_root(ctx *c, const cJSON *root, pbd_scene *out)
         return fail(c, PBD_ERR_SCENE, "bodies",
                     "found an empty array, expected at least one "
                     "body");
-    int k = 0;
-    const cJSON *b;
-    cJSON_ArrayForEach(b, bodies)
-    {
-        char key[KEY_MAX];
-        if (parse_body(c, &out->model, b, at_index(key, "bodies", k++)))
-            return -1;
-    }
-    if (parse_attachments(c, root, &out->model))
+    if (parse_bodies(c, bodies, &out->model) || parse_attachments(c, root, &out->model))
         return -1;
     pbd_error verr = {0};
     pbd_status st = pbd_model_validate(&out->model, &verr);
