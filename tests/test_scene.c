@@ -9,17 +9,6 @@
 
 #include "scene/generators.h"
 
-/* cmocka's assert_true prints no values: this one prints what was measured. At least one
- * argument after the format. */
-#define expect(cond, ...)                                                                          \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            print_error(__VA_ARGS__);                                                              \
-            print_error("\n  check: %s (%s:%d)\n", #cond, __FILE__, __LINE__);                     \
-            fail();                                                                                \
-        }                                                                                          \
-    } while (0)
-
 static int64_t cloth_constraints(int64_t nu, int64_t nv)
 {
     return (nu - 1) * nv + nu * (nv - 1)    /* structural */

@@ -873,6 +873,50 @@ static void hash_repeats(void **state)
     }
 }
 
+/* The device-memory estimate is a lower bound of what the OpenCL solver allocates (and not
+ * a loose one), for both solvers, BDF2 and the correction; a device with less memory, or a
+ * smaller single-allocation limit, than the estimate refuses the scene naming the limit. */
+static void device_memory_estimate(void **state)
+{
+    (void)state;
+    const char *scenes[2] = {PBD_SCENES_DIR "/spinning_box.json", "@cloth-64"};
+    for (int v = 0; v < 4; ++v) {
+        pbd_scene s = {0};
+        pbd_error err = {0};
+        assert_int_equal(pbd_scene_load(scenes[v / 2], &s, &err), PBD_OK);
+        s.config.solver = v % 2 ? PBD_SOLVER_JACOBI : PBD_SOLVER_GS;
+        s.config.velocity_update = v == 1 ? PBD_VELOCITY_BDF2 : PBD_VELOCITY_FIRST_ORDER;
+        pbd_solver *sv = NULL;
+        pbd_solver_desc desc = {.backend = PBD_BACKEND_CL};
+        assert_int_equal(pbd_solver_create(&s.model, &s.config, &desc, &sv, &err), PBD_OK);
+        double largest;
+        const char *name;
+        double estimate = pbd_device_memory_estimate(&s.model, &s.config, &largest, &name);
+        double actual = (double)pbd_solver_memory_bytes(sv);
+        print_message("%s %s: estimate %.0f bytes, allocated %.0f\n", scenes[v / 2],
+                      v % 2 ? "jacobi" : "gs", estimate, actual);
+        expect(estimate <= actual && estimate >= 0.5 * actual,
+               "%s: estimate %.0f bytes, allocated %.0f", scenes[v / 2], estimate, actual);
+        expect(largest <= actual && largest >= 16.0 * s.model.num_particles,
+               "%s: largest array %.0f bytes", scenes[v / 2], largest);
+        pbd_device_info info = {.global_mem = (uint64_t)estimate - 1, .max_alloc = 1ull << 40};
+        snprintf(info.name, sizeof info.name, "a small device");
+        assert_int_equal(pbd_check_device_memory(&s.model, &s.config, &info, &err), PBD_ERR_LIMIT);
+        expect(strstr(err.message, "CL_DEVICE_GLOBAL_MEM_SIZE") &&
+                   strstr(err.message, "a small device"),
+               "message: %s", err.message);
+        info.global_mem = (uint64_t)estimate;
+        info.max_alloc = (uint64_t)largest - 1;
+        assert_int_equal(pbd_check_device_memory(&s.model, &s.config, &info, &err), PBD_ERR_LIMIT);
+        expect(strstr(err.message, "CL_DEVICE_MAX_MEM_ALLOC_SIZE") && strstr(err.message, name),
+               "message: %s", err.message);
+        info.max_alloc = (uint64_t)largest;
+        assert_int_equal(pbd_check_device_memory(&s.model, &s.config, &info, &err), PBD_OK);
+        pbd_solver_destroy(sv);
+        pbd_scene_free(&s);
+    }
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(coloring_valid),
     cmocka_unit_test(coloring_validator_rejects),
@@ -893,6 +937,7 @@ static const struct CMUnitTest tests[] = {
     pbd_device_test(hash_repeats),
     cmocka_unit_test(attachment_pull_cpu),
     pbd_device_test(attachment_pull_cl),
+    pbd_device_test(device_memory_estimate),
 };
 
 PBD_TEST_MAIN("solver", tests)

@@ -16,6 +16,17 @@
 
 #define PBD_SKIP 77
 
+/* cmocka's assert_true prints no values: this one prints what was measured. At least one
+ * argument after the format. */
+#define expect(cond, ...)                                                                          \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            print_error(__VA_ARGS__);                                                              \
+            print_error("\n  check: %s (%s:%d)\n", #cond, __FILE__, __LINE__);                     \
+            fail();                                                                                \
+        }                                                                                          \
+    } while (0)
+
 /* Fails, printing both values, unless |got - want| <= tol. */
 static inline void assert_near(double got, double want, double tol, const char *what)
 {

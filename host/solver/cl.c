@@ -598,9 +598,7 @@ static pbd_status make_kernel(cl_impl *c, const char *name, kernel *out, pbd_err
 static pbd_status choose_kernels(cl_impl *c, pbd_plan *plan, const pbd_solver_desc *desc,
                                  pbd_error *err)
 {
-    pbd_status status = pbd_cl_open(&c->cl, desc->device, desc->profile, err);
-    if (status != PBD_OK)
-        return status;
+    pbd_status status = PBD_OK;
     const pbd_device_info *info = &c->cl.info;
     /* The variant, once: asked for, or by device type (on a CPU device a work-group is a loop
      * and barriers are costly, so a work-item per segment and float16 lanes; GPUs get a
@@ -902,12 +900,94 @@ static pbd_status bind_arguments(cl_impl *c, const pbd_plan *plan, pbd_error *er
     return bind_exceptions(c, plan, err);
 }
 
-pbd_status pbd_cl_solver_create(const pbd_model *m, pbd_plan *plan, const pbd_solver_desc *desc,
-                                void **impl, pbd_error *err)
+/* Device memory, lower bound: the particles' positions, predictions and velocities (and
+ * what BDF2, the correction and Jacobi add), each constraint type's records and multipliers,
+ * the distance constraints' adjacency, and the per-body sums. */
+double pbd_device_memory_estimate(const pbd_model *m, const pbd_config *cfg, double *largest_out,
+                                  const char **largest_name_out)
 {
+    double np = m->num_particles, nb = m->num_bodies, f4 = sizeof(pbd_float4);
+    double per_particle = 3 * f4 + 2 * sizeof(int);
+    if (cfg->velocity_update == PBD_VELOCITY_BDF2)
+        per_particle += 2 * f4;
+    /* The correction's displacements: bodies it applies to (as pbd_plan_build decides). */
+    int momentum = cfg->damping == PBD_DAMPING_RIGID && cfg->damping_k > 0.0f;
+    for (int b = 0; b < m->num_bodies; ++b)
+        momentum |= cfg->momentum && m->bodies[b].momentum && m->bodies[b].pinned == 0;
+    if (momentum)
+        per_particle += f4;
+    if (cfg->solver == PBD_SOLVER_JACOBI)
+        per_particle += f4;
+    double total = np * per_particle + nb * (6 * sizeof(double) + 2 * f4);
+    double largest = np * f4;
+    const char *largest_name = "positions";
+    for (int t = 0; t < PBD_CONSTRAINT_COUNT; ++t) {
+        int n = 0;
+        pbd_model_constraints(m, t, &n);
+        double records = (double)n * (double)pbd_constraint_types[t].size;
+        total += records + (double)n * sizeof(float);
+        if (t == PBD_CONSTRAINT_DISTANCE)
+            total += (double)n * 2 * sizeof(int);
+        if (records > largest) {
+            largest = records;
+            largest_name = pbd_constraint_types[t].name;
+        }
+    }
+    *largest_out = largest;
+    *largest_name_out = largest_name;
+    return total;
+}
+
+pbd_status pbd_check_device_memory(const pbd_model *m, const pbd_config *cfg,
+                                   const pbd_device_info *info, pbd_error *err)
+{
+    double largest;
+    const char *largest_name;
+    double total = pbd_device_memory_estimate(m, cfg, &largest, &largest_name);
+    const double mib = 1048576.0;
+    if (total > (double)info->global_mem)
+        return pbd_error_set(err, PBD_ERR_LIMIT,
+                             "the scene's %d particles and their constraints need at least %.1f "
+                             "MiB of device memory; %s has %.1f MiB (CL_DEVICE_GLOBAL_MEM_SIZE)",
+                             m->num_particles, total / mib, info->name,
+                             (double)info->global_mem / mib);
+    if (largest > (double)info->max_alloc)
+        return pbd_error_set(err, PBD_ERR_LIMIT,
+                             "the scene's %s array needs %.1f MiB in one buffer; %s allows %.1f "
+                             "MiB (CL_DEVICE_MAX_MEM_ALLOC_SIZE)",
+                             largest_name, largest / mib, info->name,
+                             (double)info->max_alloc / mib);
+    return PBD_OK;
+}
+
+pbd_status pbd_cl_solver_open(const pbd_model *m, const pbd_config *cfg,
+                              const pbd_solver_desc *desc, void **impl, pbd_error *err)
+{
+    *impl = NULL;
     cl_impl *c = calloc(1, sizeof *c);
     if (!c)
         return pbd_error_set(err, PBD_ERR_MEMORY, "out of memory creating the OpenCL solver");
+    pbd_status status = pbd_cl_open(&c->cl, desc->device, desc->profile, err);
+    if (status == PBD_OK)
+        status = pbd_check_device_memory(m, cfg, &c->cl.info, err);
+    if (status != PBD_OK) {
+        cl_destroy(c);
+        return status;
+    }
+    *impl = c;
+    return PBD_OK;
+}
+
+void pbd_cl_solver_close(void *impl)
+{
+    if (impl)
+        cl_destroy(impl);
+}
+
+pbd_status pbd_cl_solver_create(void *impl, const pbd_model *m, pbd_plan *plan,
+                                const pbd_solver_desc *desc, pbd_error *err)
+{
+    cl_impl *c = impl;
     c->plan = plan;
     for (int k = 0; k < PBD_STAGE_COUNT; ++k)
         c->times[k].name = pbd_stage_names[k];
@@ -918,12 +998,9 @@ pbd_status pbd_cl_solver_create(const pbd_model *m, pbd_plan *plan, const pbd_so
         status = create_buffers(c, m, plan, err);
     if (status == PBD_OK)
         status = bind_arguments(c, plan, err);
-    if (status != PBD_OK) {
+    if (status != PBD_OK)
         cl_destroy(c);
-        return status;
-    }
-    *impl = c;
-    return PBD_OK;
+    return status;
 }
 
 const pbd_backend_ops pbd_cl_ops = {

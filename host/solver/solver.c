@@ -499,19 +499,40 @@ pbd_status pbd_solver_create(const pbd_model *m, const pbd_config *cfg, const pb
     pbd_solver *s = calloc(1, sizeof *s);
     if (!s)
         return pbd_error_set(err, PBD_ERR_MEMORY, "out of memory creating the solver");
-    pbd_status st = pbd_plan_build(m, cfg, &s->plan, err);
-    if (st == PBD_OK) {
-        if (d.backend == PBD_BACKEND_CPU) {
-            s->ops = &pbd_cpu_ops;
-            st = pbd_cpu_create(m, &s->plan, &d, &s->impl, err);
-        } else if (d.backend == PBD_BACKEND_CL) {
-            s->ops = &pbd_cl_ops;
-            st = pbd_cl_solver_create(m, &s->plan, &d, &s->impl, err);
-        } else {
-            st = pbd_error_set(err, PBD_ERR_ARGUMENT, "backend: found %d, expected cl or cpu",
-                               (int)d.backend);
+    pbd_status st = PBD_OK;
+    if (d.backend != PBD_BACKEND_CPU && d.backend != PBD_BACKEND_CL)
+        st = pbd_error_set(err, PBD_ERR_ARGUMENT, "backend: found %d, expected cl or cpu",
+                           (int)d.backend);
+    /* The device is opened, and the model checked against its memory, before the plan. */
+    void *cl = NULL;
+    if (st == PBD_OK && d.backend == PBD_BACKEND_CL)
+        st = pbd_cl_solver_open(m, cfg, &d, &cl, err);
+    if (st == PBD_OK)
+        st = pbd_plan_build(m, cfg, &s->plan, err);
+    if (st == PBD_ERR_MEMORY) {
+        long long nc = 0;
+        for (int t = 0; t < PBD_CONSTRAINT_COUNT; ++t) {
+            int n = 0;
+            pbd_model_constraints(m, t, &n);
+            nc += n;
         }
+        st = pbd_error_set(err, PBD_ERR_MEMORY,
+                           "out of host memory planning the solve of %d particles and %lld "
+                           "constraints",
+                           m->num_particles, nc);
     }
+    if (st == PBD_OK && d.backend == PBD_BACKEND_CPU) {
+        s->ops = &pbd_cpu_ops;
+        st = pbd_cpu_create(m, &s->plan, &d, &s->impl, err);
+    } else if (st == PBD_OK) {
+        s->ops = &pbd_cl_ops;
+        st = pbd_cl_solver_create(cl, m, &s->plan, &d, err);
+        if (st == PBD_OK)
+            s->impl = cl;
+        cl = NULL; /* closed by pbd_cl_solver_create on failure */
+    }
+    if (cl)
+        pbd_cl_solver_close(cl);
     /* P_r and L_r start as the initial state's (and the reference points move to the
      * centres of mass). */
     if (st == PBD_OK)

@@ -146,8 +146,22 @@ extern const pbd_backend_ops pbd_cl_ops;
 /* The backends choose the plan's variant (and with it solve_serial). */
 pbd_status pbd_cpu_create(const pbd_model *m, pbd_plan *plan, const pbd_solver_desc *desc,
                           void **impl, pbd_error *err);
-pbd_status pbd_cl_solver_create(const pbd_model *m, pbd_plan *plan, const pbd_solver_desc *desc,
-                                void **impl, pbd_error *err);
+/* The OpenCL backend in two steps: open the device and check that the model fits its memory
+ * (before the plan is built), then create the kernels and buffers from the plan. */
+pbd_status pbd_cl_solver_open(const pbd_model *m, const pbd_config *cfg,
+                              const pbd_solver_desc *desc, void **impl, pbd_error *err);
+pbd_status pbd_cl_solver_create(void *impl, const pbd_model *m, pbd_plan *plan,
+                                const pbd_solver_desc *desc, pbd_error *err);
+void pbd_cl_solver_close(void *impl);
+
+/* A lower bound on the device memory a model needs (the particle, constraint and body arrays
+ * every variant creates), and its largest single array, checked against the device's
+ * CL_DEVICE_GLOBAL_MEM_SIZE and CL_DEVICE_MAX_MEM_ALLOC_SIZE. PBD_ERR_LIMIT names the limit,
+ * the device and the sizes. */
+double pbd_device_memory_estimate(const pbd_model *m, const pbd_config *cfg, double *largest,
+                                  const char **largest_name);
+pbd_status pbd_check_device_memory(const pbd_model *m, const pbd_config *cfg,
+                                   const pbd_device_info *info, pbd_error *err);
 
 /* One frame: cfg.substeps substeps of predict, cfg.iterations x (project, collide), update,
  * momentum. *substeps_done counts the substeps run so far (for BDF2's first step). */
