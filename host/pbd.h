@@ -24,7 +24,8 @@
     X(PBD_ERR_CL, "OpenCL call failed")                                                            \
     X(PBD_ERR_BUILD, "OpenCL program build failed")                                                \
     X(PBD_ERR_LIMIT, "device limit exceeded")                                                      \
-    X(PBD_ERR_MODEL, "invalid model")
+    X(PBD_ERR_MODEL, "invalid model")                                                              \
+    X(PBD_ERR_CHECKPOINT, "invalid checkpoint")
 
 typedef enum pbd_status {
 #define PBD_X_ENUM(name, msg) name,
@@ -348,5 +349,30 @@ long pbd_solver_launches_per_frame(const pbd_solver *s);
 pbd_status pbd_solver_kernel_times(pbd_solver *s, const pbd_kernel_time **out, int *count,
                                    pbd_error *err);
 void pbd_solver_reset_kernel_times(pbd_solver *s);
+
+/* ---- checkpoints ------------------------------------------------------------------------ */
+
+/* A checkpoint holds what a run continues from: every particle's position and velocity (and
+ * BDF2's previous ones), each body's reference point and tracked momenta, the substeps run
+ * so far, the configuration and a fingerprint of the model (format: docs/checkpoints.md).
+ * Loaded into a solver made from the same model and configuration, it continues the run bit
+ * for bit as if it had never stopped, on the same device and variant (on another, within
+ * that device's rounding). Constraint records changed with pbd_solver_update_constraint are
+ * the caller's to restore.
+ *
+ * Save: *data (malloc'd, the caller frees it) and *size. The library writes no file. */
+pbd_status pbd_solver_save_state(pbd_solver *s, void **data, size_t *size, pbd_error *err);
+/* Load: PBD_ERR_CHECKPOINT, with a message that starts with `name`, for a file that is not a
+ * checkpoint, of another version, truncated, corrupt (its checksum), of another model, of
+ * another configuration (naming the field) or holding values that are not finite. The
+ * solver is unchanged then. */
+pbd_status pbd_solver_load_state(pbd_solver *s, const void *data, size_t size, const char *name,
+                                 pbd_error *err);
+/* The size of a checkpoint of this solver, bytes (a file of any other size is refused). */
+size_t pbd_solver_state_size(const pbd_solver *s);
+/* Substeps run since the scene's start, counting those a loaded checkpoint had run. */
+long pbd_solver_substeps(const pbd_solver *s);
+/* A 64-bit hash of the model: particles, bodies, constraints and colliders. */
+uint64_t pbd_model_fingerprint(const pbd_model *m);
 
 #endif

@@ -917,6 +917,181 @@ static void device_memory_estimate(void **state)
     }
 }
 
+/* ---- checkpoints ------------------------------------------------------------------------ */
+
+static pbd_solver *make_solver(const pbd_scene *s, pbd_backend_kind backend)
+{
+    pbd_solver *sv = NULL;
+    pbd_error err = {0};
+    pbd_solver_desc desc = {.backend = backend};
+    if (pbd_solver_create(&s->model, &s->config, &desc, &sv, &err) != PBD_OK) {
+        print_error("%s\n", err.message);
+        fail();
+    }
+    return sv;
+}
+
+static uint64_t hash_of(pbd_solver *sv)
+{
+    uint64_t h = 0;
+    pbd_error err = {0};
+    assert_int_equal(pbd_solver_state_hash(sv, &h, &err), PBD_OK);
+    return h;
+}
+
+/* 30 frames straight, and 12 frames, a checkpoint, a new solver that loads it and 18 frames,
+ * end in the same bits: both solvers, BDF2, rigid damping, momentum preservation, colliders. */
+static void checkpoint_continues(pbd_backend_kind backend)
+{
+    const char *scenes[3] = {PBD_SCENES_DIR "/spinning_box.json", "@cloth-16",
+                             PBD_SCENES_DIR "/cloth_sphere.json"};
+    for (int v = 0; v < 12; ++v) {
+        pbd_scene s = {0};
+        pbd_error err = {0};
+        assert_int_equal(pbd_scene_load(scenes[v % 3], &s, &err), PBD_OK);
+        int mode = v / 3; /* gs, jacobi, gs + bdf2, jacobi + rigid damping */
+        s.config.solver = mode % 2 ? PBD_SOLVER_JACOBI : PBD_SOLVER_GS;
+        if (mode == 2)
+            s.config.velocity_update = PBD_VELOCITY_BDF2;
+        if (mode == 3) {
+            s.config.damping = PBD_DAMPING_RIGID;
+            s.config.damping_k = 0.1f;
+        }
+        pbd_solver *whole = make_solver(&s, backend), *first = make_solver(&s, backend);
+        assert_int_equal(pbd_solver_step(whole, 30, &err), PBD_OK);
+        assert_int_equal(pbd_solver_step(first, 12, &err), PBD_OK);
+        void *data = NULL;
+        size_t size = 0;
+        assert_int_equal(pbd_solver_save_state(first, &data, &size, &err), PBD_OK);
+        assert_int_equal(size, pbd_solver_state_size(first));
+        pbd_solver_destroy(first);
+        pbd_solver *rest = make_solver(&s, backend);
+        if (pbd_solver_load_state(rest, data, size, "state", &err) != PBD_OK) {
+            print_error("%s\n", err.message);
+            fail();
+        }
+        assert_int_equal(pbd_solver_substeps(rest), 12L * s.config.substeps);
+        assert_int_equal(pbd_solver_step(rest, 18, &err), PBD_OK);
+        uint64_t a = hash_of(whole), b = hash_of(rest);
+        expect(a == b, "%s, mode %d: straight %016llx, resumed %016llx", scenes[v % 3], mode,
+               (unsigned long long)a, (unsigned long long)b);
+        free(data);
+        pbd_solver_destroy(whole);
+        pbd_solver_destroy(rest);
+        pbd_scene_free(&s);
+    }
+}
+
+static void checkpoint_continues_cpu(void **state)
+{
+    (void)state;
+    checkpoint_continues(PBD_BACKEND_CPU);
+}
+
+static void checkpoint_continues_cl(void **state)
+{
+    (void)state;
+    checkpoint_continues(PBD_BACKEND_CL);
+}
+
+/* Rewrites the checksum after an edit, as a forger would. */
+static void reseal(unsigned char *d, size_t n)
+{
+    uint64_t h = 14695981039346656037u;
+    for (size_t k = 32; k < n; ++k)
+        h = (h ^ d[k]) * 1099511628211u;
+    memcpy(d + 24, &h, sizeof h);
+}
+
+/* A checkpoint that is not one, of another version, truncated, longer, corrupt, of another
+ * scene or configuration, or holding a NaN is refused with one line naming the file and what
+ * is wrong, and the solver's state is unchanged. */
+static void checkpoint_refused(void **state)
+{
+    (void)state;
+    pbd_scene s = {0}, other = {0};
+    pbd_error err = {0};
+    assert_int_equal(pbd_scene_load(PBD_SCENES_DIR "/spinning_box.json", &s, &err), PBD_OK);
+    assert_int_equal(pbd_scene_load(PBD_SCENES_DIR "/two_particles.json", &other, &err), PBD_OK);
+    pbd_solver *sv = make_solver(&s, PBD_BACKEND_CPU);
+    assert_int_equal(pbd_solver_step(sv, 5, &err), PBD_OK);
+    unsigned char *good = NULL;
+    size_t n = 0;
+    assert_int_equal(pbd_solver_save_state(sv, (void **)&good, &n, &err), PBD_OK);
+    assert_int_equal(pbd_solver_step(sv, 5, &err), PBD_OK);
+    uint64_t before = hash_of(sv);
+    unsigned char *d = malloc(n + 8);
+    assert_non_null(d);
+
+    struct {
+        const char *what, *message;
+    } cases[] = {
+        {"magic", "ck: not a pbd checkpoint"},
+        {"version", "ck: found version 7, expected 1"},
+        {"truncated", "ck: truncated: found"},
+        {"longer", "ck: trailing bytes: found"},
+        {"corrupt", "ck: checksum"},
+        {"nan", "ck: particle 3: velocity (nan"},
+        {"dt", "ck: dt: found 0.0166666675 in the checkpoint, this run has 0.00999999978"},
+        {"scene", "ck: made from another scene"},
+        {"short", "ck: truncated: found 100 bytes, expected a header of 256"},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; ++k) {
+        const char *what = cases[k].what;
+        size_t len = n;
+        memcpy(d, good, n);
+        pbd_solver *target = sv;
+        pbd_solver *o = NULL;
+        if (strcmp(what, "magic") == 0) {
+            d[0] = 'X';
+        } else if (strcmp(what, "version") == 0) {
+            d[8] = 7;
+        } else if (strcmp(what, "truncated") == 0) {
+            len = n - 16;
+        } else if (strcmp(what, "longer") == 0) {
+            memset(d + n, 0, 8);
+            len = n + 8;
+        } else if (strcmp(what, "corrupt") == 0) {
+            d[n / 2] ^= 0x10;
+        } else if (strcmp(what, "nan") == 0) {
+            float nan = NAN;
+            memcpy(d + 256 + (size_t)s.model.num_particles * 16 + 3 * 16, &nan, sizeof nan);
+            reseal(d, n);
+        } else if (strcmp(what, "dt") == 0) {
+            pbd_scene s2 = {0};
+            assert_int_equal(pbd_scene_load(PBD_SCENES_DIR "/spinning_box.json", &s2, &err),
+                             PBD_OK);
+            s2.config.dt = 0.01f;
+            o = make_solver(&s2, PBD_BACKEND_CPU);
+            target = o;
+            pbd_scene_free(&s2);
+        } else if (strcmp(what, "scene") == 0) {
+            o = make_solver(&other, PBD_BACKEND_CPU);
+            target = o;
+        } else if (strcmp(what, "short") == 0) {
+            len = 100;
+        }
+        uint64_t target_before = hash_of(target);
+        pbd_status st = pbd_solver_load_state(target, d, len, "ck", &err);
+        expect(st == PBD_ERR_CHECKPOINT && strstr(err.message, cases[k].message) == err.message &&
+                   !strchr(err.message, '\n'),
+               "%s: status %d, message %s (expected %s...)", what, (int)st, err.message,
+               cases[k].message);
+        expect(hash_of(target) == target_before, "%s: the state changed", what);
+        pbd_solver_destroy(o);
+    }
+    expect(hash_of(sv) == before, "the state changed");
+    /* And the good one loads: back five frames. */
+    assert_int_equal(pbd_solver_load_state(sv, good, n, "ck", &err), PBD_OK);
+    expect(hash_of(sv) != before && pbd_solver_substeps(sv) == 5L * s.config.substeps,
+           "not back at frame 5");
+    free(d);
+    free(good);
+    pbd_solver_destroy(sv);
+    pbd_scene_free(&s);
+    pbd_scene_free(&other);
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(coloring_valid),
     cmocka_unit_test(coloring_validator_rejects),
@@ -938,6 +1113,9 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(attachment_pull_cpu),
     pbd_device_test(attachment_pull_cl),
     pbd_device_test(device_memory_estimate),
+    cmocka_unit_test(checkpoint_continues_cpu),
+    pbd_device_test(checkpoint_continues_cl),
+    cmocka_unit_test(checkpoint_refused),
 };
 
 PBD_TEST_MAIN("solver", tests)

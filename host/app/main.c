@@ -49,6 +49,9 @@ static const char usage_text[] =
     "  --hash              print \"hash FRAME HEX\" after every frame: a 64-bit hash of every\n"
     "                      position and velocity (two runs agree bit for bit: equal hashes)\n"
     "  --hash-every N      the same every N frames\n"
+    "  --save-state FILE   write a checkpoint after the last frame\n"
+    "  --load-state FILE   continue from a checkpoint of the same scene and options: --frames\n"
+    "                      more frames, numbered from the scene's start\n"
     "  --quiet             no progress or summary\n"
     "bench only:\n"
     "  --runs R            timed runs (default 5); the median is reported\n"
@@ -79,6 +82,8 @@ typedef struct options {
     long stats_every;
     const char *dump;
     long hash_every; /* --hash: print the state's hash every this many frames; 0: never */
+    const char *save_state;
+    const char *load_state;
     int quiet;
     long runs;
     long bench_frames;
@@ -276,6 +281,12 @@ static int parse_args(int argc, char **argv, options *o)
         } else if (strcmp(a, "--hash-every") == 0) {
             NEEDS_VALUE;
             rc = parse_long(a, val, 1, 100000000, &o->hash_every);
+        } else if (strcmp(a, "--save-state") == 0) {
+            NEEDS_VALUE;
+            o->save_state = val;
+        } else if (strcmp(a, "--load-state") == 0) {
+            NEEDS_VALUE;
+            o->load_state = val;
         } else if (strcmp(a, "--dump") == 0) {
             NEEDS_VALUE;
             o->dump = val;
@@ -315,9 +326,14 @@ static int parse_args(int argc, char **argv, options *o)
         if (rc)
             return rc;
     }
-    if (o->stats && o->dump && same_file(o->stats, o->dump))
-        return usage_error("--dump %s: the same file as --stats, expected two different paths",
-                           o->dump);
+    /* Two outputs never share a path. */
+    const char *outs[3] = {o->stats, o->dump, o->save_state};
+    static const char *const out_names[3] = {"--stats", "--dump", "--save-state"};
+    for (int i = 0; i < 3; ++i)
+        for (int j = i + 1; j < 3; ++j)
+            if (outs[i] && outs[j] && same_file(outs[i], outs[j]))
+                return usage_error("%s %s: the same file as %s, expected two different paths",
+                                   out_names[j], outs[j], out_names[i]);
     if (o->sums && o->desc.backend != PBD_BACKEND_CPU)
         return usage_error("--sums %s: found with the OpenCL backend, expected --backend cpu (a "
                            "device adds in its own order)",
@@ -480,9 +496,11 @@ static int cmd_run(const options *o)
     pbd_scene scene = {0};
     pbd_error err = {0};
     pbd_solver *solver = NULL;
-    pbd_output stats = {0}, dump = {0};
+    pbd_output stats = {0}, dump = {0}, save = {0};
     pbd_body_stats *sbuf = NULL;
     pbd_float4 *x = NULL, *v = NULL;
+    void *state = NULL;
+    size_t state_size = 0;
     catch_signals();
     int rc = load_scene(o, &scene, &err);
     if (rc)
@@ -494,12 +512,29 @@ static int cmd_run(const options *o)
     catch_signals(); /* again, now that the device is open */
     if (!o->quiet)
         fprintf(stderr, "pbd: device: %s\n", pbd_solver_device_name(solver));
+    /* A checkpoint is exactly this solver's state size; a longer file is not read. */
+    if (o->load_state &&
+        (pbd_read_file(o->load_state, pbd_solver_state_size(solver),
+                       "a checkpoint of this scene and options", &state, &state_size,
+                       &err) != PBD_OK ||
+         pbd_solver_load_state(solver, state, state_size, o->load_state, &err) != PBD_OK)) {
+        rc = fail(&err);
+        goto done;
+    }
+    free(state);
+    state = NULL;
+    /* Frames are numbered from the scene's start, also after a checkpoint. */
+    const long first = pbd_solver_substeps(solver) / c->substeps;
 
     if (o->stats && pbd_output_open(&stats, o->stats, &err) != PBD_OK) {
         rc = fail(&err);
         goto done;
     }
     if (o->dump && pbd_output_open(&dump, o->dump, &err) != PBD_OK) {
+        rc = fail(&err);
+        goto done;
+    }
+    if (o->save_state && pbd_output_open(&save, o->save_state, &err) != PBD_OK) {
         rc = fail(&err);
         goto done;
     }
@@ -511,7 +546,8 @@ static int cmd_run(const options *o)
     }
     if (stats.f) {
         pbd_stats_write_header(stats.f);
-        if ((rc = write_stats(solver, stats.f, 0, 0.0, sbuf, m->num_bodies, &err)))
+        if ((rc = write_stats(solver, stats.f, first, (double)first * c->dt, sbuf, m->num_bodies,
+                              &err)))
             goto done;
     }
 
@@ -526,11 +562,11 @@ static int cmd_run(const options *o)
     while (done_frames < c->frames && !interrupted) {
         long n = c->frames - done_frames < chunk ? c->frames - done_frames : chunk;
         if (stats.f) {
-            long to_stats = o->stats_every - done_frames % o->stats_every;
+            long to_stats = o->stats_every - (first + done_frames) % o->stats_every;
             n = n < to_stats ? n : to_stats;
         }
         if (o->hash_every) {
-            long to_hash = o->hash_every - done_frames % o->hash_every;
+            long to_hash = o->hash_every - (first + done_frames) % o->hash_every;
             n = n < to_hash ? n : to_hash;
         }
         double t0 = now_s();
@@ -544,20 +580,20 @@ static int cmd_run(const options *o)
         done_frames += n;
         double per_frame = dt_chunk / (double)n;
         chunk = per_frame * 32.0 <= 0.02 ? 32 : per_frame >= 0.02 ? 1 : (long)(0.02 / per_frame);
-        if ((rc = guard(solver, m, done_frames, sbuf, &err)))
+        long frame = first + done_frames;
+        if ((rc = guard(solver, m, frame, sbuf, &err)))
             goto done;
-        if (o->hash_every && done_frames % o->hash_every == 0) {
+        if (o->hash_every && frame % o->hash_every == 0) {
             uint64_t h = 0;
             if (pbd_solver_state_hash(solver, &h, &err) != PBD_OK) {
                 rc = fail(&err);
                 goto done;
             }
-            printf("hash %ld %016llx\n", done_frames, (unsigned long long)h);
+            printf("hash %ld %016llx\n", frame, (unsigned long long)h);
         }
         /* The guard has just computed this state's statistics. */
-        if (stats.f && done_frames % o->stats_every == 0)
-            pbd_stats_write_rows(stats.f, done_frames, (double)done_frames * c->dt, sbuf,
-                                 m->num_bodies);
+        if (stats.f && frame % o->stats_every == 0)
+            pbd_stats_write_rows(stats.f, frame, (double)frame * c->dt, sbuf, m->num_bodies);
         double t = now_s();
         if (!o->quiet && t >= t_report) {
             fprintf(stderr, "%sframe %ld of %ld (%.0f%%), %.3f ms per step%s",
@@ -593,8 +629,16 @@ static int cmd_run(const options *o)
         }
         pbd_dump_write(dump.f, x, v, m->num_particles);
     }
+    if (save.f) {
+        if (pbd_solver_save_state(solver, &state, &state_size, &err) != PBD_OK) {
+            rc = fail(&err);
+            goto done;
+        }
+        fwrite(state, 1, state_size, save.f);
+    }
     if ((stats.f && pbd_output_commit(&stats, &err) != PBD_OK) ||
-        (dump.f && pbd_output_commit(&dump, &err) != PBD_OK)) {
+        (dump.f && pbd_output_commit(&dump, &err) != PBD_OK) ||
+        (save.f && pbd_output_commit(&save, &err) != PBD_OK)) {
         rc = fail(&err);
         goto done;
     }
@@ -633,12 +677,19 @@ static int cmd_run(const options *o)
                c->velocity_update == PBD_VELOCITY_BDF2 ? "bdf2" : "first order");
         printf("steps        %ld frames (%ld substeps), %ld launches per frame\n", done_frames,
                done_frames * c->substeps, pbd_solver_launches_per_frame(solver));
+        if (o->load_state)
+            printf("resumed      from %s at frame %ld\n", o->load_state, first);
+        if (o->save_state)
+            printf("saved        %s at frame %ld (%zu bytes)\n", o->save_state, first + done_frames,
+                   state_size);
         printf("time         %.3f ms per step, %.2f s in all\n",
                done_frames ? 1e3 * t_step / (double)done_frames : 0.0, now_s() - t_start);
     }
 done:
     pbd_output_abort(&stats);
     pbd_output_abort(&dump);
+    pbd_output_abort(&save);
+    free(state);
     free(x);
     free(v);
     free(sbuf);

@@ -1,4 +1,6 @@
 #include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -60,7 +62,9 @@ pbd_status pbd_output_open(pbd_output *o, const char *path, pbd_error *err)
 
 pbd_status pbd_output_commit(pbd_output *o, pbd_error *err)
 {
-    int bad = ferror(o->f);
+    /* On disk before the rename, so that a crash leaves the old file or the new, whole. */
+    int bad = fflush(o->f) != 0 || ferror(o->f);
+    bad |= fsync(fileno(o->f)) != 0 && errno != EINVAL;
     bad |= fclose(o->f) != 0;
     o->f = NULL;
     int e = errno;
@@ -114,4 +118,47 @@ void pbd_dump_write(FILE *f, const pbd_float4 *x, const pbd_float4 *v, int n)
     for (int i = 0; i < n; ++i)
         fprintf(f, "%.9g %.9g %.9g %.9g %.9g %.9g\n", (double)x[i].x, (double)x[i].y,
                 (double)x[i].z, (double)v[i].x, (double)v[i].y, (double)v[i].z);
+}
+
+pbd_status pbd_read_file(const char *path, size_t max, const char *what, void **data, size_t *size,
+                         pbd_error *err)
+{
+    *data = NULL;
+    *size = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return pbd_error_set(err, PBD_ERR_IO, "%s: cannot read: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+        fclose(f);
+        return pbd_error_set(err, PBD_ERR_IO, "%s: cannot read: found a directory, expected a file",
+                             path);
+    }
+    if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && (uintmax_t)st.st_size > max) {
+        fclose(f);
+        return pbd_error_set(err, PBD_ERR_IO,
+                             "%s: found a file of %ju bytes, expected %s (%zu bytes)", path,
+                             (uintmax_t)st.st_size, what, max);
+    }
+    unsigned char *buf = malloc(max + 1);
+    if (!buf) {
+        fclose(f);
+        return pbd_error_set(err, PBD_ERR_MEMORY, "%s: out of memory (%zu bytes)", path, max);
+    }
+    size_t n = fread(buf, 1, max + 1, f);
+    int read_error = ferror(f) ? errno : 0;
+    fclose(f);
+    if (read_error) {
+        free(buf);
+        return pbd_error_set(err, PBD_ERR_IO, "%s: cannot read: %s", path, strerror(read_error));
+    }
+    if (n > max) {
+        free(buf);
+        return pbd_error_set(err, PBD_ERR_IO,
+                             "%s: found more than %zu bytes, expected %s (%zu bytes)", path, max,
+                             what, max);
+    }
+    *data = buf;
+    *size = n;
+    return PBD_OK;
 }

@@ -20,6 +20,12 @@ pbd_status pbd_output_commit(pbd_output *o, pbd_error *err);
 /* Closes and removes the temporary file; safe on a zeroed or committed output. */
 void pbd_output_abort(pbd_output *o);
 
+/* Reads a whole file of at most `max` bytes into *data (malloc'd; the caller frees it). A
+ * longer file is refused before it is read (a stream with no size is read to max + 1), with a
+ * message saying it expected `what` ("a checkpoint"). */
+pbd_status pbd_read_file(const char *path, size_t max, const char *what, void **data, size_t *size,
+                         pbd_error *err);
+
 /* Stats CSV (DESIGN.md "Interfaces"): one row per body at a step. */
 void pbd_stats_write_header(FILE *f);
 void pbd_stats_write_rows(FILE *f, long step, double time, const pbd_body_stats *s, int n);

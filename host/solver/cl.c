@@ -388,6 +388,82 @@ cleanup:
     return status;
 }
 
+/* The checkpoint's arrays: body_track is pbd_acc on the device (double, or float without
+ * fp64 sums) and double on the host. */
+static pbd_status cl_read_state(void *impl, const pbd_state_arrays *a, pbd_error *err)
+{
+    cl_impl *c = impl;
+    pbd_status status = PBD_OK;
+    size_t np = (size_t)c->plan->num_particles, nb = (size_t)c->plan->num_bodies;
+    size_t f4 = sizeof(pbd_float4);
+    float *track = NULL;
+    if ((status = flush(c, err)) != PBD_OK)
+        return status;
+    cl_command_queue q = c->cl.queue;
+    PBD_CL_CHECK(clEnqueueReadBuffer(q, c->x, CL_FALSE, 0, np * f4, a->x, 0, NULL, NULL));
+    PBD_CL_CHECK(clEnqueueReadBuffer(q, c->v, CL_FALSE, 0, np * f4, a->v, 0, NULL, NULL));
+    if (a->xp) {
+        PBD_CL_CHECK(clEnqueueReadBuffer(q, c->xp, CL_FALSE, 0, np * f4, a->xp, 0, NULL, NULL));
+        PBD_CL_CHECK(clEnqueueReadBuffer(q, c->vp, CL_FALSE, 0, np * f4, a->vp, 0, NULL, NULL));
+    }
+    PBD_CL_CHECK(
+        clEnqueueReadBuffer(q, c->body_ref, CL_FALSE, 0, nb * f4, a->body_ref, 0, NULL, NULL));
+    if (c->acc_size == sizeof(double)) {
+        PBD_CL_CHECK(clEnqueueReadBuffer(q, c->body_track, CL_TRUE, 0, 6 * nb * sizeof(double),
+                                         a->body_track, 0, NULL, NULL));
+    } else {
+        track = malloc(6 * nb * sizeof *track);
+        if (!track) {
+            clFinish(q);
+            return pbd_error_set(err, PBD_ERR_MEMORY, "out of memory reading the state");
+        }
+        PBD_CL_CHECK(clEnqueueReadBuffer(q, c->body_track, CL_TRUE, 0, 6 * nb * sizeof *track,
+                                         track, 0, NULL, NULL));
+        for (size_t k = 0; k < 6 * nb; ++k)
+            a->body_track[k] = track[k];
+    }
+cleanup:
+    if (status != PBD_OK)
+        clFinish(q);
+    free(track);
+    return status;
+}
+
+static pbd_status cl_write_state(void *impl, const pbd_state_arrays *a, pbd_error *err)
+{
+    cl_impl *c = impl;
+    pbd_status status = PBD_OK;
+    size_t np = (size_t)c->plan->num_particles, nb = (size_t)c->plan->num_bodies;
+    size_t f4 = sizeof(pbd_float4);
+    cl_command_queue q = c->cl.queue;
+    float *track = NULL;
+    const void *track_src = a->body_track;
+    if (c->acc_size != sizeof(double)) {
+        track = malloc(6 * nb * sizeof *track);
+        if (!track)
+            return pbd_error_set(err, PBD_ERR_MEMORY, "out of memory writing the state");
+        for (size_t k = 0; k < 6 * nb; ++k)
+            track[k] = (float)a->body_track[k];
+        track_src = track;
+    }
+    c->pending = 0;
+    PBD_CL_CHECK(clEnqueueWriteBuffer(q, c->x, CL_FALSE, 0, np * f4, a->x, 0, NULL, NULL));
+    PBD_CL_CHECK(clEnqueueWriteBuffer(q, c->v, CL_FALSE, 0, np * f4, a->v, 0, NULL, NULL));
+    if (a->xp) {
+        PBD_CL_CHECK(clEnqueueWriteBuffer(q, c->xp, CL_FALSE, 0, np * f4, a->xp, 0, NULL, NULL));
+        PBD_CL_CHECK(clEnqueueWriteBuffer(q, c->vp, CL_FALSE, 0, np * f4, a->vp, 0, NULL, NULL));
+    }
+    PBD_CL_CHECK(
+        clEnqueueWriteBuffer(q, c->body_ref, CL_FALSE, 0, nb * f4, a->body_ref, 0, NULL, NULL));
+    PBD_CL_CHECK(clEnqueueWriteBuffer(q, c->body_track, CL_TRUE, 0, 6 * nb * c->acc_size, track_src,
+                                      0, NULL, NULL));
+cleanup:
+    if (status != PBD_OK)
+        clFinish(q);
+    free(track);
+    return status;
+}
+
 static pbd_status cl_kernel_times(void *impl, const pbd_kernel_time **out, int *count,
                                   pbd_error *err)
 {
@@ -1019,5 +1095,7 @@ const pbd_backend_ops pbd_cl_ops = {
     .device_name = cl_device_name,
     .memory_bytes = cl_memory_bytes,
     .update_constraint = cl_update_constraint,
+    .read_state = cl_read_state,
+    .write_state = cl_write_state,
     .destroy = cl_destroy,
 };

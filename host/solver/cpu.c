@@ -296,6 +296,40 @@ static pbd_status cpu_read(void *impl, pbd_float4 *x, pbd_float4 *v, pbd_error *
     return PBD_OK;
 }
 
+static pbd_status cpu_read_state(void *impl, const pbd_state_arrays *a, pbd_error *err)
+{
+    (void)err;
+    cpu_impl *c = impl;
+    size_t np = (size_t)c->plan->num_particles, nb = (size_t)c->plan->num_bodies;
+    flush(c);
+    memcpy(a->x, c->x, np * sizeof *a->x);
+    memcpy(a->v, c->v, np * sizeof *a->v);
+    if (a->xp) {
+        memcpy(a->xp, c->xp, np * sizeof *a->xp);
+        memcpy(a->vp, c->vp, np * sizeof *a->vp);
+    }
+    memcpy(a->body_ref, c->body_ref, nb * sizeof *a->body_ref);
+    memcpy(a->body_track, c->body_track, 6 * nb * sizeof *a->body_track);
+    return PBD_OK;
+}
+
+static pbd_status cpu_write_state(void *impl, const pbd_state_arrays *a, pbd_error *err)
+{
+    (void)err;
+    cpu_impl *c = impl;
+    size_t np = (size_t)c->plan->num_particles, nb = (size_t)c->plan->num_bodies;
+    c->pending = 0;
+    memcpy(c->x, a->x, np * sizeof *a->x);
+    memcpy(c->v, a->v, np * sizeof *a->v);
+    if (a->xp) {
+        memcpy(c->xp, a->xp, np * sizeof *a->xp);
+        memcpy(c->vp, a->vp, np * sizeof *a->vp);
+    }
+    memcpy(c->body_ref, a->body_ref, nb * sizeof *a->body_ref);
+    memcpy(c->body_track, a->body_track, 6 * nb * sizeof *a->body_track);
+    return PBD_OK;
+}
+
 static pbd_status cpu_kernel_times(void *impl, const pbd_kernel_time **out, int *count,
                                    pbd_error *err)
 {
@@ -451,6 +485,8 @@ const pbd_backend_ops pbd_cpu_ops = {
     .reset_times = cpu_reset_times,
     .device_name = cpu_device_name,
     .memory_bytes = cpu_memory_bytes,
+    .read_state = cpu_read_state,
+    .write_state = cpu_write_state,
     .update_constraint = cpu_update_constraint,
     .destroy = cpu_destroy,
 };

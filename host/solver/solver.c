@@ -1,6 +1,9 @@
 /* The public solver: builds the plan, picks the backend, turns per-body sums into
  * statistics. */
 #include <float.h>
+#include <limits.h>
+#include <stddef.h>
+#include <stdio.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +16,7 @@ struct pbd_solver {
     const pbd_backend_ops *ops;
     void *impl;
     long substeps_done;
+    uint64_t fingerprint; /* of the model the solver was made from */
 };
 
 void pbd_plan_free(pbd_plan *plan)
@@ -541,6 +545,7 @@ pbd_status pbd_solver_create(const pbd_model *m, const pbd_config *cfg, const pb
         pbd_solver_destroy(s);
         return st;
     }
+    s->fingerprint = pbd_model_fingerprint(m);
     *out = s;
     return PBD_OK;
 }
@@ -750,4 +755,282 @@ pbd_status pbd_solver_kernel_times(pbd_solver *s, const pbd_kernel_time **out, i
 void pbd_solver_reset_kernel_times(pbd_solver *s)
 {
     s->ops->reset_times(s->impl);
+}
+
+/* ---- checkpoints ------------------------------------------------------------------------ */
+
+/* FNV-1a, 64 bits, continued from h. */
+static uint64_t fnv(uint64_t h, const void *data, size_t n)
+{
+    const unsigned char *b = data;
+    for (size_t k = 0; k < n; ++k)
+        h = (h ^ b[k]) * 1099511628211u;
+    return h;
+}
+
+#define FNV_START 14695981039346656037u
+
+uint64_t pbd_model_fingerprint(const pbd_model *m)
+{
+    uint64_t h = FNV_START;
+    size_t np = (size_t)m->num_particles;
+    h = fnv(h, &m->num_particles, sizeof m->num_particles);
+    h = fnv(h, m->x, np * sizeof *m->x);
+    h = fnv(h, m->v, np * sizeof *m->v);
+    h = fnv(h, &m->num_bodies, sizeof m->num_bodies);
+    for (int b = 0; b < m->num_bodies; ++b) {
+        const pbd_body *bd = &m->bodies[b];
+        int head[4] = {bd->first, bd->count, bd->pinned, bd->momentum};
+        h = fnv(h, head, sizeof head);
+        h = fnv(h, bd->name, strnlen(bd->name, sizeof bd->name));
+    }
+    for (int t = 0; t < PBD_CONSTRAINT_COUNT; ++t) {
+        int n = 0;
+        const void *r = pbd_model_constraints(m, t, &n);
+        h = fnv(h, &n, sizeof n);
+        h = fnv(h, r, (size_t)n * pbd_constraint_types[t].size);
+    }
+    h = fnv(h, &m->num_colliders, sizeof m->num_colliders);
+    h = fnv(h, m->colliders, (size_t)m->num_colliders * sizeof *m->colliders);
+    return h;
+}
+
+/* The checkpoint's layout, version 1 (little-endian hosts write and read it as they are; the
+ * byte-order mark refuses the others): a fixed header, then the arrays. */
+#define STATE_MAGIC   "PBDSTATE"
+#define STATE_VERSION 1u
+#define STATE_ORDER   0x01020304u
+
+typedef struct state_header {
+    char magic[8];
+    uint32_t version, order;
+    uint64_t size;        /* bytes in the file */
+    uint64_t checksum;    /* FNV-1a of every byte after this field */
+    uint64_t fingerprint; /* pbd_model_fingerprint */
+    float dt;
+    int32_t substeps, iterations, solver;
+    float omega, gravity[3];
+    int32_t momentum, damping;
+    float damping_k;
+    int32_t velocity_update;
+    int32_t num_particles, num_bodies, previous; /* previous: BDF2's x and v follow */
+    int32_t backend, variant;                    /* where it was made (not checked) */
+    int64_t substeps_done;
+    char device[128];    /* where it was made (not checked) */
+    int32_t reserved[2]; /* 0: the arrays start 16-byte aligned */
+} state_header;
+
+_Static_assert(sizeof(state_header) == 256, "the checkpoint header is 256 bytes");
+_Static_assert(offsetof(state_header, checksum) == 24, "the checksum is at byte 24");
+
+size_t pbd_solver_state_size(const pbd_solver *s)
+{
+    size_t np = (size_t)s->plan.num_particles, nb = (size_t)s->plan.num_bodies;
+    int previous = s->plan.cfg.velocity_update == PBD_VELOCITY_BDF2;
+    return sizeof(state_header) + (previous ? 4 : 2) * np * sizeof(pbd_float4) +
+           nb * (sizeof(pbd_float4) + 6 * sizeof(double));
+}
+
+long pbd_solver_substeps(const pbd_solver *s)
+{
+    return s->substeps_done;
+}
+
+/* The arrays' places in a checkpoint of s at `base`. */
+static pbd_state_arrays state_arrays(const pbd_solver *s, unsigned char *base)
+{
+    size_t np = (size_t)s->plan.num_particles, nb = (size_t)s->plan.num_bodies;
+    pbd_float4 *f = (pbd_float4 *)(base + sizeof(state_header));
+    pbd_state_arrays a = {f, f + np, NULL, NULL, NULL, NULL};
+    f += 2 * np;
+    if (s->plan.cfg.velocity_update == PBD_VELOCITY_BDF2) {
+        a.xp = f;
+        a.vp = f + np;
+        f += 2 * np;
+    }
+    a.body_ref = f;
+    a.body_track = (double *)(f + nb);
+    return a;
+}
+
+static void header_config(state_header *h, const pbd_config *c)
+{
+    h->dt = c->dt;
+    h->substeps = c->substeps;
+    h->iterations = c->iterations;
+    h->solver = (int32_t)c->solver;
+    h->omega = c->omega;
+    memcpy(h->gravity, c->gravity, sizeof h->gravity);
+    h->momentum = c->momentum;
+    h->damping = (int32_t)c->damping;
+    h->damping_k = c->damping_k;
+    h->velocity_update = (int32_t)c->velocity_update;
+}
+
+pbd_status pbd_solver_save_state(pbd_solver *s, void **data, size_t *size, pbd_error *err)
+{
+    *data = NULL;
+    *size = 0;
+    size_t n = pbd_solver_state_size(s);
+    /* The header's alignment (8) is the arrays' too (float4 and double need no more in a
+     * malloc'd block, which is aligned for any type). */
+    unsigned char *buf = calloc(1, n);
+    if (!buf)
+        return pbd_error_set(err, PBD_ERR_MEMORY, "out of memory saving the state (%zu bytes)", n);
+    state_header h;
+    memset(&h, 0, sizeof h);
+    memcpy(h.magic, STATE_MAGIC, sizeof h.magic);
+    h.version = STATE_VERSION;
+    h.order = STATE_ORDER;
+    h.size = n;
+    h.fingerprint = s->fingerprint;
+    header_config(&h, &s->plan.cfg);
+    h.num_particles = s->plan.num_particles;
+    h.num_bodies = s->plan.num_bodies;
+    h.previous = s->plan.cfg.velocity_update == PBD_VELOCITY_BDF2;
+    h.backend = s->ops == &pbd_cl_ops ? PBD_BACKEND_CL : PBD_BACKEND_CPU;
+    h.variant = (int32_t)s->plan.variant;
+    h.substeps_done = s->substeps_done;
+    snprintf(h.device, sizeof h.device, "%s", pbd_solver_device_name(s));
+    memcpy(buf, &h, sizeof h);
+    pbd_state_arrays a = state_arrays(s, buf);
+    pbd_status st = s->ops->read_state(s->impl, &a, err);
+    if (st != PBD_OK) {
+        free(buf);
+        return st;
+    }
+    uint64_t sum = fnv(FNV_START, buf + 32, n - 32);
+    memcpy(buf + offsetof(state_header, checksum), &sum, sizeof sum);
+    *data = buf;
+    *size = n;
+    return PBD_OK;
+}
+
+/* The first configuration field that differs, or NULL. */
+static const char *config_mismatch(const state_header *got, const state_header *want, char *found,
+                                   char *expected, size_t n)
+{
+    static const char *const solvers[] = {"gs", "jacobi"};
+    static const char *const dampings[] = {"none", "point", "rigid"};
+    static const char *const updates[] = {"first_order", "bdf2"};
+#define NUM(field, fmt, cast)                                                                      \
+    if (memcmp(&got->field, &want->field, sizeof got->field) != 0) {                               \
+        snprintf(found, n, fmt, (cast)got->field);                                                 \
+        snprintf(expected, n, fmt, (cast)want->field);                                             \
+        return #field;                                                                             \
+    }
+#define NAMED(field, names)                                                                        \
+    if (got->field != want->field) {                                                               \
+        int k = got->field, count = (int)(sizeof names / sizeof names[0]);                         \
+        snprintf(found, n, "%s", k >= 0 && k < count ? names[k] : "?");                            \
+        snprintf(expected, n, "%s", names[want->field]);                                           \
+        return #field;                                                                             \
+    }
+    NUM(dt, "%.9g", double)
+    NUM(substeps, "%d", int)
+    NUM(iterations, "%d", int)
+    NAMED(solver, solvers)
+    NUM(omega, "%.9g", double)
+    for (int k = 0; k < 3; ++k)
+        if (memcmp(&got->gravity[k], &want->gravity[k], sizeof(float)) != 0) {
+            snprintf(found, n, "[%.9g, %.9g, %.9g]", (double)got->gravity[0],
+                     (double)got->gravity[1], (double)got->gravity[2]);
+            snprintf(expected, n, "[%.9g, %.9g, %.9g]", (double)want->gravity[0],
+                     (double)want->gravity[1], (double)want->gravity[2]);
+            return "gravity";
+        }
+    NUM(momentum, "%d", int)
+    NAMED(damping, dampings)
+    NUM(damping_k, "%.9g", double)
+    NAMED(velocity_update, updates)
+#undef NUM
+#undef NAMED
+    return NULL;
+}
+
+pbd_status pbd_solver_load_state(pbd_solver *s, const void *data, size_t size, const char *name,
+                                 pbd_error *err)
+{
+    const char *f = name ? name : "checkpoint";
+    const pbd_status bad = PBD_ERR_CHECKPOINT;
+    state_header h, want;
+    if (!data || size < sizeof(STATE_MAGIC) - 1 || memcmp(data, STATE_MAGIC, 8) != 0)
+        return pbd_error_set(err, bad, "%s: not a pbd checkpoint (expected \"%s\" at the start)", f,
+                             STATE_MAGIC);
+    if (size < sizeof h)
+        return pbd_error_set(err, bad, "%s: truncated: found %zu bytes, expected a header of %zu",
+                             f, size, sizeof h);
+    memcpy(&h, data, sizeof h);
+    if (h.order != STATE_ORDER)
+        return pbd_error_set(err, bad,
+                             "%s: found byte order mark %08x, expected %08x (written on a host of "
+                             "the other byte order)",
+                             f, (unsigned)h.order, (unsigned)STATE_ORDER);
+    if (h.version != STATE_VERSION)
+        return pbd_error_set(err, bad, "%s: found version %u, expected %u", f, (unsigned)h.version,
+                             (unsigned)STATE_VERSION);
+    if (h.size != size)
+        return pbd_error_set(err, bad, "%s: %s: found %zu bytes, the header says %llu", f,
+                             size < h.size ? "truncated" : "trailing bytes", size,
+                             (unsigned long long)h.size);
+    uint64_t sum = fnv(FNV_START, (const unsigned char *)data + 32, size - 32);
+    if (sum != h.checksum)
+        return pbd_error_set(err, bad,
+                             "%s: checksum %016llx, expected %016llx: the file is corrupt", f,
+                             (unsigned long long)sum, (unsigned long long)h.checksum);
+    if (h.fingerprint != s->fingerprint || h.num_particles != s->plan.num_particles ||
+        h.num_bodies != s->plan.num_bodies)
+        return pbd_error_set(err, bad,
+                             "%s: made from another scene (model fingerprint %016llx, %d "
+                             "particles), expected this scene's (%016llx, %d particles)",
+                             f, (unsigned long long)h.fingerprint, (int)h.num_particles,
+                             (unsigned long long)s->fingerprint, s->plan.num_particles);
+    memset(&want, 0, sizeof want);
+    header_config(&want, &s->plan.cfg);
+    char found[96], expected[96];
+    const char *field = config_mismatch(&h, &want, found, expected, sizeof found);
+    if (field)
+        return pbd_error_set(err, bad, "%s: %s: found %s in the checkpoint, this run has %s", f,
+                             field, found, expected);
+    if (h.substeps_done < 0 || h.substeps_done > LONG_MAX / 2 ||
+        h.previous != (s->plan.cfg.velocity_update == PBD_VELOCITY_BDF2))
+        return pbd_error_set(err, bad, "%s: found %lld substeps run, expected a count >= 0", f,
+                             (long long)h.substeps_done);
+    /* The arrays: copied to an aligned block, then checked as a scene's values are. */
+    size_t n = size;
+    unsigned char *buf = malloc(n);
+    if (!buf)
+        return pbd_error_set(err, PBD_ERR_MEMORY, "%s: out of memory (%zu bytes)", f, n);
+    memcpy(buf, data, n);
+    pbd_state_arrays a = state_arrays(s, buf);
+    size_t np = (size_t)s->plan.num_particles, nb = (size_t)s->plan.num_bodies;
+    const pbd_float4 *arrays[4] = {a.x, a.v, a.xp, a.vp};
+    static const char *const names[4] = {"position", "velocity", "previous position",
+                                         "previous velocity"};
+    pbd_status st = PBD_OK;
+    for (int k = 0; k < 4 && st == PBD_OK; ++k)
+        for (size_t i = 0; arrays[k] && i < np && st == PBD_OK; ++i) {
+            pbd_float4 q = arrays[k][i];
+            if (!(fabsf(q.x) <= PBD_MAX_COORD && fabsf(q.y) <= PBD_MAX_COORD &&
+                  fabsf(q.z) <= PBD_MAX_COORD && isfinite(q.w)))
+                st = pbd_error_set(err, bad,
+                                   "%s: particle %zu: %s (%g, %g, %g), expected finite values "
+                                   "within %g",
+                                   f, i, names[k], (double)q.x, (double)q.y, (double)q.z,
+                                   (double)PBD_MAX_COORD);
+        }
+    for (size_t b = 0; b < nb && st == PBD_OK; ++b) {
+        int finite =
+            isfinite(a.body_ref[b].x) && isfinite(a.body_ref[b].y) && isfinite(a.body_ref[b].z);
+        for (int k = 0; k < 6; ++k)
+            finite &= isfinite(a.body_track[6 * b + k]);
+        if (!finite)
+            st = pbd_error_set(err, bad, "%s: body %zu: tracked momentum not finite", f, b);
+    }
+    if (st == PBD_OK)
+        st = s->ops->write_state(s->impl, &a, err);
+    if (st == PBD_OK)
+        s->substeps_done = (long)h.substeps_done;
+    free(buf);
+    return st;
 }

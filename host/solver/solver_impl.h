@@ -108,6 +108,14 @@ pbd_status pbd_plan_build(const pbd_model *m, const pbd_config *cfg, pbd_plan *p
 int pbd_plan_num_colors(const pbd_plan *plan);
 void pbd_plan_free(pbd_plan *plan);
 
+/* What a run continues from (a checkpoint), in host arrays: positions and velocities, BDF2's
+ * previous ones (NULL without BDF2), and per body the reference point and the tracked
+ * momenta P_r, L_r (6 doubles). A pending momentum correction is applied before reading. */
+typedef struct pbd_state_arrays {
+    pbd_float4 *x, *v, *xp, *vp, *body_ref;
+    double *body_track;
+} pbd_state_arrays;
+
 /* The stages of a substep, implemented by each backend. `impl` is the backend's state. */
 typedef struct pbd_backend_ops {
     /* bdf2: use the previous substep (none on the first substep of a BDF2 run). */
@@ -137,6 +145,9 @@ typedef struct pbd_backend_ops {
     /* Copies record `position` of constraint `type` from the plan to where the solver
      * steps (the plan's copy has changed). */
     pbd_status (*update_constraint)(void *impl, int type, int position, pbd_error *err);
+    /* Checkpoints: copy the state out of, or into, where the solver steps. */
+    pbd_status (*read_state)(void *impl, const pbd_state_arrays *a, pbd_error *err);
+    pbd_status (*write_state)(void *impl, const pbd_state_arrays *a, pbd_error *err);
     void (*destroy)(void *impl);
 } pbd_backend_ops;
 
