@@ -382,11 +382,19 @@ int pbd_cli_bench_suite(const char *name, const char *scenes_dir, const pbd_solv
                         int runs, int frames, pbd_bench_tweak tweak, const void *ctx,
                         const char *csv, const char *json, const char *plot)
 {
+    if (strcmp(name, "soak") == 0) {
+        if (json || plot) {
+            fprintf(stderr, "pbd: --suite soak: writes --csv only, found --%s\n",
+                    json ? "json" : "plot");
+            return 2;
+        }
+        return pbd_cli_soak(scenes_dir, desc, frames > 0 ? frames : 100000, tweak, ctx, csv);
+    }
     const char *const *list = strcmp(name, "standard") == 0 ? standard_scenes
                               : strcmp(name, "quick") == 0  ? quick_scenes
                                                             : NULL;
     if (!list) {
-        fprintf(stderr, "pbd: --suite: found '%s', expected standard or quick\n", name);
+        fprintf(stderr, "pbd: --suite: found '%s', expected standard, quick or soak\n", name);
         return 2;
     }
     char *scenes[96];

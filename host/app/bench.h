@@ -56,6 +56,14 @@ int pbd_cli_bench_suite(const char *name, const char *scenes_dir, const pbd_solv
                         int runs, int frames, pbd_bench_tweak tweak, const void *ctx,
                         const char *csv, const char *json, const char *plot);
 
+/* `pbd bench --suite soak`: `frames` frames (100,000 when 0) of the spinning box and the
+ * default cloth from scenes_dir, sampled every 1,000 frames: finite state, resident memory
+ * (flat: at most 4 MiB above the first sample) and the preserved bodies' drift of P and L
+ * from the start. A table on stdout, the samples as CSV when csv is given. Returns the exit
+ * code (1 on a non-finite state or memory growth). */
+int pbd_cli_soak(const char *scenes_dir, const pbd_solver_desc *desc, long frames,
+                 pbd_bench_tweak tweak, const void *ctx, const char *csv);
+
 /* Prints one row in detail (per-kernel breakdown) and writes csv / json when given. */
 int pbd_cli_bench_print(const pbd_bench_row *row, const char *csv, const char *json);
 
