@@ -41,17 +41,22 @@ static void load(const char *path, pbd_scene *s)
     }
 }
 
-/* Runs `frames` frames of `path` and returns the final state (malloc'd). */
+/* The order of the per-body sums of the last OpenCL run (for the CPU reference to match). */
+static pbd_sum_layout last_cl_sums;
+static int last_cl_exact; /* and whether its device is asked for the same bits */
+
+/* Runs `frames` frames of `path` and returns the final state (malloc'd). The CPU reference
+ * adds its per-body sums in the order of the last OpenCL run. */
 static void run(const char *path, pbd_backend_kind backend, pbd_solver_kind solver, int frames,
                 pbd_float4 **x, pbd_float4 **v, int *n)
 {
     pbd_scene s = {0};
     load(path, &s);
     s.config.solver = solver;
-    pbd_solver_desc desc = {.backend = backend};
+    pbd_solver_desc desc = {.backend = backend, .sums = last_cl_sums};
     pbd_solver *sv = NULL;
     pbd_error err = {0};
-    if (pbd_solver_create(&s.model, &s.config, &desc, &sv, &err) != PBD_OK ||
+    if (test_solver_create(&s.model, &s.config, &desc, &sv, &err) != PBD_OK ||
         pbd_solver_step(sv, frames, &err) != PBD_OK) {
         print_error("%s: %s\n", path, err.message);
         fail();
@@ -60,8 +65,12 @@ static void run(const char *path, pbd_backend_kind backend, pbd_solver_kind solv
     *x = malloc((size_t)*n * sizeof **x);
     *v = malloc((size_t)*n * sizeof **v);
     assert_int_equal(pbd_solver_read(sv, *x, *v, &err), PBD_OK);
-    if (backend == PBD_BACKEND_CL)
-        print_message("%s on %s\n", path, pbd_solver_device_name(sv));
+    if (backend == PBD_BACKEND_CL) {
+        print_message("%s on %s, %s kernels\n", path, pbd_solver_device_name(sv),
+                      pbd_solver_variant(sv) == PBD_VARIANT_GPU ? "gpu" : "cpu");
+        last_cl_sums = pbd_solver_sum_layout(sv);
+        last_cl_exact = pbd_test_exact(sv);
+    }
     pbd_solver_destroy(sv);
     pbd_scene_free(&s);
 }
@@ -141,8 +150,10 @@ static void coloring_validator_rejects(void **state)
     pbd_model_free(&m);
 }
 
-/* The device against the CPU reference after 100 frames, every scene, one solver. Positions
- * must agree to 1e-4 of the scene's size, velocities to that over the substep. */
+/* The device against the CPU reference (adding the per-body sums in the device's order) after
+ * 100 frames, every scene, one solver, with the test's kernel variant: the same bits on CPU
+ * devices (pbd_test_exact); on GPUs, positions within 1e-4 of the scene's size and
+ * velocities within that over the substep. */
 static void compare_backends(pbd_solver_kind solver)
 {
     list_scenes();
@@ -150,8 +161,8 @@ static void compare_backends(pbd_solver_kind solver)
         pbd_float4 *xc, *vc, *xg, *vg;
         int n;
         const int frames = 100;
-        run(scene_paths[k], PBD_BACKEND_CPU, solver, frames, &xc, &vc, &n);
         run(scene_paths[k], PBD_BACKEND_CL, solver, frames, &xg, &vg, &n);
+        run(scene_paths[k], PBD_BACKEND_CPU, solver, frames, &xc, &vc, &n);
         pbd_scene s = {0};
         load(scene_paths[k], &s);
         double extent = pbd_model_extent(&s.model);
@@ -170,6 +181,9 @@ static void compare_backends(pbd_solver_kind solver)
                       "= %.3g (tolerance %.3g)\n",
                       scene_paths[k], solver == PBD_SOLVER_GS ? "gs" : "jacobi", dx, tol_x, dv,
                       tol_v);
+        if (last_cl_exact && (memcmp(xc, xg, (size_t)n * sizeof *xc) != 0 ||
+                              memcmp(vc, vg, (size_t)n * sizeof *vc) != 0))
+            fail_msg("%s: device and CPU reference differ in their bits", scene_paths[k]);
         if (!(dx <= tol_x && dv <= tol_v))
             fail_msg("%s: device and CPU differ", scene_paths[k]);
         /* The scene must have moved, or the comparison says nothing. */
@@ -209,9 +223,9 @@ static pair_result run_pair_variant(const pbd_model *m, const pbd_config *cfg, i
     const int n = m->num_particles;
     pbd_solver *sv[2];
     pbd_solver_desc dcl = {.backend = PBD_BACKEND_CL, .variant = variant};
-    assert_int_equal(pbd_solver_create(m, cfg, &dcl, &sv[1], &err), PBD_OK);
+    assert_int_equal(test_solver_create(m, cfg, &dcl, &sv[1], &err), PBD_OK);
     pbd_solver_desc dcpu = {.backend = PBD_BACKEND_CPU, .sums = pbd_solver_sum_layout(sv[1])};
-    assert_int_equal(pbd_solver_create(m, cfg, &dcpu, &sv[0], &err), PBD_OK);
+    assert_int_equal(test_solver_create(m, cfg, &dcpu, &sv[0], &err), PBD_OK);
     r.cpu_device = pbd_solver_sum_layout(sv[1]) == PBD_SUMS_LANES;
     pbd_float4 *xv[2][2];
     for (int k = 0; k < 2; ++k) {
@@ -568,7 +582,7 @@ static void paper_two_particles(pbd_backend_kind backend, int momentum)
     pbd_error err = {0};
     pbd_body_stats st[1];
     assert_int_equal(s.model.num_bodies, 1);
-    assert_int_equal(pbd_solver_create(&s.model, &s.config, &desc, &sv, &err), PBD_OK);
+    assert_int_equal(test_solver_create(&s.model, &s.config, &desc, &sv, &err), PBD_OK);
     assert_int_equal(pbd_solver_stats(sv, st, &err), PBD_OK);
     if (fabs(st[0].kinetic_energy - 1.0) > 1e-6 || fabs(norm3(st[0].l) - 2.0) > 1e-6)
         fail_msg("initial state: KE %.9g (expected 1), |L| %.9g (expected 2)", st[0].kinetic_energy,
@@ -639,22 +653,29 @@ static void stats_cpu_vs_cl(void **state)
     assert_int_equal(pbd_model_add_plane(&m, 0.0f, 1.0f, 0.0f, 0.0f), 0);
     pbd_config cfg = pbd_config_default();
     pbd_body_stats st[2][3];
-    for (int b = 0; b < 2; ++b) {
-        pbd_solver_desc desc = {.backend = b ? PBD_BACKEND_CL : PBD_BACKEND_CPU};
+    pbd_sum_layout sums = PBD_SUMS_TREE;
+    int exact = 0;
+    for (int b = 1; b >= 0; --b) { /* the device first: the reference adds in its order */
+        pbd_solver_desc desc = {.backend = b ? PBD_BACKEND_CL : PBD_BACKEND_CPU, .sums = sums};
         pbd_solver *sv = NULL;
-        assert_int_equal(pbd_solver_create(&m, &cfg, &desc, &sv, &err), PBD_OK);
+        assert_int_equal(test_solver_create(&m, &cfg, &desc, &sv, &err), PBD_OK);
         assert_int_equal(pbd_solver_step(sv, 30, &err), PBD_OK);
         assert_int_equal(pbd_solver_stats(sv, st[b], &err), PBD_OK);
+        if (b) {
+            sums = pbd_solver_sum_layout(sv);
+            exact = pbd_test_exact(sv);
+        }
         pbd_solver_destroy(sv);
     }
     for (int k = 0; k < 3; ++k) {
         const double *a = &st[0][k].mass, *g = &st[1][k].mass;
         const int nq = (int)(sizeof(pbd_body_stats) / sizeof(double));
         for (int q = 0; q < nq; ++q) {
-            /* Relative to the quantity's scale: the body's mass, com distance, momentum. */
+            /* The same bits on CPU devices; elsewhere (pbd_test_exact) relative to the
+             * quantity's scale: the body's mass, com distance, momentum. */
             double scale = fmax(1.0, fabs(a[q]));
-            if (fabs(a[q] - g[q]) > 1e-6 * scale)
-                fail_msg("body %d, field %d: cpu %.9g, device %.9g", k, q, a[q], g[q]);
+            if (exact ? a[q] != g[q] : fabs(a[q] - g[q]) > 1e-6 * scale)
+                fail_msg("body %d, field %d: cpu %.17g, device %.17g", k, q, a[q], g[q]);
         }
         print_message("body %d: mass %.6g, com (%.6g, %.6g, %.6g), KE %.6g, max |C| %.3g\n", k,
                       st[1][k].mass, st[1][k].com[0], st[1][k].com[1], st[1][k].com[2],
@@ -795,7 +816,7 @@ static void attachment_pull(pbd_backend_kind backend)
     pbd_solver_desc desc = {.backend = backend};
     pbd_solver *sv = NULL;
     pbd_error err = {0};
-    assert_int_equal(pbd_solver_create(&m, &cfg, &desc, &sv, &err), PBD_OK);
+    assert_int_equal(test_solver_create(&m, &cfg, &desc, &sv, &err), PBD_OK);
     assert_int_equal(pbd_solver_step(sv, 1, &err), PBD_OK);
     pbd_float4 x, v;
     assert_int_equal(pbd_solver_read(sv, &x, &v, &err), PBD_OK);
@@ -853,7 +874,7 @@ static void hash_repeats(void **state)
         pbd_solver *sv[2];
         pbd_solver_desc desc = {.backend = PBD_BACKEND_CL};
         for (int k = 0; k < 2; ++k)
-            assert_int_equal(pbd_solver_create(&s.model, &s.config, &desc, &sv[k], &err), PBD_OK);
+            assert_int_equal(test_solver_create(&s.model, &s.config, &desc, &sv[k], &err), PBD_OK);
         for (int f = 100; f <= 1000; f += 100) {
             uint64_t h[2];
             for (int k = 0; k < 2; ++k) {
@@ -888,7 +909,7 @@ static void device_memory_estimate(void **state)
         s.config.velocity_update = v == 1 ? PBD_VELOCITY_BDF2 : PBD_VELOCITY_FIRST_ORDER;
         pbd_solver *sv = NULL;
         pbd_solver_desc desc = {.backend = PBD_BACKEND_CL};
-        assert_int_equal(pbd_solver_create(&s.model, &s.config, &desc, &sv, &err), PBD_OK);
+        assert_int_equal(test_solver_create(&s.model, &s.config, &desc, &sv, &err), PBD_OK);
         double largest;
         const char *name;
         double estimate = pbd_device_memory_estimate(&s.model, &s.config, &largest, &name);
@@ -924,7 +945,7 @@ static pbd_solver *make_solver(const pbd_scene *s, pbd_backend_kind backend)
     pbd_solver *sv = NULL;
     pbd_error err = {0};
     pbd_solver_desc desc = {.backend = backend};
-    if (pbd_solver_create(&s->model, &s->config, &desc, &sv, &err) != PBD_OK) {
+    if (test_solver_create(&s->model, &s->config, &desc, &sv, &err) != PBD_OK) {
         print_error("%s\n", err.message);
         fail();
     }

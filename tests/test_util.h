@@ -27,6 +27,47 @@
         }                                                                                          \
     } while (0)
 
+/* The kernel variant the device tests run: PBD_TEST_VARIANT=gpu or cpu in the environment
+ * (ctest runs each device case once with each), else the device's own choice. */
+static inline pbd_variant pbd_test_variant(void)
+{
+    const char *v = getenv("PBD_TEST_VARIANT");
+    return v && strcmp(v, "gpu") == 0   ? PBD_VARIANT_GPU
+           : v && strcmp(v, "cpu") == 0 ? PBD_VARIANT_CPU
+                                        : PBD_VARIANT_AUTO;
+}
+
+/* pbd_solver_create for the tests: an OpenCL solver that leaves the variant to the device
+ * gets the test's variant (pbd_test_variant). */
+static inline pbd_status test_solver_create(const pbd_model *m, const pbd_config *c,
+                                            const pbd_solver_desc *desc, pbd_solver **out,
+                                            pbd_error *err)
+{
+    pbd_solver_desc d = {0};
+    if (desc)
+        d = *desc;
+    if (d.backend == PBD_BACKEND_CL && d.variant == PBD_VARIANT_AUTO)
+        d.variant = pbd_test_variant();
+    return pbd_solver_create(m, c, &d, out, err);
+}
+
+/* Whether the device tests ask `sv`'s device for the CPU reference's bits: on a CPU device
+ * (PoCL) both sides compile the same C with contraction off and correctly rounded division
+ * and square roots, so every result must be equal. A GPU's compiler may still order or fuse
+ * float operations its own way (and need not round sqrt and division correctly), so there
+ * the tests ask agreement within a stated tolerance instead. */
+static inline int pbd_test_exact(const pbd_solver *sv)
+{
+    pbd_device_info *list = NULL;
+    int n = 0, exact = 0;
+    if (pbd_devices_list(&list, &n, NULL) == PBD_OK)
+        for (int k = 0; k < n; ++k)
+            if (strcmp(list[k].name, pbd_solver_device_name(sv)) == 0)
+                exact = strcmp(list[k].type, "cpu") == 0;
+    free(list);
+    return exact;
+}
+
 /* Fails, printing both values, unless |got - want| <= tol. */
 static inline void assert_near(double got, double want, double tol, const char *what)
 {
