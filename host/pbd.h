@@ -228,6 +228,7 @@ typedef struct pbd_device_info {
     uint64_t global_mem; /* bytes */
     uint64_t max_alloc;  /* bytes */
     size_t max_work_group;
+    uint64_t local_mem; /* bytes, CL_DEVICE_LOCAL_MEM_SIZE */
     int fp64;
     int gl_sharing;
 } pbd_device_info;

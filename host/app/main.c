@@ -42,6 +42,8 @@ static const char usage_text[] =
     "                      default) or of CPU OpenCL devices (lanes), to match one bit for bit\n"
     "  --variant auto|gpu|cpu  the kernels a device runs: by device type (auto), the GPU\n"
     "                      kernels or the CPU-device kernels, on any device\n"
+    "  --float-sums        compensated float per-body sums on the device, as where it has\n"
+    "                      no fp64\n"
     "  --device SPEC       P:D, cpu, gpu or a name substring (env PBD_DEVICE)\n"
     "  --kernel-dir DIR    read the kernel sources from DIR instead of the built-in copy\n"
     "  --stats FILE        write per-body statistics (CSV) every --stats-every frames\n"
@@ -266,6 +268,8 @@ static int parse_args(int argc, char **argv, options *o)
             if (k < 0)
                 return usage_error("--variant: found '%s', expected auto, gpu or cpu", val);
             o->desc.variant = (pbd_variant)k;
+        } else if (strcmp(a, "--float-sums") == 0) {
+            o->desc.float_sums = 1;
         } else if (strcmp(a, "--device") == 0) {
             NEEDS_VALUE;
             o->desc.device = val;
@@ -336,6 +340,9 @@ static int parse_args(int argc, char **argv, options *o)
             if (outs[i] && outs[j] && same_file(outs[i], outs[j]))
                 return usage_error("%s %s: the same file as %s, expected two different paths",
                                    out_names[j], outs[j], out_names[i]);
+    if (o->desc.float_sums && o->desc.backend == PBD_BACKEND_CPU)
+        return usage_error("--float-sums: found with --backend cpu, expected the OpenCL backend "
+                           "(the CPU reference sums in double)");
     if (o->sums && o->desc.backend != PBD_BACKEND_CPU)
         return usage_error("--sums %s: found with the OpenCL backend, expected --backend cpu (a "
                            "device adds in its own order)",
@@ -379,10 +386,10 @@ static int cmd_devices(void)
         }
         printf("  %d:%d  %s [%s]\n", d->platform_index, d->device_index, d->name, d->type);
         printf("       %s, %s, %u compute units, %.0f MiB global memory (%.0f MiB per buffer),"
-               " max work-group %zu, fp64 %s, cl_khr_gl_sharing %s\n",
+               " %.0f KiB local memory, max work-group %zu, fp64 %s, cl_khr_gl_sharing %s\n",
                d->version, d->c_version, d->compute_units, (double)d->global_mem / 1048576.0,
-               (double)d->max_alloc / 1048576.0, d->max_work_group, d->fp64 ? "yes" : "no",
-               d->gl_sharing ? "yes" : "no");
+               (double)d->max_alloc / 1048576.0, (double)d->local_mem / 1024.0, d->max_work_group,
+               d->fp64 ? "yes" : "no", d->gl_sharing ? "yes" : "no");
     }
     free(list);
     return EXIT_OK;

@@ -202,7 +202,7 @@ static pbd_status describe_device(cl_device_id dev, pbd_device_info *d, pbd_erro
     char *ext = NULL;
     cl_device_type type = 0;
     cl_uint units = 0;
-    cl_ulong global_mem = 0, max_alloc = 0;
+    cl_ulong global_mem = 0, max_alloc = 0, local_mem = 0;
     cl_device_fp_config dfp = 0;
     PBD_CL_CHECK(copy_string(NULL, dev, CL_DEVICE_NAME, d->name, sizeof d->name));
     PBD_CL_CHECK(copy_string(NULL, dev, CL_DEVICE_VERSION, d->version, sizeof d->version));
@@ -217,6 +217,8 @@ static pbd_status describe_device(cl_device_id dev, pbd_device_info *d, pbd_erro
         clGetDeviceInfo(dev, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof max_alloc, &max_alloc, NULL));
     PBD_CL_CHECK(clGetDeviceInfo(dev, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof d->max_work_group,
                                  &d->max_work_group, NULL));
+    PBD_CL_CHECK(
+        clGetDeviceInfo(dev, CL_DEVICE_LOCAL_MEM_SIZE, sizeof local_mem, &local_mem, NULL));
     /* Not checked: devices without doubles may reject this query, which means "no fp64". */
     if (clGetDeviceInfo(dev, CL_DEVICE_DOUBLE_FP_CONFIG, sizeof dfp, &dfp, NULL) != CL_SUCCESS)
         dfp = 0;
@@ -224,6 +226,7 @@ static pbd_status describe_device(cl_device_id dev, pbd_device_info *d, pbd_erro
     d->compute_units = units;
     d->global_mem = global_mem;
     d->max_alloc = max_alloc;
+    d->local_mem = local_mem;
     d->fp64 = has_extension(ext, "cl_khr_fp64") || dfp != 0;
     d->gl_sharing = has_extension(ext, "cl_khr_gl_sharing");
 cleanup:

@@ -1,6 +1,7 @@
 /* The OpenCL backend: the plan's arrays in device buffers, one kernel per stage, every launch
  * queued without waiting (the host waits only when asked for results). Kernel arguments are
  * set by parameter name (kernel_params.c), never by position. */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -748,27 +749,64 @@ static pbd_status choose_kernels(cl_impl *c, pbd_plan *plan, const pbd_solver_de
     return PBD_OK;
 }
 
-/* The work-group sizes: 64 suits GPUs (two warps / one wavefront); on CPU devices a
- * work-group is a loop a thread runs, and bigger groups amortise its start-up. The tree
- * reductions need PBD_REDUCE_WG. */
+/* The work-group sizes, within the device's limits. The per-particle and per-constraint
+ * kernels: 64 on GPUs (two warps, one wavefront), rounded up to a multiple of the kernels'
+ * preferred work-group multiple (CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE: the warp or
+ * SIMD width) and down to what every kernel allows; on CPU devices 256, where a work-group is
+ * a loop a thread runs and bigger groups amortise its start-up. The tree reductions need
+ * exactly PBD_REDUCE_WG work-items (their order of addition is the CPU reference's) and
+ * their rows in local memory: a device that cannot give them is refused, naming the limit. */
 static pbd_status choose_work_groups(cl_impl *c, const pbd_plan *plan, pbd_error *err)
 {
     pbd_status status = PBD_OK;
     const pbd_device_info *info = &c->cl.info;
-    c->wg = strcmp(info->type, "cpu") == 0 ? 256 : 64;
-    if (c->wg > info->max_work_group)
-        c->wg = info->max_work_group;
+    size_t wg = strcmp(info->type, "cpu") == 0 ? 256 : 64, multiple = 0, allowed = SIZE_MAX;
+    for (int k = 0; k < PBD_STAGE_COUNT; ++k) {
+        if (!c->kernels[k].k || k == PBD_STAGE_REDUCE || k == PBD_STAGE_SOLVE)
+            continue;
+        size_t kwg = 0, mult = 0;
+        PBD_CL_CHECK(clGetKernelWorkGroupInfo(c->kernels[k].k, c->cl.device,
+                                              CL_KERNEL_WORK_GROUP_SIZE, sizeof kwg, &kwg, NULL));
+        PBD_CL_CHECK(clGetKernelWorkGroupInfo(c->kernels[k].k, c->cl.device,
+                                              CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE,
+                                              sizeof mult, &mult, NULL));
+        allowed = kwg < allowed ? kwg : allowed;
+        multiple = mult > multiple ? mult : multiple;
+    }
+    if (!cpu_variant(c) && multiple > 1 && wg % multiple != 0)
+        wg = (wg + multiple - 1) / multiple * multiple;
+    if (wg > info->max_work_group)
+        wg = info->max_work_group;
+    if (wg > allowed)
+        wg = multiple > 1 && allowed >= multiple ? allowed / multiple * multiple : allowed;
+    c->wg = wg < 1 ? 1 : wg;
     for (int k = PBD_STAGE_REDUCE; k <= PBD_STAGE_SOLVE; ++k) {
         if ((k == PBD_STAGE_REDUCE && cpu_variant(c)) ||
             (k == PBD_STAGE_SOLVE && plan->solve_serial))
             continue;
+        const char *name = c->kernels[k].params->kernel;
+        if (info->max_work_group < PBD_REDUCE_WG)
+            return pbd_error_set(err, PBD_ERR_LIMIT,
+                                 "%s: CL_DEVICE_MAX_WORK_GROUP_SIZE is %zu; kernel %s needs "
+                                 "work-groups of %d",
+                                 info->name, info->max_work_group, name, PBD_REDUCE_WG);
         size_t kwg = 0;
+        cl_ulong local = 0;
         PBD_CL_CHECK(clGetKernelWorkGroupInfo(c->kernels[k].k, c->cl.device,
                                               CL_KERNEL_WORK_GROUP_SIZE, sizeof kwg, &kwg, NULL));
+        PBD_CL_CHECK(clGetKernelWorkGroupInfo(
+            c->kernels[k].k, c->cl.device, CL_KERNEL_LOCAL_MEM_SIZE, sizeof local, &local, NULL));
         if (kwg < PBD_REDUCE_WG)
             return pbd_error_set(err, PBD_ERR_LIMIT,
-                                 "%s: kernel %s allows work-groups of %zu, needs %d", info->name,
-                                 c->kernels[k].params->kernel, kwg, PBD_REDUCE_WG);
+                                 "%s: kernel %s allows work-groups of %zu "
+                                 "(CL_KERNEL_WORK_GROUP_SIZE), needs %d",
+                                 info->name, name, kwg, PBD_REDUCE_WG);
+        if (local > info->local_mem)
+            return pbd_error_set(err, PBD_ERR_LIMIT,
+                                 "%s: kernel %s needs %llu bytes of local memory, the device has "
+                                 "%llu (CL_DEVICE_LOCAL_MEM_SIZE)",
+                                 info->name, name, (unsigned long long)local,
+                                 (unsigned long long)info->local_mem);
     }
 cleanup:
     return status;

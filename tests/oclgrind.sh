@@ -1,0 +1,83 @@
+#!/bin/sh
+# The GPU kernels on Oclgrind, a simulated OpenCL GPU that checks every access while it runs:
+# small scenes (one and several bodies, momentum on, both solvers, BDF2, rigid damping, the
+# floor, a sphere and attachments) under --data-races must print no diagnostic and end in
+# the CPU reference's bits (its sums in the GPU kernels' order). The float-sum path (devices
+# without fp64) must match PoCL running the same kernels. Devices too small for the solver (a
+# work-group limit of 32, 4 KiB of local memory) are refused with one line naming the limit,
+# and a limit of 128 still runs. A kernel made to read past its buffer is reported, so the
+# check is known to see. Skips (77) where oclgrind is not installed.
+# usage: oclgrind.sh PBD SCENES_DIR KERNELS_DIR WORKDIR
+set -u
+pbd=$1
+scenes=$2
+kernels=$3
+dir=$4
+command -v oclgrind >/dev/null 2>&1 || {
+    echo "oclgrind is not installed (Debian: apt-get install oclgrind): skipped"
+    exit 77
+}
+rm -rf "$dir" && mkdir -p "$dir" && cd "$dir" || exit 1
+fail() {
+    echo "FAIL: $1"
+    exit 1
+}
+
+# Runs SCENE OPTIONS... on Oclgrind (its options in $OG) and on REF_BACKEND; compares.
+n=0
+check() {
+    scene=$1
+    shift
+    n=$((n + 1))
+    # shellcheck disable=SC2086
+    oclgrind $OG "$pbd" run "$scene" --device Oclgrind --quiet --dump og$n.txt "$@" \
+        >og$n.out 2>og$n.err || fail "$scene $*: exit $? on Oclgrind: $(head -c 2000 og$n.err)"
+    [ -s og$n.err ] && fail "$scene $*: Oclgrind said: $(head -c 4000 og$n.err)"
+    # shellcheck disable=SC2086
+    "$pbd" run "$scene" --quiet --dump ref$n.txt $REF "$@" ||
+        fail "$scene $*: the reference run failed"
+    cmp -s og$n.txt ref$n.txt || fail "$scene $* ($OG): Oclgrind and the reference differ: \
+$(cmp og$n.txt ref$n.txt)"
+    echo "ok: $scene $* ($OG)"
+}
+
+OG="--data-races"
+REF="--backend cpu --sums tree"
+check "$scenes/two_particles.json" --frames 10
+check "$scenes/spinning_box.json" --frames 3
+check "$scenes/spinning_box.json" --frames 3 --solver jacobi
+check @cloth-16 --frames 3
+check @cloth-16 --frames 2 --solver jacobi
+check "$scenes/rope.json" --frames 3 --velocity-update bdf2
+check @boxes-4x8 --frames 3 --damping rigid --damping-k 0.1
+check "$scenes/cloth_sphere.json" --frames 2
+# Compensated float sums: the same kernels on PoCL.
+REF="--variant gpu"
+check "$scenes/spinning_box.json" --frames 3 --float-sums
+# A device with work-groups of at most 128 runs the same steps.
+OG="--max-wgsize 128"
+REF="--backend cpu --sums tree"
+check "$scenes/spinning_box.json" --frames 2
+
+refused() { # oclgrind options, expected message
+    out=$(oclgrind $1 "$pbd" run "$scenes/spinning_box.json" --frames 1 --quiet \
+        --dump refused.txt 2>&1)
+    rc=$?
+    [ $rc -eq 1 ] || fail "$1: exit $rc, expected 1 ($out)"
+    [ "$(printf '%s\n' "$out" | wc -l)" -eq 1 ] || fail "$1: more than one line: $out"
+    printf '%s\n' "$out" | grep -qF "$2" || fail "$1: message was: $out"
+    [ ! -e refused.txt ] || fail "$1: an output was written"
+    echo "ok: refused with $1"
+}
+refused "--max-wgsize 32" "CL_DEVICE_MAX_WORK_GROUP_SIZE is 32; kernel body_reduce needs work-groups of 64"
+refused "--local-mem-size 4096" "bytes of local memory, the device has 4096 (CL_DEVICE_LOCAL_MEM_SIZE)"
+# The check sees: predict reading one particle past the end is reported.
+cp -r "$kernels" broken_kernels &&
+    sed -i 's/if (i < num_particles)/if (i <= num_particles)/' broken_kernels/gpu/predict.cl ||
+    fail "cannot make the broken kernels"
+oclgrind --data-races "$pbd" run "$scenes/two_particles.json" --device Oclgrind --quiet \
+    --frames 1 --kernel-dir broken_kernels >broken.out 2>&1
+grep -q "Invalid read of size 16" broken.out && grep -q "Kernel: predict" broken.out ||
+    fail "an out-of-bounds read in predict was not reported: $(head -c 2000 broken.out)"
+echo "ok: an out-of-bounds read is reported"
+echo "oclgrind: ok"
