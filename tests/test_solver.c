@@ -1056,6 +1056,8 @@ static void checkpoint_refused(void **state)
         {"dt", "ck: dt: found 0.0166666675 in the checkpoint, this run has 0.00999999978"},
         {"scene", "ck: made from another scene"},
         {"short", "ck: truncated: found 100 bytes, expected a header of 256"},
+        {"mass", "ck: particle 2: mass 4 kg, expected the scene's"},
+        {"momentum", "ck: body 0: tracked momentum |P| 1e+30"},
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; ++k) {
         const char *what = cases[k].what;
@@ -1091,6 +1093,14 @@ static void checkpoint_refused(void **state)
             target = o;
         } else if (strcmp(what, "short") == 0) {
             len = 100;
+        } else if (strcmp(what, "mass") == 0) { /* v.w of particle 2 */
+            float mass = 4.0f;
+            memcpy(d + 256 + (size_t)s.model.num_particles * 16 + 2 * 16 + 12, &mass, sizeof mass);
+            reseal(d, n);
+        } else if (strcmp(what, "momentum") == 0) { /* P_r.x, after the reference point */
+            double p = 1e30;
+            memcpy(d + n - 6 * sizeof(double), &p, sizeof p);
+            reseal(d, n);
         }
         uint64_t target_before = hash_of(target);
         pbd_status st = pbd_solver_load_state(target, d, len, "ck", &err);

@@ -14,9 +14,13 @@
 
 #include "pbd.h"
 
-/* Scene-wide limits, checked before anything is allocated. */
+/* Scene-wide limits, checked before anything is allocated (smaller in the fuzz build). */
+#ifndef PBD_MAX_PARTICLES
 #define PBD_MAX_PARTICLES (1 << 26)
-#define PBD_MAX_DISTANCE  (1 << 28)
+#endif
+#ifndef PBD_MAX_DISTANCE
+#define PBD_MAX_DISTANCE (1 << 28)
+#endif
 
 /* Ranges of the generator parameters (the scene format's ranges). */
 #define PBD_CLOTH_RES_MIN     2

@@ -1019,14 +1019,45 @@ pbd_status pbd_solver_load_state(pbd_solver *s, const void *data, size_t size, c
                                    f, i, names[k], (double)q.x, (double)q.y, (double)q.z,
                                    (double)PBD_MAX_COORD);
         }
-    for (size_t b = 0; b < nb && st == PBD_OK; ++b) {
-        int finite =
-            isfinite(a.body_ref[b].x) && isfinite(a.body_ref[b].y) && isfinite(a.body_ref[b].z);
-        for (int k = 0; k < 6; ++k)
-            finite &= isfinite(a.body_track[6 * b + k]);
-        if (!finite)
-            st = pbd_error_set(err, bad, "%s: body %zu: tracked momentum not finite", f, b);
+    /* Masses never change in a run: they must be the solver's own (its current state's). */
+    unsigned char *cur = st == PBD_OK ? malloc(n) : NULL;
+    if (st == PBD_OK && !cur)
+        st = pbd_error_set(err, PBD_ERR_MEMORY, "%s: out of memory (%zu bytes)", f, n);
+    pbd_state_arrays now = {0};
+    if (st == PBD_OK) {
+        now = state_arrays(s, cur);
+        st = s->ops->read_state(s->impl, &now, err);
     }
+    for (size_t i = 0; i < np && st == PBD_OK; ++i)
+        if (memcmp(&a.x[i].w, &now.x[i].w, sizeof(float)) != 0 ||
+            memcmp(&a.v[i].w, &now.v[i].w, sizeof(float)) != 0)
+            st = pbd_error_set(err, bad, "%s: particle %zu: mass %g kg, expected the scene's %g kg",
+                               f, i, (double)a.v[i].w, (double)now.v[i].w);
+    /* Each body's tracked momenta within what particles inside the coordinate bound can
+     * carry (|P| <= M vmax, |L| <= M 2 xmax vmax), its reference point inside the bound. */
+    double *mass = st == PBD_OK ? calloc(nb + 1, sizeof *mass) : NULL;
+    if (st == PBD_OK && !mass)
+        st = pbd_error_set(err, PBD_ERR_MEMORY, "%s: out of memory", f);
+    for (int g = 0; st == PBD_OK && g < s->plan.num_segments; ++g) {
+        const pbd_segment *seg = &s->plan.segments[g];
+        for (int i = seg->first; i < seg->first + seg->count; ++i)
+            mass[seg->body] += now.v[i].w;
+    }
+    for (size_t b = 0; b < nb && st == PBD_OK; ++b) {
+        const double *t = &a.body_track[6 * b];
+        const pbd_float4 r = a.body_ref[b];
+        double vmax = PBD_MAX_COORD, p = sqrt(t[0] * t[0] + t[1] * t[1] + t[2] * t[2]);
+        double l = sqrt(t[3] * t[3] + t[4] * t[4] + t[5] * t[5]);
+        if (!(fabsf(r.x) <= PBD_MAX_COORD && fabsf(r.y) <= PBD_MAX_COORD &&
+              fabsf(r.z) <= PBD_MAX_COORD) ||
+            !(p <= mass[b] * vmax) || !(l <= mass[b] * 2.0 * vmax * vmax))
+            st = pbd_error_set(err, bad,
+                               "%s: body %zu: tracked momentum |P| %g, |L| %g or reference point "
+                               "beyond what a body of %g kg within %g m and m/s can have",
+                               f, b, p, l, mass[b], vmax);
+    }
+    free(mass);
+    free(cur);
     if (st == PBD_OK)
         st = s->ops->write_state(s->impl, &a, err);
     if (st == PBD_OK)
