@@ -83,6 +83,11 @@ typedef struct pbd_model {
 #undef PBD_X_MODEL_ARRAY
     int num_colliders;
     pbd_collider *colliders; /* static colliders, in the order particles meet them */
+    /* The bodies' surfaces, for drawing and export (no physics): triangles of three particle
+     * indices of one body, counter-clockwise seen from outside a closed surface. A cloth's
+     * grid triangles, a tet box's boundary; none for ropes and explicit particles. */
+    int num_triangles;
+    int *triangles; /* 3 x num_triangles */
 } pbd_model;
 
 /* What the solver and the model's users need to know of a constraint type. */
@@ -108,6 +113,8 @@ const void *pbd_model_constraints(const pbd_model *m, int type, int *count);
 int pbd_model_add_distance(pbd_model *m, int a, int b, float rest, float compliance);
 /* Appends a collider (kind, shape; friction and restitution), or -1 on allocation failure. */
 int pbd_model_add_collider(pbd_model *m, const pbd_collider *c);
+/* Appends a surface triangle (particle indices a, b, c), or -1 on allocation failure. */
+int pbd_model_add_triangle(pbd_model *m, int a, int b, int c);
 /* A plane (unit normal, offset: particles keep n.x >= offset). */
 int pbd_model_add_plane(pbd_model *m, float nx, float ny, float nz, float offset);
 /* Bounds that keep every quantity of a step finite in float: coordinates and speeds up to

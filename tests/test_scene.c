@@ -361,6 +361,100 @@ static void expect_kuhn_edges(const pbd_model *m, const int cells[3])
     free(got);
 }
 
+/* The surface's enclosed volume (divergence theorem: sum of det(a, b, c) / 6) and area. */
+static void surface_measures(const pbd_model *m, double *volume, double *area)
+{
+    *volume = *area = 0.0;
+    for (int k = 0; k < m->num_triangles; ++k) {
+        const int *t = m->triangles + 3 * k;
+        double p[3][3];
+        for (int c = 0; c < 3; ++c) {
+            p[c][0] = m->x[t[c]].x;
+            p[c][1] = m->x[t[c]].y;
+            p[c][2] = m->x[t[c]].z;
+        }
+        double cx = p[1][1] * p[2][2] - p[1][2] * p[2][1];
+        double cy = p[1][2] * p[2][0] - p[1][0] * p[2][2];
+        double cz = p[1][0] * p[2][1] - p[1][1] * p[2][0];
+        *volume += (p[0][0] * cx + p[0][1] * cy + p[0][2] * cz) / 6.0;
+        double e1[3], e2[3];
+        for (int q = 0; q < 3; ++q) {
+            e1[q] = p[1][q] - p[0][q];
+            e2[q] = p[2][q] - p[0][q];
+        }
+        double n[3] = {e1[1] * e2[2] - e1[2] * e2[1], e1[2] * e2[0] - e1[0] * e2[2],
+                       e1[0] * e2[1] - e1[1] * e2[0]};
+        *area += 0.5 * sqrt(n[0] * n[0] + n[1] * n[1] + n[2] * n[2]);
+    }
+}
+
+/* Each directed edge of a closed, consistently oriented surface appears once, and its
+ * reverse once: counts the edges that break that. */
+static int open_edges(const pbd_model *m)
+{
+    int broken = 0;
+    for (int k = 0; k < m->num_triangles; ++k)
+        for (int e = 0; e < 3; ++e) {
+            int a = m->triangles[3 * k + e], b = m->triangles[3 * k + (e + 1) % 3];
+            int same = 0, reverse = 0;
+            for (int j = 0; j < m->num_triangles; ++j)
+                for (int f = 0; f < 3; ++f) {
+                    int c = m->triangles[3 * j + f], d = m->triangles[3 * j + (f + 1) % 3];
+                    same += c == a && d == b;
+                    reverse += c == b && d == a;
+                }
+            broken += same != 1 || reverse != 1;
+        }
+    return broken;
+}
+
+/* The surfaces: a tet box's is closed, oriented outwards and encloses the box's volume with
+ * its area; a cloth's covers its area with two triangles a quad, all facing one way. */
+static void surfaces(void **state)
+{
+    (void)state;
+    pbd_tet_box_desc d = pbd_tet_box_desc_default();
+    int cells[3] = {2, 3, 4};
+    memcpy(d.cells, cells, sizeof cells);
+    d.size[0] = 1.0f;
+    d.size[1] = 2.0f;
+    d.size[2] = 3.0f;
+    pbd_model m = {0};
+    pbd_error err = {0};
+    assert_int_equal(pbd_scene_add_tet_box(&m, &d, &err), PBD_OK);
+    double volume, area;
+    surface_measures(&m, &volume, &area);
+    expect(m.num_triangles == 4 * (2 * 3 + 3 * 4 + 4 * 2), "%d triangles", m.num_triangles);
+    expect(fabs(volume - 6.0) < 1e-5 && fabs(area - 2.0 * (2 + 6 + 3)) < 1e-5,
+           "volume %.9g (expected 6), area %.9g (expected 22)", volume, area);
+    expect(open_edges(&m) == 0, "%d edges not shared by two opposite triangles", open_edges(&m));
+    assert_int_equal(pbd_model_validate(&m, &err), PBD_OK);
+    pbd_model_free(&m);
+
+    pbd_cloth_desc c = pbd_cloth_desc_default();
+    c.resolution[0] = 5;
+    c.resolution[1] = 4;
+    c.size[0] = 2.0f;
+    c.size[1] = 3.0f;
+    assert_int_equal(pbd_scene_add_cloth(&m, &c, &err), PBD_OK);
+    surface_measures(&m, &volume, &area);
+    expect(m.num_triangles == 2 * 4 * 3 && fabs(area - 6.0) < 1e-5, "%d triangles, area %.9g",
+           m.num_triangles, area);
+    for (int k = 0; k < m.num_triangles; ++k) { /* xz cloth: every normal along one y sign */
+        const int *t = m.triangles + 3 * k;
+        double ux = m.x[t[1]].x - m.x[t[0]].x, uz = m.x[t[1]].z - m.x[t[0]].z;
+        double vx = m.x[t[2]].x - m.x[t[0]].x, vz = m.x[t[2]].z - m.x[t[0]].z;
+        expect(uz * vx - ux * vz > 0.0, "triangle %d faces down", k);
+    }
+    /* A triangle across two bodies is refused. */
+    assert_int_equal(pbd_scene_add_cloth(&m, &c, &err), PBD_OK);
+    assert_int_equal(pbd_model_add_triangle(&m, 0, 1, 25), 0);
+    assert_int_equal(pbd_model_validate(&m, &err), PBD_ERR_MODEL);
+    expect(strstr(err.message, "expected three different particles of one body") != NULL, "%s",
+           err.message);
+    pbd_model_free(&m);
+}
+
 static void tet_box(void **state)
 {
     (void)state;
@@ -656,6 +750,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(unreadable),
     cmocka_unit_test(parse_string),
     cmocka_unit_test(tet_box),
+    cmocka_unit_test(surfaces),
     cmocka_unit_test(rope),
     cmocka_unit_test(angular_velocity),
     cmocka_unit_test(cloth_density_and_counts),

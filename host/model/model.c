@@ -39,6 +39,7 @@ void pbd_model_free(pbd_model *m)
     PBD_CONSTRAINT_LIST(PBD_X_FREE)
 #undef PBD_X_FREE
     free(m->colliders);
+    free(m->triangles);
     memset(m, 0, sizeof *m);
 }
 
@@ -160,6 +161,18 @@ int pbd_model_add_collider(pbd_model *m, const pbd_collider *c)
     if (grow((void **)&m->colliders, m->num_colliders, m->num_colliders + 1, sizeof *m->colliders))
         return -1;
     m->colliders[m->num_colliders++] = *c;
+    return 0;
+}
+
+int pbd_model_add_triangle(pbd_model *m, int a, int b, int c)
+{
+    if (grow((void **)&m->triangles, m->num_triangles, m->num_triangles + 1,
+             3 * sizeof *m->triangles))
+        return -1;
+    int *t = m->triangles + 3 * (size_t)m->num_triangles++;
+    t[0] = a;
+    t[1] = b;
+    t[2] = c;
     return 0;
 }
 
@@ -334,6 +347,18 @@ pbd_status pbd_model_validate(const pbd_model *m, pbd_error *err)
         pbd_status st = validate_collider(&m->colliders[k], k, err);
         if (st != PBD_OK)
             return st;
+    }
+    for (int k = 0; k < m->num_triangles; ++k) {
+        const int *t = m->triangles + 3 * (size_t)k;
+        int ok = 1;
+        for (int c = 0; c < 3; ++c)
+            ok &= t[c] >= 0 && t[c] < m->num_particles;
+        if (!ok || m->body[t[0]] != m->body[t[1]] || m->body[t[0]] != m->body[t[2]] ||
+            t[0] == t[1] || t[1] == t[2] || t[0] == t[2])
+            return pbd_error_set(err, PBD_ERR_MODEL,
+                                 "triangle %d: particles (%d, %d, %d), expected three different "
+                                 "particles of one body among %d",
+                                 k, t[0], t[1], t[2], m->num_particles);
     }
     return PBD_OK;
 }

@@ -10,7 +10,7 @@
 /* The body being appended, and the model's counts before it (to roll back). */
 typedef struct build {
     pbd_model *m;
-    int particles, bodies, distance;
+    int particles, bodies, distance, triangles;
     int first, count;
     float compliance;
 } build;
@@ -26,6 +26,7 @@ static pbd_status rollback(build *b, pbd_error *err)
     b->m->num_particles = b->particles;
     b->m->num_bodies = b->bodies;
     b->m->num_distance = b->distance;
+    b->m->num_triangles = b->triangles;
     return pbd_error_set(err, PBD_ERR_MEMORY, "out of memory");
 }
 
@@ -97,7 +98,8 @@ static pbd_status begin(build *b, pbd_model *m, const pbd_gen_common *c, const c
     }
     free(seen);
 
-    *b = (build){m, m->num_particles, m->num_bodies, m->num_distance, 0, (int)np, c->compliance};
+    *b = (build){m, m->num_particles, m->num_bodies, m->num_distance, m->num_triangles, 0, (int)np,
+                 c->compliance};
     b->first = pbd_model_add_particles(m, (int)np, c->name ? c->name : type);
     if (b->first < 0)
         return rollback(b, err);
@@ -275,6 +277,13 @@ pbd_status pbd_scene_add_cloth(pbd_model *m, const pbd_cloth_desc *d, pbd_error 
             if (d->bending && j + 2 < nv)
                 failures += link(&b, p, p + 2 * nu, -1.0f);
         }
+    /* The surface: two triangles a quad. */
+    for (int j = 0; j + 1 < nv; ++j)
+        for (int i = 0; i + 1 < nu; ++i) {
+            int p = b.first + j * nu + i;
+            failures += pbd_model_add_triangle(m, p, p + nu, p + 1) != 0;
+            failures += pbd_model_add_triangle(m, p + 1, p + nu, p + nu + 1) != 0;
+        }
     return finish(&b, &d->common, NULL, failures, err);
 }
 
@@ -399,6 +408,32 @@ pbd_status pbd_scene_add_tet_box(pbd_model *m, const pbd_tet_box_desc *d, pbd_er
                                      -1.0f);
                     }
                 }
+    /* The surface: the lattice's six faces, two triangles a cell face, counter-clockwise
+     * seen from outside. Face f is normal to axis a = f / 2, at its low (f even) or high end;
+     * u and v are the other two axes in cyclic order, so that u x v points along +a. */
+    for (int f = 0; f < 6; ++f) {
+        int a = f / 2, u = (a + 1) % 3, w = (a + 2) % 3, high = f % 2;
+        for (int jv = 0; jv + 1 < n[w]; ++jv)
+            for (int ju = 0; ju + 1 < n[u]; ++ju) {
+                int q[4];
+                for (int c = 0; c < 4; ++c) {
+                    int ijk[3];
+                    ijk[a] = high ? n[a] - 1 : 0;
+                    ijk[u] = ju + (c == 1 || c == 2);
+                    ijk[w] = jv + (c >= 2);
+                    q[c] = b.first + (ijk[2] * n[1] + ijk[1]) * n[0] + ijk[0];
+                }
+                /* q0 (u, v), q1 (u+1, v), q2 (u+1, v+1), q3 (u, v+1): counter-clockwise about
+                 * +a; the low face is seen from -a, so reversed. */
+                if (high) {
+                    failures += pbd_model_add_triangle(m, q[0], q[1], q[2]) != 0;
+                    failures += pbd_model_add_triangle(m, q[0], q[2], q[3]) != 0;
+                } else {
+                    failures += pbd_model_add_triangle(m, q[0], q[2], q[1]) != 0;
+                    failures += pbd_model_add_triangle(m, q[0], q[3], q[2]) != 0;
+                }
+            }
+    }
     return finish(&b, &d->common, NULL, failures, err);
 }
 
