@@ -1043,6 +1043,46 @@ pbd_status pbd_solver_load_state(pbd_solver *s, const void *data, size_t size, c
         for (int i = seg->first; i < seg->first + seg->count; ++i)
             mass[seg->body] += now.v[i].w;
     }
+    /* A body the step corrects or damps rigidly sums about its reference point, which each
+     * correction moves to the body's centre of mass: it must lie near the body (a point far
+     * away turns the sums' rounding into the whole result). Within the body's bounding box
+     * grown by its diagonal (by 1e-3 of its distance from the origin, at least). */
+    double *box = st == PBD_OK ? malloc((nb + 1) * 6 * sizeof *box) : NULL;
+    if (st == PBD_OK && !box)
+        st = pbd_error_set(err, PBD_ERR_MEMORY, "%s: out of memory", f);
+    for (size_t b = 0; box && b < nb; ++b)
+        for (int k = 0; k < 3; ++k) {
+            box[6 * b + k] = INFINITY;
+            box[6 * b + 3 + k] = -INFINITY;
+        }
+    for (int g = 0; st == PBD_OK && g < s->plan.num_segments; ++g) {
+        const pbd_segment *seg = &s->plan.segments[g];
+        double *bx = box + 6 * (size_t)seg->body;
+        for (int i = seg->first; i < seg->first + seg->count; ++i)
+            for (int k = 0; k < 3; ++k) {
+                double c = (&a.x[i].x)[k];
+                bx[k] = c < bx[k] ? c : bx[k];
+                bx[3 + k] = c > bx[3 + k] ? c : bx[3 + k];
+            }
+    }
+    for (size_t b = 0; b < nb && st == PBD_OK; ++b) {
+        int used = (s->plan.body_flags[b] & PBD_BODY_MOMENTUM) || s->plan.rigid_damping > 0.0f;
+        const double *bx = box + 6 * b;
+        double diag = 0.0, far = 0.0;
+        for (int k = 0; k < 3; ++k) {
+            diag += (bx[3 + k] - bx[k]) * (bx[3 + k] - bx[k]);
+            far = fmax(far, fmax(fabs(bx[k]), fabs(bx[3 + k])));
+        }
+        double margin = fmax(sqrt(diag), 1e-3 * (1.0 + far));
+        const float *r = &a.body_ref[b].x;
+        for (int k = 0; used && k < 3 && st == PBD_OK; ++k)
+            if (!(r[k] >= bx[k] - margin && r[k] <= bx[3 + k] + margin))
+                st = pbd_error_set(err, bad,
+                                   "%s: body %zu: reference point (%g, %g, %g) m, expected "
+                                   "within %g m of the body's particles",
+                                   f, b, (double)r[0], (double)r[1], (double)r[2], margin);
+    }
+    free(box);
     for (size_t b = 0; b < nb && st == PBD_OK; ++b) {
         const double *t = &a.body_track[6 * b];
         const pbd_float4 r = a.body_ref[b];
