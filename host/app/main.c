@@ -14,6 +14,9 @@
 #include "app/experiments.h"
 #include "app/output.h"
 #include "pbd.h"
+#ifdef PBD_HAVE_VIEW
+#include "view/view.h"
+#endif
 
 enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
 
@@ -23,6 +26,7 @@ static const char usage_text[] =
     "       pbd bench --suite NAME       time a suite (standard, quick, soak) on both backends "
     "and\n"
     "                                    solvers: a table, and --csv/--json/--plot files\n"
+    "       pbd view SCENE [options]     the scene in a window (h: keys and mouse)\n"
     "       pbd devices                  list OpenCL platforms and devices\n"
     "       pbd experiments OUTDIR       the paper's experiments: CSV, table and PNG plots\n"
     "\n"
@@ -64,6 +68,14 @@ static const char usage_text[] =
     "                      --bench-frames to change: finite state, flat memory, drift)\n"
     "  --csv FILE, --json FILE  the measurements as CSV / JSON\n"
     "  --plot FILE         ms per step against particles for the cloth sweep (PNG)\n"
+    "view only:\n"
+    "  --frames N --screenshot FILE.png  render after N frames, write a PNG, exit (no window\n"
+    "                      shown: works under xvfb-run)\n"
+    "  --frames N --bench  print fps and the split of a frame (simulation, transfer, drawing)\n"
+    "  --compare momentum  the scene twice side by side, with and without the correction\n"
+    "  --verify            read each frame's vertex buffer back from GL and compare it with\n"
+    "                      the solver's positions\n"
+    "  --size WxH          window or picture size in pixels (default 1280x720)\n"
     "experiments only:\n"
     "  --scenes DIR        the shipped scenes to measure (default: this build's scenes/)\n"
     "  --quick             shorter runs (a smoke test, not the paper's lengths)\n";
@@ -88,6 +100,11 @@ typedef struct options {
     long hash_every; /* --hash: print the state's hash every this many frames; 0: never */
     const char *save_state;
     const char *load_state;
+    const char *screenshot; /* pbd view */
+    int view_bench;
+    int view_verify;
+    int compare_momentum;
+    long width, height;
     int quiet;
     long runs;
     long bench_frames;
@@ -287,6 +304,24 @@ static int parse_args(int argc, char **argv, options *o)
         } else if (strcmp(a, "--hash-every") == 0) {
             NEEDS_VALUE;
             rc = parse_long(a, val, 1, 100000000, &o->hash_every);
+        } else if (strcmp(a, "--screenshot") == 0) {
+            NEEDS_VALUE;
+            o->screenshot = val;
+        } else if (strcmp(a, "--bench") == 0) {
+            o->view_bench = 1;
+        } else if (strcmp(a, "--verify") == 0) {
+            o->view_verify = 1;
+        } else if (strcmp(a, "--compare") == 0) {
+            NEEDS_VALUE;
+            if (strcmp(val, "momentum") != 0)
+                return usage_error("--compare: found '%s', expected momentum", val);
+            o->compare_momentum = 1;
+        } else if (strcmp(a, "--size") == 0) {
+            NEEDS_VALUE;
+            if (sscanf(val, "%ldx%ld", &o->width, &o->height) != 2 || o->width < 64 ||
+                o->height < 64 || o->width > 8192 || o->height > 8192)
+                return usage_error("--size: found '%s', expected WIDTHxHEIGHT, each in [64, 8192]",
+                                   val);
         } else if (strcmp(a, "--save-state") == 0) {
             NEEDS_VALUE;
             o->save_state = val;
@@ -738,6 +773,37 @@ static int cmd_bench(const options *o)
     return pbd_cli_bench_print(&row, o->csv, o->json);
 }
 
+static int cmd_view(const options *o)
+{
+    if (!o->scene)
+        return usage_error("view: missing SCENE (a .json file or @name)");
+    if ((o->screenshot || o->view_bench || o->view_verify) && o->frames <= 0)
+        return usage_error("view: --%s needs --frames N (when to stop)",
+                           o->screenshot   ? "screenshot"
+                           : o->view_bench ? "bench"
+                                           : "verify");
+#ifdef PBD_HAVE_VIEW
+    pbd_view_options v = {0};
+    v.scene = o->scene;
+    v.desc = o->desc;
+    v.tweak = tweak_config;
+    v.ctx = o;
+    v.frames = o->screenshot || o->view_bench || o->view_verify ? o->frames : 0;
+    v.screenshot = o->screenshot;
+    v.bench = o->view_bench;
+    v.compare_momentum = o->compare_momentum;
+    v.verify = o->view_verify;
+    v.width = (int)o->width;
+    v.height = (int)o->height;
+    return pbd_cli_view(&v);
+#else
+    fprintf(stderr, "pbd view: this build has no viewer (GLFW 3.3 or python3-glad was not "
+                    "found): install libglfw3-dev and python3-glad, then configure and build "
+                    "again\n");
+    return EXIT_FAIL;
+#endif
+}
+
 int main(int argc, char **argv)
 {
     /* --help anywhere (pbd run --help too) prints the usage. */
@@ -761,12 +827,14 @@ int main(int argc, char **argv)
         return cmd_run(&o);
     if (strcmp(o.command, "bench") == 0)
         return cmd_bench(&o);
+    if (strcmp(o.command, "view") == 0)
+        return cmd_view(&o);
     if (strcmp(o.command, "experiments") == 0) {
         if (!o.scene)
             return usage_error("experiments: missing OUTDIR (the folder to write to)");
         return pbd_cli_experiments(o.scene, o.scenes_dir ? o.scenes_dir : PBD_DEFAULT_SCENES,
                                    &o.desc, o.quick);
     }
-    return usage_error("unknown command '%s' (expected run, bench, devices or experiments)",
+    return usage_error("unknown command '%s' (expected run, view, bench, devices or experiments)",
                        o.command);
 }

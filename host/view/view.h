@@ -1,0 +1,24 @@
+/* `pbd view`: the interactive viewer (GLFW 3.3, OpenGL 3.3 core through a glad loader made
+ * at build time). Part of the command line: built only where GLFW is found. */
+#ifndef PBD_VIEW_H
+#define PBD_VIEW_H
+
+#include "pbd.h"
+
+typedef struct pbd_view_options {
+    const char *scene;
+    pbd_solver_desc desc;
+    void (*tweak)(const void *ctx, pbd_config *c); /* the command line's overrides */
+    const void *ctx;
+    long frames;            /* > 0: stop after this many frames (with screenshot / bench) */
+    const char *screenshot; /* write a PNG of the last frame, then exit */
+    int bench;              /* print fps and the split of a frame, then exit */
+    int compare_momentum;   /* the scene twice: with and without the correction */
+    int verify;             /* check each upload: the vertex buffer read back from GL */
+    int width, height;      /* window size, pixels (0: 1280 x 720) */
+} pbd_view_options;
+
+/* Runs the viewer; returns the exit code (messages go to stderr). */
+int pbd_cli_view(const pbd_view_options *o);
+
+#endif
