@@ -312,9 +312,10 @@ void pbd_solver_destroy(pbd_solver *s);
 /* Advances `frames` frames (each cfg->substeps substeps). Work is queued, not waited for. */
 pbd_status pbd_solver_step(pbd_solver *s, int frames, pbd_error *err);
 /* Replaces constraint `index` (the model's numbering) of `type` with `record` between steps:
- * its values (an attachment's target, a rest length, a compliance), never its particles,
- * which the colouring depends on. PBD_ERR_ARGUMENT when the particles differ or an index is
- * out of range, PBD_ERR_MODEL for invalid values. */
+ * its values (an attachment's target, a rest length, a compliance) and its particles, where
+ * no other constraint of its colour touches the new ones (an attachment moved to another
+ * particle: a mouse drag). PBD_ERR_ARGUMENT when the new particles meet another constraint
+ * of the colour or an index is out of range, PBD_ERR_MODEL for invalid values. */
 pbd_status pbd_solver_update_constraint(pbd_solver *s, int type, int index, const void *record,
                                         pbd_error *err);
 /* A 64-bit hash (FNV-1a) of every particle's position and velocity bits, read back from

@@ -800,8 +800,8 @@ static void unconstrained_collide(void **state)
 /* An attachment's pull is an external impulse: a free particle of mass 2 held 1 m from its
  * target, hard, reaches it in one step, with the velocity (target - x) / h, and the tracked
  * P_r grows by that momentum, so the momentum correction keeps it (it would cancel an
- * untracked pull: v = 0). The target moved through the API takes the particle along; the
- * particles of an attachment cannot change, nor can an index out of range. */
+ * untracked pull: v = 0). The target moved through the API takes the particle along; an
+ * index or a particle out of range is refused. */
 static void attachment_pull(pbd_backend_kind backend)
 {
     pbd_model m = {0};
@@ -833,10 +833,9 @@ static void attachment_pull(pbd_backend_kind backend)
     assert_int_equal(pbd_solver_read(sv, &x, &v, &err), PBD_OK);
     assert_near(x.x, 2.0, 1e-6, "moved with its target: x");
     assert_near(x.y, 1.0, 1e-6, "moved with its target: y");
-    a.particle = 1;
+    a.particle = 1; /* there is no particle 1 */
     assert_int_equal(pbd_solver_update_constraint(sv, PBD_CONSTRAINT_ATTACHMENT, 0, &a, &err),
-                     PBD_ERR_ARGUMENT);
-    assert_non_null(strstr(err.message, "cannot change"));
+                     PBD_ERR_MODEL);
     a.particle = 0;
     assert_int_equal(pbd_solver_update_constraint(sv, PBD_CONSTRAINT_ATTACHMENT, 1, &a, &err),
                      PBD_ERR_ARGUMENT);
@@ -845,6 +844,75 @@ static void attachment_pull(pbd_backend_kind backend)
                      PBD_ERR_MODEL);
     pbd_solver_destroy(sv);
     pbd_model_free(&m);
+}
+
+/* An attachment moved to another particle (a mouse drag) pulls that one, and its pull is
+ * tracked: a free body of three particles keeps P = P_r and L = L_r while it is dragged. A
+ * particle another attachment of the same colour holds is refused. */
+static void attachment_moves(pbd_backend_kind backend)
+{
+    pbd_model m = {0};
+    assert_int_equal(pbd_model_add_particles(&m, 3, "beads"), 0);
+    for (int i = 0; i < 3; ++i) {
+        m.x[i] = (pbd_float4){(float)i, 0.0f, 0.0f, 1.0f};
+        m.v[i] = (pbd_float4){0.0f, 0.0f, 0.0f, 1.0f};
+    }
+    assert_int_equal(pbd_model_add_distance(&m, 0, 1, 1.0f, 0.0f), 0);
+    assert_int_equal(pbd_model_add_distance(&m, 1, 2, 1.0f, 0.0f), 0);
+    pbd_attachment a0 = {0, -0.5f, 0, 0, {0.0f, 0.5f, 0.0f, 0.0f}};
+    pbd_attachment a1 = {2, 1e20f, 0, 0, {2.0f, 0.0f, 0.0f, 0.0f}}; /* barely pulls */
+    assert_int_equal(pbd_model_add_constraint(&m, PBD_CONSTRAINT_ATTACHMENT, &a0), 0);
+    assert_int_equal(pbd_model_add_constraint(&m, PBD_CONSTRAINT_ATTACHMENT, &a1), 0);
+    pbd_config cfg = pbd_config_default();
+    cfg.gravity[1] = 0.0f;
+    pbd_solver_desc desc = {.backend = backend};
+    pbd_solver *sv = NULL;
+    pbd_error err = {0};
+    assert_int_equal(test_solver_create(&m, &cfg, &desc, &sv, &err), PBD_OK);
+    assert_int_equal(pbd_solver_step(sv, 5, &err), PBD_OK);
+    pbd_float4 x[3], v[3];
+    assert_int_equal(pbd_solver_read(sv, x, v, &err), PBD_OK);
+    double before = fabs((double)x[1].y - 0.5);
+    pbd_attachment moved = {1, -0.5f, 0, 0, {1.0f, 0.5f, 0.0f, 0.0f}};
+    assert_int_equal(pbd_solver_update_constraint(sv, PBD_CONSTRAINT_ATTACHMENT, 0, &moved, &err),
+                     PBD_OK);
+    assert_int_equal(pbd_solver_step(sv, 20, &err), PBD_OK);
+    assert_int_equal(pbd_solver_read(sv, x, v, &err), PBD_OK);
+    double after = fabs((double)x[1].y - 0.5);
+    print_message("particle 1: %.4g m from the target before the move, %.4g m after\n", before,
+                  after);
+    expect(after < 0.25 * before, "particle 1 did not follow: %g then %g", before, after);
+    pbd_body_stats st;
+    pbd_body_momentum bm;
+    assert_int_equal(pbd_solver_stats(sv, &st, &err), PBD_OK);
+    assert_int_equal(pbd_solver_momentum(sv, &bm, &err), PBD_OK);
+    double dp = 0.0, dl = 0.0, pn = 0.0;
+    for (int k = 0; k < 3; ++k) {
+        dp = fmax(dp, fabs(st.p[k] - bm.p_r[k]));
+        dl = fmax(dl, fabs(st.l[k] - bm.l_r[k]));
+        pn = fmax(pn, fabs(bm.p_r[k]));
+    }
+    print_message("P - P_r %.3g, L - L_r %.3g (|P_r| %.3g)\n", dp, dl, pn);
+    expect(pn > 0.01 && dp <= 1e-5 * pn && dl <= 1e-5 * pn, "P - P_r %g, L - L_r %g", dp, dl);
+    moved.particle = 2; /* attachment 1 holds particle 2, in the same colour */
+    assert_int_equal(pbd_solver_update_constraint(sv, PBD_CONSTRAINT_ATTACHMENT, 0, &moved, &err),
+                     PBD_ERR_ARGUMENT);
+    expect(strstr(err.message, "particle 2 is another attachment constraint's in its colour"), "%s",
+           err.message);
+    pbd_solver_destroy(sv);
+    pbd_model_free(&m);
+}
+
+static void attachment_moves_cpu(void **state)
+{
+    (void)state;
+    attachment_moves(PBD_BACKEND_CPU);
+}
+
+static void attachment_moves_cl(void **state)
+{
+    (void)state;
+    attachment_moves(PBD_BACKEND_CL);
 }
 
 static void attachment_pull_cpu(void **state)
@@ -1143,6 +1211,8 @@ static const struct CMUnitTest tests[] = {
     pbd_device_test(hash_repeats),
     cmocka_unit_test(attachment_pull_cpu),
     pbd_device_test(attachment_pull_cl),
+    cmocka_unit_test(attachment_moves_cpu),
+    pbd_device_test(attachment_moves_cl),
     pbd_device_test(device_memory_estimate),
     cmocka_unit_test(checkpoint_continues_cpu),
     pbd_device_test(checkpoint_continues_cl),

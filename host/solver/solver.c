@@ -581,15 +581,30 @@ pbd_status pbd_solver_update_constraint(pbd_solver *s, int type, int index, cons
     if (index < 0 || index >= pt->count)
         return pbd_error_set(err, PBD_ERR_ARGUMENT, "%s constraint %d: out of range [0, %d)",
                              info->name, index, pt->count);
-    char *dst = (char *)pt->records + (size_t)pt->position[index] * info->size;
-    if (memcmp(dst, record, (size_t)info->arity * sizeof(int)) != 0)
-        return pbd_error_set(err, PBD_ERR_ARGUMENT,
-                             "%s constraint %d: its particles cannot change (the colouring "
-                             "depends on them)",
-                             info->name, index);
+    int pos = pt->position[index];
+    char *dst = (char *)pt->records + (size_t)pos * info->size;
     pbd_status st = pbd_constraint_validate(type, record, index, s->plan.num_particles, err);
     if (st != PBD_OK)
         return st;
+    /* New particles keep the colouring valid only where no other constraint of the colour
+     * touches them. */
+    if (memcmp(dst, record, (size_t)info->arity * sizeof(int)) != 0) {
+        int k = 0;
+        while (k + 1 < pt->num_colors && pt->color_offsets[k + 1] <= pos)
+            ++k;
+        const int *want = record;
+        for (int j = pt->color_offsets[k]; j < pt->color_offsets[k + 1]; ++j) {
+            const int *other = (const int *)((const char *)pt->records + (size_t)j * info->size);
+            for (int a = 0; j != pos && a < info->arity; ++a)
+                for (int b = 0; b < info->arity; ++b)
+                    if (other[b] == want[a])
+                        return pbd_error_set(err, PBD_ERR_ARGUMENT,
+                                             "%s constraint %d: particle %d is another %s "
+                                             "constraint's in its colour; expected a particle "
+                                             "no other constraint of colour %d touches",
+                                             info->name, index, want[a], info->name, k);
+        }
+    }
     memcpy(dst, record, info->size);
     float *compliance = compliance_of(type, dst);
     *compliance = plan_compliance(*compliance, s->plan.cfg.iterations);
