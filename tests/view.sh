@@ -2,7 +2,8 @@
 # pbd view under Xvfb with Mesa's software renderer: the default cloth after 10 frames and
 # the spinning box compared with and without momentum preservation are drawn where they are
 # and nothing where nothing is (png_check); the vertex buffer holds the solver's positions
-# after every upload (--verify); without a display the viewer fails with one line and writes
+# after every upload (--verify); a scripted drag pulls a particle and keeps the tracked
+# momenta; without a display the viewer fails with one line and writes
 # nothing. Skips (77) only where no X server can be started (no xvfb-run) or the build has
 # no viewer.
 # usage: view.sh PBD PNG_CHECK SCENES_DIR WORKDIR
@@ -36,6 +37,19 @@ out=$(x "$pbd" view "$scenes/cloth.json" --frames 5 --verify --size 320x240) ||
     fail "--verify failed: $out"
 echo "$out" | grep -q "verified     5 frames: the vertex buffer held the solver's positions" ||
     fail "--verify said: $out"
+# A drag, as the mouse does it: particle 0 of the free spinning box pulled toward a point
+# 1.7 m away gets at least 30 % closer in 60 frames, and the box's P and L stay the tracked
+# P_r and L_r (the pull is an external impulse) to 1e-6.
+out=$(x "$pbd" view "$scenes/spinning_box.json" --frames 60 --drag 0:-2,2,0 --size 320x240 \
+    --screenshot drag.png) || fail "--drag failed: $out"
+echo "$out" | awk '
+    /^dragged/ { d0 = $5 + 0; d1 = $8 + 0; seen++ }
+    /^body/ { dp = $6 + 0; p = $9 + 0; dl = $13 + 0; l = $16 + 0; seen++ }
+    END {
+        ok = seen == 2 && d1 < 0.7 * d0 && dp <= 1e-6 * p && dl <= 1e-6 * l && p > 0.1
+        exit ok ? 0 : 1
+    }' || fail "--drag: $out"
+echo "$out"
 out=$(env -u DISPLAY -u WAYLAND_DISPLAY "$pbd" view "$scenes/cloth.json" --frames 2 \
     --screenshot none.png 2>&1)
 rc=$?

@@ -1,5 +1,6 @@
 /* The pbd command line: run, bench, devices. The only file that prints usage or exits. */
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -73,6 +74,8 @@ static const char usage_text[] =
     "                      shown: works under xvfb-run)\n"
     "  --frames N --bench  print fps and the split of a frame (simulation, transfer, drawing)\n"
     "  --compare momentum  the scene twice side by side, with and without the correction\n"
+    "  --frames N --drag P:X,Y,Z  pull particle P toward (X, Y, Z) as the mouse does, and say\n"
+    "                      how far it got and whether the body's tracked momentum held\n"
     "  --verify            read each frame's vertex buffer back from GL and compare it with\n"
     "                      the solver's positions\n"
     "  --size WxH          window or picture size in pixels (default 1280x720)\n"
@@ -103,6 +106,8 @@ typedef struct options {
     const char *screenshot; /* pbd view */
     int view_bench;
     int view_verify;
+    long drag_particle; /* -1: none */
+    float drag_target[3];
     int compare_momentum;
     long width, height;
     int quiet;
@@ -206,6 +211,7 @@ static int parse_args(int argc, char **argv, options *o)
     o->damping = -1;
     o->damping_k = -1.0;
     o->velocity_update = -1;
+    o->drag_particle = -1;
     o->stats_every = 1;
     o->runs = 5;
     if (argc < 2)
@@ -311,6 +317,19 @@ static int parse_args(int argc, char **argv, options *o)
             o->view_bench = 1;
         } else if (strcmp(a, "--verify") == 0) {
             o->view_verify = 1;
+        } else if (strcmp(a, "--drag") == 0) {
+            NEEDS_VALUE;
+            char end = 0;
+            if (sscanf(val, "%ld:%f,%f,%f%c", &o->drag_particle, &o->drag_target[0],
+                       &o->drag_target[1], &o->drag_target[2], &end) != 4 ||
+                o->drag_particle < 0 || !isfinite(o->drag_target[0]) ||
+                !isfinite(o->drag_target[1]) || !isfinite(o->drag_target[2]) ||
+                fabsf(o->drag_target[0]) > PBD_MAX_COORD ||
+                fabsf(o->drag_target[1]) > PBD_MAX_COORD ||
+                fabsf(o->drag_target[2]) > PBD_MAX_COORD)
+                return usage_error("--drag: found '%s', expected PARTICLE:X,Y,Z (a particle "
+                                   "index and a point within 1e9 m)",
+                                   val);
         } else if (strcmp(a, "--compare") == 0) {
             NEEDS_VALUE;
             if (strcmp(val, "momentum") != 0)
@@ -777,7 +796,8 @@ static int cmd_view(const options *o)
 {
     if (!o->scene)
         return usage_error("view: missing SCENE (a .json file or @name)");
-    if ((o->screenshot || o->view_bench || o->view_verify) && o->frames <= 0)
+    if ((o->screenshot || o->view_bench || o->view_verify || o->drag_particle >= 0) &&
+        o->frames <= 0)
         return usage_error("view: --%s needs --frames N (when to stop)",
                            o->screenshot   ? "screenshot"
                            : o->view_bench ? "bench"
@@ -788,11 +808,14 @@ static int cmd_view(const options *o)
     v.desc = o->desc;
     v.tweak = tweak_config;
     v.ctx = o;
-    v.frames = o->screenshot || o->view_bench || o->view_verify ? o->frames : 0;
+    v.frames =
+        o->screenshot || o->view_bench || o->view_verify || o->drag_particle >= 0 ? o->frames : 0;
     v.screenshot = o->screenshot;
     v.bench = o->view_bench;
     v.compare_momentum = o->compare_momentum;
     v.verify = o->view_verify;
+    v.drag_particle = (int)(o->drag_particle < INT_MAX ? o->drag_particle : INT_MAX);
+    memcpy(v.drag_target, o->drag_target, sizeof v.drag_target);
     v.width = (int)o->width;
     v.height = (int)o->height;
     return pbd_cli_view(&v);

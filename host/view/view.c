@@ -208,6 +208,7 @@ typedef struct sim {
     pbd_body_stats *stats;
     long frame;
     double step_ms; /* the last step's time */
+    int grab;       /* the mouse's attachment (its index in the model), or -1 before a grab */
 } sim;
 
 static double now_ms(void)
@@ -265,6 +266,7 @@ static int sim_init(sim *s, const pbd_view_options *o)
         o->tweak(o->ctx, &s->scene.config);
     s->cfg = s->scene.config;
     s->desc = o->desc;
+    s->grab = -1;
     size_t n = (size_t)s->scene.model.num_particles;
     s->x = malloc(n * sizeof *s->x);
     s->v = malloc(n * sizeof *s->v);
@@ -299,6 +301,40 @@ static int sim_step(sim *s)
     return 0;
 }
 
+/* ---- grabbing: an attachment the mouse moves ---------------------------------------------- */
+
+/* How hard a grab pulls: PBD stiffness 0.5 an iteration (as much for any mass); a released
+ * grab keeps its attachment with the largest compliance, which pulls by nothing measurable. */
+#define GRAB_PULL    (-0.5f)
+#define GRAB_RELEASE PBD_MAX_COMPLIANCE
+
+/* Pulls particle i toward `target` (released: compliance GRAB_RELEASE). The first grab adds
+ * the attachment to the model and starts the solver again from the current state (tracked
+ * momenta from then on); later ones move it (pbd_solver_update_constraint). */
+static int grab_set(sim *s, int i, const float *target, float compliance)
+{
+    pbd_error err = {0};
+    pbd_attachment a = {i, compliance, 0, 0, {target[0], target[1], target[2], 0.0f}};
+    if (s->grab < 0) {
+        pbd_attachment rest = a;
+        rest.compliance = GRAB_RELEASE;
+        if (sim_read(s) ||
+            pbd_model_add_constraint(&s->scene.model, PBD_CONSTRAINT_ATTACHMENT, &rest) != 0)
+            return -1;
+        int n = 0;
+        pbd_model_constraints(&s->scene.model, PBD_CONSTRAINT_ATTACHMENT, &n);
+        s->grab = n - 1;
+        if (sim_start(s, s->x, s->v))
+            return -1;
+    }
+    if (pbd_solver_update_constraint(s->solver, PBD_CONSTRAINT_ATTACHMENT, s->grab, &a, &err) !=
+        PBD_OK) {
+        fprintf(stderr, "pbd view: cannot grab particle %d: %s\n", i, err.message);
+        return -1;
+    }
+    return 0;
+}
+
 /* ---- what is drawn ----------------------------------------------------------------------- */
 
 typedef struct body_draw {
@@ -326,7 +362,9 @@ typedef struct viewer {
     float yaw, pitch, dist, target[3];
     int paused, step_once, wireframe, help, selected;
     double last_x, last_y;
-    int dragging; /* 1: orbit, 2: pan */
+    int dragging; /* 1: orbit, 2: pan, 3: a grabbed particle */
+    int grab_pane, grab_particle;
+    float grab_depth; /* the grabbed particle's distance along the view direction */
     char status[512];
     double fps, frame_ms_sum;
     int fps_frames;
@@ -488,14 +526,57 @@ static int verify_upload(const scene_gl *g, const sim *s)
     return rc;
 }
 
+#define FOVY 0.8f /* radians */
+
+static void eye_of(const viewer *w, float *eye)
+{
+    float cp = cosf(w->pitch);
+    eye[0] = w->target[0] + w->dist * cp * sinf(w->yaw);
+    eye[1] = w->target[1] + w->dist * sinf(w->pitch);
+    eye[2] = w->target[2] + w->dist * cp * cosf(w->yaw);
+}
+
 static mat4 camera(const viewer *w, float aspect)
 {
-    float cp = cosf(w->pitch), eye[3] = {w->target[0] + w->dist * cp * sinf(w->yaw),
-                                         w->target[1] + w->dist * sinf(w->pitch),
-                                         w->target[2] + w->dist * cp * cosf(w->yaw)};
+    float eye[3];
+    eye_of(w, eye);
     const float up[3] = {0.0f, 1.0f, 0.0f};
-    return mat_mul(perspective(0.8f, aspect, 0.01f * w->dist, 100.0f * w->dist),
+    return mat_mul(perspective(FOVY, aspect, 0.01f * w->dist, 100.0f * w->dist),
                    look_at(eye, w->target, up));
+}
+
+/* The point under the cursor (window pixels mx, my; in pane `pane`) at `depth` along the view
+ * direction; or, with point given, that point's depth. */
+static float cursor_point(const viewer *w, double mx, double my, float depth, const float *point,
+                          float *out)
+{
+    int width, height, fw, fh;
+    glfwGetFramebufferSize(w->win, &width, &height);
+    glfwGetWindowSize(w->win, &fw, &fh);
+    double sx = fw > 0 ? (double)width / fw : 1.0, sy = fh > 0 ? (double)height / fh : 1.0;
+    int pane_w = width / w->nsims;
+    double px = fmod(mx * sx, pane_w > 0 ? pane_w : 1), py = my * sy;
+    float eye[3], f[3], r[3], u[3];
+    const float up[3] = {0.0f, 1.0f, 0.0f};
+    eye_of(w, eye);
+    for (int k = 0; k < 3; ++k)
+        f[k] = w->target[k] - eye[k];
+    normalize3(f);
+    cross3(f, up, r);
+    normalize3(r);
+    cross3(r, f, u);
+    if (point) {
+        float d = 0.0f;
+        for (int k = 0; k < 3; ++k)
+            d += (point[k] - eye[k]) * f[k];
+        return d;
+    }
+    float t = tanf(FOVY / 2.0f), aspect = (float)pane_w / (float)(height > 0 ? height : 1);
+    float nx = (float)(px / (pane_w > 0 ? pane_w : 1) * 2.0 - 1.0);
+    float ny = (float)(1.0 - py / (height > 0 ? height : 1) * 2.0);
+    for (int k = 0; k < 3; ++k)
+        out[k] = eye[k] + depth * (f[k] + r[k] * nx * t * aspect + u[k] * ny * t);
+    return depth;
 }
 
 static void set_color(GLuint prog, const float *c)
@@ -596,7 +677,8 @@ static void draw_text(viewer *w, const char *text, float x, float y, int width, 
 }
 
 static const char help_text[] =
-    "mouse: left drag orbit, right drag pan, wheel zoom, click a particle to select its body\n"
+    "mouse: drag a particle to pull it (and select its body), left drag elsewhere orbit,\n"
+    "right drag pan, wheel zoom\n"
     "space pause   n single step   r reset   g Gauss-Seidel / Jacobi   m momentum on / off\n"
     "w wireframe   h this help   q quit";
 
@@ -633,7 +715,7 @@ static void update_status(viewer *w)
 /* ---- input ------------------------------------------------------------------------------- */
 
 /* The particle nearest the cursor's ray, within 2 % of the view's height, or -1. */
-static int pick(viewer *w, double mx, double my, int *body)
+static int pick(viewer *w, double mx, double my, int *body, int *pane_out)
 {
     int width, height;
     glfwGetFramebufferSize(w->win, &width, &height);
@@ -663,6 +745,7 @@ static int pick(viewer *w, double mx, double my, int *body)
     }
     if (found >= 0)
         *body = s->scene.model.body[found];
+    *pane_out = pane;
     return found;
 }
 
@@ -719,14 +802,26 @@ static void on_button(GLFWwindow *win, int button, int action, int mods)
     viewer *w = glfwGetWindowUserPointer(win);
     glfwGetCursorPos(win, &w->last_x, &w->last_y);
     if (action == GLFW_RELEASE) {
+        if (w->dragging == 3) { /* let go: the attachment stays, pulling by nothing */
+            sim *s = &w->sims[w->grab_pane];
+            grab_set(s, w->grab_particle, &s->x[w->grab_particle].x, GRAB_RELEASE);
+        }
         w->dragging = 0;
         return;
     }
     if (button == GLFW_MOUSE_BUTTON_LEFT) {
-        int body = 0;
-        if (pick(w, w->last_x, w->last_y, &body) >= 0)
-            w->selected = body;
+        int body = 0, pane = 0;
+        int i = pick(w, w->last_x, w->last_y, &body, &pane);
         w->dragging = 1;
+        if (i >= 0) { /* grab it: pulled toward the cursor at its depth */
+            sim *s = &w->sims[pane];
+            w->selected = body;
+            w->grab_pane = pane;
+            w->grab_particle = i;
+            w->grab_depth = cursor_point(w, 0, 0, 0.0f, &s->x[i].x, NULL);
+            if (grab_set(s, i, &s->x[i].x, GRAB_PULL) == 0)
+                w->dragging = 3;
+        }
     } else if (button == GLFW_MOUSE_BUTTON_RIGHT) {
         w->dragging = 2;
     }
@@ -738,7 +833,11 @@ static void on_move(GLFWwindow *win, double x, double y)
     double dx = x - w->last_x, dy = y - w->last_y;
     w->last_x = x;
     w->last_y = y;
-    if (w->dragging == 1) {
+    if (w->dragging == 3) {
+        float target[3];
+        cursor_point(w, x, y, w->grab_depth, NULL, target);
+        grab_set(&w->sims[w->grab_pane], w->grab_particle, target, GRAB_PULL);
+    } else if (w->dragging == 1) {
         w->yaw -= (float)dx * 0.01f;
         w->pitch += (float)dy * 0.01f;
         w->pitch = w->pitch > 1.5f ? 1.5f : w->pitch < -1.5f ? -1.5f : w->pitch;
@@ -911,6 +1010,23 @@ int pbd_cli_view(const pbd_view_options *o)
     glfwSetWindowTitle(w.win, w.nsims > 1 ? "pbd view: with and without momentum preservation "
                                             "(read back, glBufferSubData)"
                                           : "pbd view (read back, glBufferSubData)");
+    /* --drag: particle o->drag_particle pulled toward o->drag_target from the start. */
+    double drag_start = 0.0;
+    if (o->drag_particle >= 0) {
+        sim *s = &w.sims[0];
+        if (o->drag_particle >= s->scene.model.num_particles) {
+            fprintf(stderr, "pbd view: --drag: found particle %d, expected one of [0, %d)\n",
+                    o->drag_particle, s->scene.model.num_particles);
+            rc = 2;
+            goto done_glfw;
+        }
+        const float *p = &s->x[o->drag_particle].x, *t = o->drag_target;
+        drag_start = sqrt((p[0] - t[0]) * (p[0] - t[0]) + (p[1] - t[1]) * (p[1] - t[1]) +
+                          (p[2] - t[2]) * (p[2] - t[2]));
+        if (grab_set(s, o->drag_particle, o->drag_target, GRAB_PULL))
+            goto done_glfw;
+        w.selected = s->scene.model.body[o->drag_particle];
+    }
     double t_sim = 0.0, t_transfer = 0.0, t_draw = 0.0, t_start = now_ms();
     long frames = 0;
     w.t_fps = now_ms();
@@ -968,6 +1084,38 @@ int pbd_cli_view(const pbd_view_options *o)
         render(&w, width, height);
         glFinish();
         rc = screenshot(o->screenshot, width, height);
+    }
+    if (o->drag_particle >= 0 && rc == 0) {
+        sim *s = &w.sims[0];
+        int b = s->scene.model.body[o->drag_particle];
+        const float *p = &s->x[o->drag_particle].x, *t = o->drag_target;
+        double d = sqrt((p[0] - t[0]) * (p[0] - t[0]) + (p[1] - t[1]) * (p[1] - t[1]) +
+                        (p[2] - t[2]) * (p[2] - t[2]));
+        pbd_body_momentum *mo = calloc((size_t)s->scene.model.num_bodies, sizeof *mo);
+        pbd_error err = {0};
+        if (!mo || pbd_solver_stats(s->solver, s->stats, &err) != PBD_OK ||
+            pbd_solver_momentum(s->solver, mo, &err) != PBD_OK) {
+            fprintf(stderr, "pbd view: %s\n", err.message[0] ? err.message : "out of memory");
+            free(mo);
+            rc = 1;
+            goto done_glfw;
+        }
+        double dp = 0.0, dl = 0.0, pr = 0.0, lr = 0.0;
+        for (int k = 0; k < 3; ++k) {
+            dp += (s->stats[b].p[k] - mo[b].p_r[k]) * (s->stats[b].p[k] - mo[b].p_r[k]);
+            dl += (s->stats[b].l[k] - mo[b].l_r[k]) * (s->stats[b].l[k] - mo[b].l_r[k]);
+            pr += mo[b].p_r[k] * mo[b].p_r[k];
+            lr += mo[b].l_r[k] * mo[b].l_r[k];
+        }
+        printf("dragged      particle %d from %.6g m to %.6g m of the target in %ld frames\n",
+               o->drag_particle, drag_start, d, w.sims[0].frame);
+        printf("body %d       |P - P_r| %.3g of |P_r| %.6g, |L - L_r| %.3g of |L_r| %.6g "
+               "(momentum %s)\n",
+               b, sqrt(dp), sqrt(pr), sqrt(dl), sqrt(lr),
+               mo[b].enabled ? "preserved"
+                             : "not "
+                               "preserved");
+        free(mo);
     }
     if (o->verify)
         printf("verified     %ld frames: the vertex buffer held the solver's positions "

@@ -15,7 +15,10 @@ typedef struct pbd_view_options {
     int bench;              /* print fps and the split of a frame, then exit */
     int compare_momentum;   /* the scene twice: with and without the correction */
     int verify;             /* check each upload: the vertex buffer read back from GL */
-    int width, height;      /* window size, pixels (0: 1280 x 720) */
+    int drag_particle;      /* >= 0: pull this particle toward drag_target from the start, as
+                               a mouse drag does, and report where it got (-1: none) */
+    float drag_target[3];
+    int width, height; /* window size, pixels (0: 1280 x 720) */
 } pbd_view_options;
 
 /* Runs the viewer; returns the exit code (messages go to stderr). */
