@@ -909,6 +909,22 @@ static int screenshot(const char *path, int width, int height)
     return rc;
 }
 
+/* Why positions are read back instead of shared: a device without cl_khr_gl_sharing cannot
+ * share; one with it could, but the sharing path is not written yet. */
+static const char *sharing_note(const sim *s)
+{
+    if (s->desc.backend == PBD_BACKEND_CPU)
+        return "the CPU reference";
+    pbd_device_info *list = NULL;
+    int n = 0, sharing = 0;
+    if (pbd_devices_list(&list, &n, NULL) == PBD_OK)
+        for (int k = 0; k < n; ++k)
+            if (strcmp(list[k].name, pbd_solver_device_name(s->solver)) == 0)
+                sharing |= list[k].gl_sharing;
+    free(list);
+    return sharing ? "CL/GL sharing not used yet" : "the device lists no cl_khr_gl_sharing";
+}
+
 static void on_glfw_error(int code, const char *text)
 {
     fprintf(stderr, "pbd view: GLFW error %d: %s\n", code, text);
@@ -1007,9 +1023,11 @@ int pbd_cli_view(const pbd_view_options *o)
             goto done_glfw;
         }
     }
-    glfwSetWindowTitle(w.win, w.nsims > 1 ? "pbd view: with and without momentum preservation "
-                                            "(read back, glBufferSubData)"
-                                          : "pbd view (read back, glBufferSubData)");
+    char title[384];
+    snprintf(title, sizeof title, "pbd view%s: %s (positions read back, glBufferSubData: %s)",
+             w.nsims > 1 ? " with and without momentum preservation" : "",
+             pbd_solver_device_name(w.sims[0].solver), sharing_note(&w.sims[0]));
+    glfwSetWindowTitle(w.win, title);
     /* --drag: particle o->drag_particle pulled toward o->drag_target from the start. */
     double drag_start = 0.0;
     if (o->drag_particle >= 0) {
