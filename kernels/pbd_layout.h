@@ -50,6 +50,17 @@ typedef struct pbd_attachment {
     pbd_float4 target; /* the point, m (w: 0) */
 } pbd_attachment;
 
+/* A tetrahedron's volume (XPBD: Macklin et al. 2016; the volume constraint of Müller et al.
+ * 2007 sec. 3.3 and Bender's survey): C = V(a, b, c, d) - rest, with the signed volume
+ * V = (b - a) . ((c - a) x (d - a)) / 6, so a tet turned inside out is pushed back. 32 bytes. */
+typedef struct pbd_volume {
+    int a, b, c, d;   /* four different particles */
+    float rest;       /* signed rest volume, m^3 (its sign is the tet's orientation) */
+    float compliance; /* as pbd_distance's: >= 0 XPBD (m^3/N... per unit volume), < 0 PBD */
+    int pad0;         /* 0 */
+    int pad1;         /* 0 */
+} pbd_volume;
+
 /* The constraint types, in the order the step projects them:
  *   X(ID, name, record type, arity, world)
  * world: 1 when the world takes part (a fixed point, a kinematic target), so that what the
@@ -63,6 +74,7 @@ typedef struct pbd_attachment {
  * Jacobi gather, which also collides, ends an iteration. */
 #define PBD_CONSTRAINT_LIST(X)                                                                     \
     X(ATTACHMENT, attachment, pbd_attachment, 1, 1)                                                \
+    X(VOLUME, volume, pbd_volume, 4, 0)                                                            \
     X(DISTANCE, distance, pbd_distance, 2, 0)
 
 enum {
@@ -73,7 +85,7 @@ enum {
 };
 
 /* The largest arity in the list. */
-#define PBD_MAX_ARITY 2
+#define PBD_MAX_ARITY 4
 
 /* The collider kinds, one collision function each (pbd_collide_<name>, pbd_shared.h),
  * dispatched by pbd_collide: X(ID, name). A new kind is an entry here, its function, and its scene

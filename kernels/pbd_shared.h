@@ -391,6 +391,50 @@ PBD_INLINE void pbd_attachment_project(PBD_GLOBAL pbd_float4 *p, PBD_GLOBAL pbd_
         dx[a.particle] = pbd_add3(dx[a.particle], d);
 }
 
+/* The volume constraint's projection (pbd_volume): gradients of V at b, c, d are
+ * (c - a) x (d - a) / 6, (d - a) x (b - a) / 6 and (b - a) x (c - a) / 6, at a minus their
+ * sum, so the corrections w_i grad_i s move no centre of mass and turn nothing (V is
+ * invariant under translation and rotation). A flat tet (no gradient) is left alone. */
+PBD_INLINE void pbd_volume_project(PBD_GLOBAL pbd_float4 *p, PBD_GLOBAL pbd_float4 *dx,
+                                   PBD_GLOBAL const pbd_volume *records, PBD_GLOBAL float *lambda,
+                                   int c, float inv_h2, int reset_lambda, int track)
+{
+    (void)dx;
+    (void)track; /* between particles of one body: no external impulse */
+    pbd_volume v = records[c];
+    float l = reset_lambda ? 0.0f : lambda[c];
+    pbd_float4 x0 = p[v.a], x1 = p[v.b], x2 = p[v.c], x3 = p[v.d];
+    float e1x = x1.x - x0.x, e1y = x1.y - x0.y, e1z = x1.z - x0.z;
+    float e2x = x2.x - x0.x, e2y = x2.y - x0.y, e2z = x2.z - x0.z;
+    float e3x = x3.x - x0.x, e3y = x3.y - x0.y, e3z = x3.z - x0.z;
+    const float sixth = 1.0f / 6.0f;
+    /* grad_b = e2 x e3 / 6, grad_c = e3 x e1 / 6, grad_d = e1 x e2 / 6 */
+    float g1x = (e2y * e3z - e2z * e3y) * sixth, g1y = (e2z * e3x - e2x * e3z) * sixth,
+          g1z = (e2x * e3y - e2y * e3x) * sixth;
+    float g2x = (e3y * e1z - e3z * e1y) * sixth, g2y = (e3z * e1x - e3x * e1z) * sixth,
+          g2z = (e3x * e1y - e3y * e1x) * sixth;
+    float g3x = (e1y * e2z - e1z * e2y) * sixth, g3y = (e1z * e2x - e1x * e2z) * sixth,
+          g3z = (e1x * e2y - e1y * e2x) * sixth;
+    float g0x = -(g1x + g2x + g3x), g0y = -(g1y + g2y + g3y), g0z = -(g1z + g2z + g3z);
+    float vol = e1x * g1x + e1y * g1y + e1z * g1z;
+    float cval = vol - v.rest;
+    float wsum =
+        x0.w * (g0x * g0x + g0y * g0y + g0z * g0z) + x1.w * (g1x * g1x + g1y * g1y + g1z * g1z) +
+        x2.w * (g2x * g2x + g2y * g2y + g2z * g2z) + x3.w * (g3x * g3x + g3y * g3y + g3z * g3z);
+    float at = v.compliance * inv_h2;
+    int xpbd = v.compliance >= 0.0f;
+    float num = xpbd ? -cval - at * l : -v.compliance * -cval;
+    float den = xpbd ? wsum + at : wsum;
+    if (!(wsum > 0.0f) || !(den > 0.0f))
+        return;
+    float s = num / den;
+    p[v.a] = PBD_F4(x0.x + x0.w * s * g0x, x0.y + x0.w * s * g0y, x0.z + x0.w * s * g0z, x0.w);
+    p[v.b] = PBD_F4(x1.x + x1.w * s * g1x, x1.y + x1.w * s * g1y, x1.z + x1.w * s * g1z, x1.w);
+    p[v.c] = PBD_F4(x2.x + x2.w * s * g2x, x2.y + x2.w * s * g2y, x2.z + x2.w * s * g2z, x2.w);
+    p[v.d] = PBD_F4(x3.x + x3.w * s * g3x, x3.y + x3.w * s * g3y, x3.z + x3.w * s * g3z, x3.w);
+    lambda[c] = xpbd ? l + s : l;
+}
+
 /* Jacobi for constraint c: its gain (pbd_distance_gain) on the iterate p, which it does not
  * change, and its multiplier, grown from 0 when `reset_lambda`. The CPU reference and the
  * device's kernels project one constraint with this. */

@@ -1,4 +1,5 @@
 /* The projection math of kernels/pbd_shared.h against values worked out by hand. */
+#include <float.h>
 #include <math.h>
 
 #include "solver/solver_impl.h"
@@ -155,6 +156,95 @@ static void attachment_math(void **state)
     pbd_attachment_project(p, dx, &a, lambda, 0, 100.0f, 1, 0);
     assert_near(p[0].z, 3.0, 1e-6, "compliant: a third of the way");
     assert_near(dx[0].z, 0.0, 0.0, "not tracked: nothing recorded");
+}
+
+/* Signed volume of the tet of p[0..3]. */
+static double tet_volume(const pbd_float4 *p)
+{
+    double e[3][3];
+    for (int r = 0; r < 3; ++r) {
+        e[r][0] = (double)p[r + 1].x - p[0].x;
+        e[r][1] = (double)p[r + 1].y - p[0].y;
+        e[r][2] = (double)p[r + 1].z - p[0].z;
+    }
+    return (e[0][0] * (e[1][1] * e[2][2] - e[1][2] * e[2][1]) +
+            e[0][1] * (e[1][2] * e[2][0] - e[1][0] * e[2][2]) +
+            e[0][2] * (e[1][0] * e[2][1] - e[1][1] * e[2][0])) /
+           6.0;
+}
+
+/* The volume constraint: a squashed tet of unequal masses, projected hard, moves no centre of
+ * mass and turns nothing (sum m dx = 0, sum m x x dx = 0, to rounding) and comes most of the
+ * way back to its rest volume (the projection is linearised); PBD stiffness 0.5 takes it
+ * about half way; a pinned particle stays; an inverted tet is pushed back toward its rest
+ * sign; a flat one is left alone. */
+static void volume_math(void **state)
+{
+    (void)state;
+    const pbd_float4 rest[4] = {F4(0, 0, 0, 1.0f), F4(1, 0, 0, 0.5f), F4(0, 1, 0, 2.0f),
+                                F4(0, 0, 1, 0.25f)};
+    pbd_volume v = {0, 1, 2, 3, (float)tet_volume(rest), 0.0f, 0, 0};
+    pbd_float4 p[4], dx[4];
+    memcpy(p, rest, sizeof p);
+    p[3].z = 0.7f; /* squashed to 70 % */
+    p[1].y = 0.05f;
+    pbd_float4 before[4];
+    memcpy(before, p, sizeof p);
+    float lambda[1] = {3.0f};
+    double c0 = tet_volume(p) - v.rest;
+    pbd_volume_project(p, dx, &v, lambda, 0, 100.0f, 1, 0);
+    double c1 = tet_volume(p) - v.rest, lin[3] = {0, 0, 0}, ang[3] = {0, 0, 0}, scale = 0.0;
+    for (int i = 0; i < 4; ++i) {
+        double m = 1.0 / p[i].w, d[3] = {(double)p[i].x - before[i].x, (double)p[i].y - before[i].y,
+                                         (double)p[i].z - before[i].z};
+        double x[3] = {before[i].x, before[i].y, before[i].z};
+        for (int k = 0; k < 3; ++k)
+            lin[k] += m * d[k];
+        ang[0] += m * (x[1] * d[2] - x[2] * d[1]);
+        ang[1] += m * (x[2] * d[0] - x[0] * d[2]);
+        ang[2] += m * (x[0] * d[1] - x[1] * d[0]);
+        scale = fmax(scale, m * sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]));
+    }
+    print_message("C %.6g -> %.6g; sum m dx (%.3g, %.3g, %.3g), sum m x x dx (%.3g, %.3g, %.3g) "
+                  "of %.3g\n",
+                  c0, c1, lin[0], lin[1], lin[2], ang[0], ang[1], ang[2], scale);
+    /* To the rounding of the new positions: 2 ulp of each coordinate, weighted by mass. */
+    double round = 0.0;
+    for (int i = 0; i < 4; ++i)
+        round += 2.0 * FLT_EPSILON * (1.0 / before[i].w) * 2.0;
+    for (int k = 0; k < 3; ++k) {
+        assert_near(lin[k], 0.0, round, "linear momentum kept");
+        assert_near(ang[k], 0.0, round, "angular momentum kept");
+    }
+    expect(scale > 1000.0 * round, "the correction %g is not far above rounding %g", scale, round);
+    expect(fabs(c1) < 0.1 * fabs(c0), "hard: C %g -> %g", c0, c1);
+    /* PBD stiffness 0.5: about half way. */
+    memcpy(p, before, sizeof p);
+    v.compliance = -0.5f;
+    pbd_volume_project(p, dx, &v, lambda, 0, 100.0f, 1, 0);
+    double half = (tet_volume(p) - v.rest) / c0;
+    expect(half > 0.4 && half < 0.6, "stiffness 0.5: C kept %g of itself", half);
+    /* A pinned particle stays. */
+    memcpy(p, before, sizeof p);
+    p[2].w = 0.0f;
+    v.compliance = 0.0f;
+    pbd_volume_project(p, dx, &v, lambda, 0, 100.0f, 1, 0);
+    expect(p[2].x == before[2].x && p[2].y == before[2].y && p[2].z == before[2].z,
+           "the pinned particle moved");
+    expect(fabs(tet_volume(p) - v.rest) < 0.1 * fabs(c0), "with a pin: C %g",
+           tet_volume(p) - v.rest);
+    /* Inverted (d below the base): pushed back toward the rest sign. */
+    memcpy(p, rest, sizeof p);
+    p[3].z = -0.2f;
+    double inv0 = tet_volume(p);
+    pbd_volume_project(p, dx, &v, lambda, 0, 100.0f, 1, 0);
+    expect(inv0 < 0.0 && tet_volume(p) > inv0 + 0.5 * (v.rest - inv0),
+           "inverted: V %g -> %g, rest %g", inv0, tet_volume(p), (double)v.rest);
+    /* Flat (all four in a line): no gradient, left alone. */
+    pbd_float4 flat[4] = {F4(0, 0, 0, 1), F4(1, 0, 0, 1), F4(2, 0, 0, 1), F4(3, 0, 0, 1)};
+    memcpy(p, flat, sizeof p);
+    pbd_volume_project(p, dx, &v, lambda, 0, 100.0f, 1, 0);
+    expect(memcmp(p, flat, sizeof p) == 0, "a flat tet moved");
 }
 
 static void predict_and_update(void **state)
@@ -368,6 +458,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(collide_planes_math),
     cmocka_unit_test(collide_sphere_math),
     cmocka_unit_test(attachment_math),
+    cmocka_unit_test(volume_math),
     cmocka_unit_test(predict_and_update),
     cmocka_unit_test(gather_average),
     cmocka_unit_test(particle_sums),

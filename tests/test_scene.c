@@ -68,6 +68,7 @@ static const good_scene good[] = {
     {"spinning_box.json", 7 * 7 * 7, 0, 1, 0, 0},
     {"rope.json", 65, 64, 1, 1, 1},
     {"cloth_sphere.json", 64 * 64, 0, 1, 0, 2},
+    {"spinning_soft_cube.json", 7 * 7 * 7, 0, 1, 0, 0},
 };
 
 static int64_t expected_distance(const good_scene *g)
@@ -78,7 +79,8 @@ static int64_t expected_distance(const good_scene *g)
         return cloth_constraints(64, 64);
     if (strcmp(g->file, "cloth_large.json") == 0)
         return cloth_constraints(256, 256);
-    if (strcmp(g->file, "spinning_box.json") == 0)
+    if (strcmp(g->file, "spinning_box.json") == 0 ||
+        strcmp(g->file, "spinning_soft_cube.json") == 0)
         return tet_constraints(6, 6, 6);
     return g->distance;
 }
@@ -410,6 +412,34 @@ static int open_edges(const pbd_model *m)
 
 /* The surfaces: a tet box's is closed, oriented outwards and encloses the box's volume with
  * its area; a cloth's covers its area with two triangles a quad, all facing one way. */
+/* With "volume": six volume constraints a cell, whose rest volumes are a sixth of a cell's
+ * each and fill the box; "volume_compliance" without "volume" is refused. */
+static void tet_volumes(void **state)
+{
+    (void)state;
+    pbd_scene s = {0};
+    pbd_error err = {0};
+    const char *json = "{\"bodies\": [{\"type\": \"tet_box\", \"cells\": [2, 3, 4], "
+                       "\"size\": [1, 2, 3], \"volume\": true, \"volume_compliance\": 1e-3}]}";
+    assert_int_equal(pbd_scene_parse(json, "vol", &s, &err), PBD_OK);
+    assert_int_equal(s.model.num_volume, 6 * 2 * 3 * 4);
+    double total = 0.0;
+    for (int k = 0; k < s.model.num_volume; ++k) {
+        const pbd_volume *v = &s.model.volume[k];
+        expect(fabs(fabs(v->rest) - 6.0 / 24.0 / 6.0) < 1e-6 && v->compliance == 1e-3f,
+               "tet %d: rest %g, compliance %g", k, (double)v->rest, (double)v->compliance);
+        total += fabs(v->rest);
+    }
+    expect(fabs(total - 6.0) < 1e-5, "the tets fill %g m^3 of 6", total);
+    assert_int_equal(pbd_model_validate(&s.model, &err), PBD_OK);
+    pbd_scene_free(&s);
+    json = "{\"bodies\": [{\"type\": \"tet_box\", \"cells\": [1, 1, 1], "
+           "\"volume_compliance\": 1e-3}]}";
+    assert_int_equal(pbd_scene_parse(json, "vol", &s, &err), PBD_ERR_SCENE);
+    expect(strstr(err.message, "bodies[0].volume_compliance: found without \"volume\": true"), "%s",
+           err.message);
+}
+
 static void surfaces(void **state)
 {
     (void)state;
@@ -751,6 +781,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(parse_string),
     cmocka_unit_test(tet_box),
     cmocka_unit_test(surfaces),
+    cmocka_unit_test(tet_volumes),
     cmocka_unit_test(rope),
     cmocka_unit_test(angular_velocity),
     cmocka_unit_test(cloth_density_and_counts),

@@ -210,6 +210,13 @@ static const char *record_problem(int type, const void *record)
             return "a target within 1e9 m of the origin";
         break;
     }
+    case PBD_CONSTRAINT_VOLUME: {
+        const pbd_volume *v = record;
+        /* (1e9 m)^3 bounds it; a zero rest volume would push every tet flat */
+        if (!isfinite(v->rest) || v->rest == 0.0f || !(fabsf(v->rest) <= 1e27f))
+            return "a rest volume other than 0, within 1e27 m^3";
+        break;
+    }
     }
     return NULL;
 }

@@ -10,7 +10,7 @@
 /* The body being appended, and the model's counts before it (to roll back). */
 typedef struct build {
     pbd_model *m;
-    int particles, bodies, distance, triangles;
+    int particles, bodies, distance, volume, triangles;
     int first, count;
     float compliance;
 } build;
@@ -26,6 +26,7 @@ static pbd_status rollback(build *b, pbd_error *err)
     b->m->num_particles = b->particles;
     b->m->num_bodies = b->bodies;
     b->m->num_distance = b->distance;
+    b->m->num_volume = b->volume;
     b->m->num_triangles = b->triangles;
     return pbd_error_set(err, PBD_ERR_MEMORY, "out of memory");
 }
@@ -98,8 +99,9 @@ static pbd_status begin(build *b, pbd_model *m, const pbd_gen_common *c, const c
     }
     free(seen);
 
-    *b = (build){m, m->num_particles, m->num_bodies, m->num_distance, m->num_triangles, 0, (int)np,
-                 c->compliance};
+    *b = (build){
+        m, m->num_particles, m->num_bodies, m->num_distance, m->num_volume, m->num_triangles,
+        0, (int)np,          c->compliance};
     b->first = pbd_model_add_particles(m, (int)np, c->name ? c->name : type);
     if (b->first < 0)
         return rollback(b, err);
@@ -368,6 +370,39 @@ void pbd_tet_box_counts(const pbd_tet_box_desc *d, int64_t *particles, int64_t *
             n *= d->cells[k] + 1 - tet_steps[s][k];
         *constraints += n;
     }
+    if (d->volume)
+        *constraints += 6 * (int64_t)d->cells[0] * d->cells[1] * d->cells[2];
+}
+
+/* The six tetrahedra of a cell around its (0,0,0)-(1,1,1) diagonal: (0,0,0), e_p, e_p + e_q,
+ * (1,1,1) for each order p, q, r of the axes (the distance constraints' edges are theirs). */
+static const int tet_orders[6][3] = {{0, 1, 2}, {0, 2, 1}, {1, 0, 2},
+                                     {1, 2, 0}, {2, 0, 1}, {2, 1, 0}};
+
+/* Appends the volume constraint of the tetrahedron of body particles q[0..3], its rest volume
+ * the signed volume it has now; 1 on allocation failure. */
+static int add_tet(build *b, const int *q, float compliance)
+{
+    const pbd_float4 *x = b->m->x + b->first;
+    double e[3][3];
+    for (int r = 0; r < 3; ++r) {
+        e[r][0] = (double)x[q[r + 1]].x - x[q[0]].x;
+        e[r][1] = (double)x[q[r + 1]].y - x[q[0]].y;
+        e[r][2] = (double)x[q[r + 1]].z - x[q[0]].z;
+    }
+    double vol = (e[0][0] * (e[1][1] * e[2][2] - e[1][2] * e[2][1]) +
+                  e[0][1] * (e[1][2] * e[2][0] - e[1][0] * e[2][2]) +
+                  e[0][2] * (e[1][0] * e[2][1] - e[1][1] * e[2][0])) /
+                 6.0;
+    pbd_volume v = {b->first + q[0],
+                    b->first + q[1],
+                    b->first + q[2],
+                    b->first + q[3],
+                    (float)vol,
+                    compliance,
+                    0,
+                    0};
+    return pbd_model_add_constraint(b->m, PBD_CONSTRAINT_VOLUME, &v) != 0;
 }
 
 pbd_status pbd_scene_add_tet_box(pbd_model *m, const pbd_tet_box_desc *d, pbd_error *err)
@@ -384,6 +419,9 @@ pbd_status pbd_scene_add_tet_box(pbd_model *m, const pbd_tet_box_desc *d, pbd_er
                (double)d->size[0] * d->size[1] * d->size[2], NULL, err);
     if (st != PBD_OK)
         return st;
+    if (d->volume && !(d->volume_compliance >= -1.0f && d->volume_compliance <= PBD_MAX_COMPLIANCE))
+        return bad(err, "volume_compliance", d->volume_compliance,
+                   "a compliance in [0, 1e20] or a stiffness in (0, 1]");
     int n[3] = {d->cells[0] + 1, d->cells[1] + 1, d->cells[2] + 1};
     double h[3];
     for (int k = 0; k < 3; ++k)
@@ -407,6 +445,19 @@ pbd_status pbd_scene_add_tet_box(pbd_model *m, const pbd_tet_box_desc *d, pbd_er
                                 link(&b, p, ((k + st3[2]) * n[1] + j + st3[1]) * n[0] + i + st3[0],
                                      -1.0f);
                     }
+                }
+    for (int k = 0; d->volume && k + 1 < n[2]; ++k)
+        for (int j = 0; j + 1 < n[1]; ++j)
+            for (int i = 0; i + 1 < n[0]; ++i)
+                for (int t = 0; t < 6; ++t) {
+                    int at[3] = {i, j, k}, q[4];
+                    q[0] = (k * n[1] + j) * n[0] + i;
+                    at[tet_orders[t][0]]++;
+                    q[1] = (at[2] * n[1] + at[1]) * n[0] + at[0];
+                    at[tet_orders[t][1]]++;
+                    q[2] = (at[2] * n[1] + at[1]) * n[0] + at[0];
+                    q[3] = ((k + 1) * n[1] + j + 1) * n[0] + i + 1;
+                    failures += add_tet(&b, q, d->volume_compliance);
                 }
     /* The surface: the lattice's six faces, two triangles a cell face, counter-clockwise
      * seen from outside. Face f is normal to axis a = f / 2, at its low (f even) or high end;

@@ -76,13 +76,15 @@ typedef struct pbd_rope_desc {
 } pbd_rope_desc;
 
 /* A box lattice of (cx+1)(cy+1)(cz+1) particles, index (k * (cy+1) + j) * (cx+1) + i, each
- * cell cut into six tetrahedra around its (0,0,0)-(1,1,1) diagonal; one constraint per
- * tetrahedron edge. */
+ * cell cut into six tetrahedra around its (0,0,0)-(1,1,1) diagonal; one distance constraint
+ * per tetrahedron edge, and with `volume` one volume constraint per tetrahedron. */
 typedef struct pbd_tet_box_desc {
     pbd_gen_common common;
     int cells[3];  /* [1, PBD_TET_CELLS_MAX] each */
     float size[3]; /* m, > 0 */
     float center[3];
+    int volume;              /* 1: a volume constraint per tetrahedron (six a cell) */
+    float volume_compliance; /* theirs: >= 0 XPBD compliance, < 0 -k (PBD stiffness) */
 } pbd_tet_box_desc;
 
 /* Explicit particles and constraints. common.density must be 0. */

@@ -397,7 +397,7 @@ static const char *const type_keys[][10] = {
     [CLOTH] = {"density", "resolution", "size", "center", "orientation", "shear", "bending", "pin",
                NULL},
     [ROPE] = {"density", "segments", "start", "end", "bending", NULL},
-    [TET_BOX] = {"density", "cells", "size", "center", NULL},
+    [TET_BOX] = {"density", "cells", "size", "center", "volume", "volume_compliance", NULL},
     [PARTICLES] = {"positions", "masses", "velocities", "constraints", NULL},
 };
 
@@ -432,6 +432,8 @@ static const field tet_box_fields[] = {
     {"cells", 'i', 3, INT_IN(1, PBD_TET_CELLS_MAX), offsetof(pbd_tet_box_desc, cells)},
     {"size", 'f', 3, POSITIVE, offsetof(pbd_tet_box_desc, size)},
     {"center", 'f', 3, ANY_FLOAT, offsetof(pbd_tet_box_desc, center)},
+    {"volume", 'b', 0, ANY_FLOAT, offsetof(pbd_tet_box_desc, volume)},
+    {"volume_compliance", 'f', 0, NON_NEGATIVE, offsetof(pbd_tet_box_desc, volume_compliance)},
 };
 
 #define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
@@ -611,6 +613,10 @@ static int read_body(ctx *c, const cJSON *obj, const char *key, body_read *b)
         (type == CLOTH && read_cloth_enums(c, obj, key, &b->cloth)) ||
         (type == PARTICLES && read_particles(c, obj, key, &b->parts, &b->l)))
         r = -1;
+    if (r == 0 && type == TET_BOX && !b->tet.volume &&
+        cJSON_GetObjectItemCaseSensitive(obj, "volume_compliance"))
+        r = fail(c, PBD_ERR_SCENE, join(sub, key, "volume_compliance"),
+                 "found without \"volume\": true, expected both or neither");
     if (r == 0 && com->name && (strlen(com->name) < 1 || strlen(com->name) > 63))
         r = fail(c, PBD_ERR_SCENE, join(sub, key, "name"),
                  "found a string of %zu characters, expected 1 to 63", strlen(com->name));
