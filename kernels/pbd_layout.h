@@ -61,6 +61,16 @@ typedef struct pbd_volume {
     int pad1;         /* 0 */
 } pbd_volume;
 
+/* A tether, a long-range attachment (Kim, Chentanez and Müller 2012): particle a stays within
+ * `rest` of particle b (usually a pinned one), C = |a - b| - rest, projected only when
+ * C > 0, so a cloth hanging from its pins cannot stretch however few the iterations.
+ * 16 bytes. */
+typedef struct pbd_tether {
+    int a, b;         /* two different particles */
+    float rest;       /* the longest allowed distance, m, >= 0 */
+    float compliance; /* as pbd_distance's */
+} pbd_tether;
+
 /* The constraint types, in the order the step projects them:
  *   X(ID, name, record type, arity, world)
  * world: 1 when the world takes part (a fixed point, a kinematic target), so that what the
@@ -75,6 +85,7 @@ typedef struct pbd_volume {
 #define PBD_CONSTRAINT_LIST(X)                                                                     \
     X(ATTACHMENT, attachment, pbd_attachment, 1, 1)                                                \
     X(VOLUME, volume, pbd_volume, 4, 0)                                                            \
+    X(TETHER, tether, pbd_tether, 2, 0)                                                            \
     X(DISTANCE, distance, pbd_distance, 2, 0)
 
 enum {

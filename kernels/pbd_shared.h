@@ -435,6 +435,26 @@ PBD_INLINE void pbd_volume_project(PBD_GLOBAL pbd_float4 *p, PBD_GLOBAL pbd_floa
     lambda[c] = xpbd ? l + s : l;
 }
 
+/* A tether (pbd_tether): a distance constraint that acts only when stretched past `rest`; a
+ * slack tether moves nothing and keeps its multiplier (a stretched one's is <= 0). */
+PBD_INLINE void pbd_tether_project(PBD_GLOBAL pbd_float4 *p, PBD_GLOBAL pbd_float4 *dx,
+                                   PBD_GLOBAL const pbd_tether *records, PBD_GLOBAL float *lambda,
+                                   int c, float inv_h2, int reset_lambda, int track)
+{
+    (void)dx;
+    (void)track; /* between particles of one body: no external impulse */
+    pbd_tether t = records[c];
+    float l = reset_lambda ? 0.0f : lambda[c];
+    pbd_float4 pa = p[t.a], pb = p[t.b], da, db;
+    float ex = pa.x - pb.x, ey = pa.y - pb.y, ez = pa.z - pb.z, dl = 0.0f;
+    if (ex * ex + ey * ey + ez * ez > t.rest * t.rest) {
+        pbd_project_distance(pa, pb, t.rest, t.compliance, l, inv_h2, &da, &db, &dl);
+        p[t.a] = pbd_add3(pa, da);
+        p[t.b] = pbd_add3(pb, db);
+    }
+    lambda[c] = l + dl;
+}
+
 /* Jacobi for constraint c: its gain (pbd_distance_gain) on the iterate p, which it does not
  * change, and its multiplier, grown from 0 when `reset_lambda`. The CPU reference and the
  * device's kernels project one constraint with this. */

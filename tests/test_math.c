@@ -247,6 +247,31 @@ static void volume_math(void **state)
     expect(memcmp(p, flat, sizeof p) == 0, "a flat tet moved");
 }
 
+/* A tether acts only when stretched: a free particle 3 m from its pinned anchor with a rest
+ * of 2 m comes back to 2 m (hard), one at 1.5 m is left where it is; between two free
+ * particles of masses 1 and 3 the correction moves no centre of mass. */
+static void tether_math(void **state)
+{
+    (void)state;
+    pbd_float4 p[2] = {F4(3, 0, 0, 1.0f), F4(0, 0, 0, 0.0f)}, dx[2];
+    pbd_tether t = {0, 1, 2.0f, 0.0f};
+    float lambda[1] = {5.0f};
+    pbd_tether_project(p, dx, &t, lambda, 0, 100.0f, 1, 0);
+    assert_near(p[0].x, 2.0, 1e-6, "stretched: back to the longest length");
+    assert_near(p[1].x, 0.0, 0.0, "the pinned anchor stays");
+    expect(lambda[0] < 0.0f, "multiplier %g, expected < 0 (a pull)", (double)lambda[0]);
+    p[0] = F4(1.5f, 0, 0, 1.0f);
+    lambda[0] = 0.0f;
+    pbd_tether_project(p, dx, &t, lambda, 0, 100.0f, 1, 0);
+    expect(p[0].x == 1.5f && lambda[0] == 0.0f, "slack: moved to %g, multiplier %g", (double)p[0].x,
+           (double)lambda[0]);
+    pbd_float4 q[2] = {F4(0, 0, 0, 1.0f), F4(0, 4, 0, 1.0f / 3.0f)};
+    pbd_tether_project(q, dx, &t, lambda, 0, 100.0f, 1, 0);
+    double len = (double)q[1].y - q[0].y, moment = 1.0 * q[0].y + 3.0 * ((double)q[1].y - 4.0);
+    assert_near(len, 2.0, 1e-6, "free pair: at the longest length");
+    assert_near(moment, 0.0, 1e-6, "free pair: sum m dx = 0");
+}
+
 static void predict_and_update(void **state)
 {
     (void)state;
@@ -459,6 +484,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(collide_sphere_math),
     cmocka_unit_test(attachment_math),
     cmocka_unit_test(volume_math),
+    cmocka_unit_test(tether_math),
     cmocka_unit_test(predict_and_update),
     cmocka_unit_test(gather_average),
     cmocka_unit_test(particle_sums),

@@ -69,13 +69,15 @@ static const good_scene good[] = {
     {"rope.json", 65, 64, 1, 1, 1},
     {"cloth_sphere.json", 64 * 64, 0, 1, 0, 2},
     {"spinning_soft_cube.json", 7 * 7 * 7, 0, 1, 0, 0},
+    {"tethered_curtain.json", 64 * 64, 0, 1, 64, 1},
 };
 
 static int64_t expected_distance(const good_scene *g)
 {
     if (strcmp(g->file, "cloth.json") == 0)
         return cloth_constraints(128, 128);
-    if (strcmp(g->file, "cloth_sphere.json") == 0)
+    if (strcmp(g->file, "cloth_sphere.json") == 0 ||
+        strcmp(g->file, "tethered_curtain.json") == 0)
         return cloth_constraints(64, 64);
     if (strcmp(g->file, "cloth_large.json") == 0)
         return cloth_constraints(256, 256);
@@ -440,6 +442,36 @@ static void tet_volumes(void **state)
            err.message);
 }
 
+/* "tethers": every free particle of a pinned cloth gets one tether to a pinned particle, at
+ * the distance they start apart; a cloth with nothing pinned is refused. */
+static void cloth_tethers(void **state)
+{
+    (void)state;
+    pbd_scene s = {0};
+    pbd_error err = {0};
+    const char *json = "{\"bodies\": [{\"type\": \"cloth\", \"resolution\": [6, 5], "
+                       "\"size\": [1, 1], \"orientation\": \"xy\", \"pin\": \"corners\", "
+                       "\"tethers\": true}]}";
+    assert_int_equal(pbd_scene_parse(json, "tethers", &s, &err), PBD_OK);
+    const pbd_model *m = &s.model;
+    expect(m->num_tether == 6 * 5 - 2, "%d tethers, expected 28", m->num_tether);
+    for (int k = 0; k < m->num_tether; ++k) {
+        const pbd_tether *t = &m->tether[k];
+        pbd_float4 a = m->x[t->a], b = m->x[t->b];
+        double d = sqrt(((double)a.x - b.x) * (a.x - b.x) + ((double)a.y - b.y) * (a.y - b.y) +
+                        ((double)a.z - b.z) * (a.z - b.z));
+        expect(a.w > 0.0f && b.w == 0.0f && fabs(d - t->rest) < 1e-6,
+               "tether %d: %d -> %d, rest %g, distance %g", k, t->a, t->b, (double)t->rest, d);
+    }
+    pbd_scene_free(&s);
+    json = "{\"bodies\": [{\"type\": \"cloth\", \"resolution\": [4, 4], \"tethers\": "
+           "true}]}";
+    assert_int_equal(pbd_scene_parse(json, "tethers", &s, &err), PBD_ERR_SCENE);
+    expect(strstr(err.message, "bodies[0].tethers: found 1, expected a pinned particle"), "%s",
+           err.message);
+    expect(s.model.num_particles == 0, "%d particles left", s.model.num_particles);
+}
+
 static void surfaces(void **state)
 {
     (void)state;
@@ -782,6 +814,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(tet_box),
     cmocka_unit_test(surfaces),
     cmocka_unit_test(tet_volumes),
+    cmocka_unit_test(cloth_tethers),
     cmocka_unit_test(rope),
     cmocka_unit_test(angular_velocity),
     cmocka_unit_test(cloth_density_and_counts),

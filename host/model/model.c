@@ -210,6 +210,12 @@ static const char *record_problem(int type, const void *record)
             return "a target within 1e9 m of the origin";
         break;
     }
+    case PBD_CONSTRAINT_TETHER: {
+        const pbd_tether *t = record;
+        if (!(t->rest >= 0.0f) || !(t->rest <= 2.0f * PBD_MAX_COORD))
+            return "a longest length >= 0, within 2e9 m";
+        break;
+    }
     case PBD_CONSTRAINT_VOLUME: {
         const pbd_volume *v = record;
         /* (1e9 m)^3 bounds it; a zero rest volume would push every tet flat */

@@ -10,7 +10,7 @@
 /* The body being appended, and the model's counts before it (to roll back). */
 typedef struct build {
     pbd_model *m;
-    int particles, bodies, distance, volume, triangles;
+    int particles, bodies, distance, volume, tether, triangles;
     int first, count;
     float compliance;
 } build;
@@ -27,6 +27,7 @@ static pbd_status rollback(build *b, pbd_error *err)
     b->m->num_bodies = b->bodies;
     b->m->num_distance = b->distance;
     b->m->num_volume = b->volume;
+    b->m->num_tether = b->tether;
     b->m->num_triangles = b->triangles;
     return pbd_error_set(err, PBD_ERR_MEMORY, "out of memory");
 }
@@ -99,9 +100,16 @@ static pbd_status begin(build *b, pbd_model *m, const pbd_gen_common *c, const c
     }
     free(seen);
 
-    *b = (build){
-        m, m->num_particles, m->num_bodies, m->num_distance, m->num_volume, m->num_triangles,
-        0, (int)np,          c->compliance};
+    memset(b, 0, sizeof *b);
+    b->m = m;
+    b->particles = m->num_particles;
+    b->bodies = m->num_bodies;
+    b->distance = m->num_distance;
+    b->volume = m->num_volume;
+    b->tether = m->num_tether;
+    b->triangles = m->num_triangles;
+    b->count = (int)np;
+    b->compliance = c->compliance;
     b->first = pbd_model_add_particles(m, (int)np, c->name ? c->name : type);
     if (b->first < 0)
         return rollback(b, err);
@@ -226,7 +234,50 @@ void pbd_cloth_counts(const pbd_cloth_desc *d, int64_t *particles, int64_t *cons
     int64_t shear = d->shear ? 2 * (nu - 1) * (nv - 1) : 0;
     int64_t bending = d->bending ? (nu - 2) * nv + nu * (nv - 2) : 0;
     *particles = nu * nv;
-    *constraints = structural + shear + bending;
+    /* tethers: at most one a particle */
+    *constraints = structural + shear + bending + (d->tethers ? nu * nv : 0);
+}
+
+/* Tethers every free particle of a cloth to a pinned one: the first reached by a
+ * breadth-first walk over the grid from all the pins at once (O(particles)), at the distance
+ * they start apart. 0, or 1 on an allocation failure. */
+static int add_tethers(build *b, int nu, int nv)
+{
+    int n = nu * nv, head = 0, tail = 0, failures = 0;
+    int *queue = malloc((size_t)n * sizeof *queue), *pin = malloc((size_t)n * sizeof *pin);
+    if (!queue || !pin) {
+        free(queue);
+        free(pin);
+        return 1;
+    }
+    const pbd_float4 *x = b->m->x + b->first;
+    for (int i = 0; i < n; ++i) {
+        pin[i] = x[i].w == 0.0f ? i : -1;
+        if (pin[i] >= 0)
+            queue[tail++] = i;
+    }
+    while (head < tail) {
+        int p = queue[head++], i = p % nu, j = p / nu;
+        int next[4] = {i > 0 ? p - 1 : -1, i + 1 < nu ? p + 1 : -1, j > 0 ? p - nu : -1,
+                       j + 1 < nv ? p + nu : -1};
+        for (int k = 0; k < 4; ++k)
+            if (next[k] >= 0 && pin[next[k]] < 0) {
+                pin[next[k]] = pin[p];
+                queue[tail++] = next[k];
+            }
+    }
+    for (int i = 0; i < n && !failures; ++i) {
+        if (x[i].w == 0.0f || pin[i] < 0)
+            continue;
+        const pbd_float4 *p = &x[i], *q = &x[pin[i]];
+        double dx = (double)p->x - q->x, dy = (double)p->y - q->y, dz = (double)p->z - q->z;
+        pbd_tether t = {b->first + i, b->first + pin[i], (float)sqrt(dx * dx + dy * dy + dz * dz),
+                        0.0f};
+        failures += pbd_model_add_constraint(b->m, PBD_CONSTRAINT_TETHER, &t) != 0;
+    }
+    free(queue);
+    free(pin);
+    return failures;
 }
 
 pbd_status pbd_scene_add_cloth(pbd_model *m, const pbd_cloth_desc *d, pbd_error *err)
@@ -279,6 +330,16 @@ pbd_status pbd_scene_add_cloth(pbd_model *m, const pbd_cloth_desc *d, pbd_error 
             if (d->bending && j + 2 < nv)
                 failures += link(&b, p, p + 2 * nu, -1.0f);
         }
+    if (d->tethers) {
+        int pinned = 0;
+        for (int i = 0; i < nu * nv; ++i)
+            pinned += m->x[b.first + i].w == 0.0f;
+        if (pinned == 0) {
+            rollback(&b, NULL);
+            return bad(err, "tethers", 1, "a pinned particle to tether to (pin or pinned)");
+        }
+        failures += add_tethers(&b, nu, nv);
+    }
     /* The surface: two triangles a quad. */
     for (int j = 0; j + 1 < nv; ++j)
         for (int i = 0; i + 1 < nu; ++i) {

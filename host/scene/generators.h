@@ -64,6 +64,8 @@ typedef struct pbd_cloth_desc {
     int shear;         /* 1: both diagonals of every quad */
     int bending;       /* 1: springs to the particle two away along u and along v */
     pbd_cloth_pin pin; /* added to common.pinned (union) */
+    int tethers;       /* 1: each free particle tethered to a pinned one (the nearest along the
+                          grid), no farther than it starts (pbd_tether); needs a pin */
 } pbd_cloth_desc;
 
 /* A chain of segments + 1 particles from start to end. */

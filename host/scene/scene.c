@@ -395,7 +395,7 @@ static const field body_opt_fields[] = {
 };
 static const char *const type_keys[][10] = {
     [CLOTH] = {"density", "resolution", "size", "center", "orientation", "shear", "bending", "pin",
-               NULL},
+               "tethers", NULL},
     [ROPE] = {"density", "segments", "start", "end", "bending", NULL},
     [TET_BOX] = {"density", "cells", "size", "center", "volume", "volume_compliance", NULL},
     [PARTICLES] = {"positions", "masses", "velocities", "constraints", NULL},
@@ -421,6 +421,7 @@ static const field cloth_fields[] = {
     {"center", 'f', 3, ANY_FLOAT, offsetof(pbd_cloth_desc, center)},
     {"shear", 'b', 0, ANY_FLOAT, offsetof(pbd_cloth_desc, shear)},
     {"bending", 'b', 0, ANY_FLOAT, offsetof(pbd_cloth_desc, bending)},
+    {"tethers", 'b', 0, ANY_FLOAT, offsetof(pbd_cloth_desc, tethers)},
 };
 static const field rope_fields[] = {
     {"segments", 'i', 0, INT_IN(1, PBD_ROPE_SEGMENTS_MAX), offsetof(pbd_rope_desc, segments)},
