@@ -267,6 +267,15 @@ typedef enum pbd_variant {
                              (kernels/cpu/) */
 } pbd_variant;
 
+/* An OpenGL context the CL backend may share vertex buffers with: the native handles of the
+ * context current on the calling thread (one of glx_display, egl_display or wgl_hdc). */
+typedef struct pbd_gl_context {
+    void *context;     /* GLXContext, EGLContext or HGLRC */
+    void *glx_display; /* Display * of a GLX context */
+    void *egl_display; /* EGLDisplay of an EGL context */
+    void *wgl_hdc;     /* HDC of a WGL context */
+} pbd_gl_context;
+
 typedef struct pbd_solver_desc {
     pbd_backend_kind backend;
     const char *device;     /* device SPEC for the CL backend (see pbd_device_select) */
@@ -277,6 +286,11 @@ typedef struct pbd_solver_desc {
     pbd_sum_layout sums;    /* CPU backend: the order of the per-body sums, to match a
                                device's bit for bit (the CL backend uses its variant's) */
     pbd_variant variant;    /* CL backend: the kernels to run, on any device (default: auto) */
+    /* CL backend: share buffers with this OpenGL context (see pbd_solver_gl_attach), only
+     * where the device lists cl_khr_gl_sharing and is the context's current device (asked
+     * of clGetGLContextInfoKHR); otherwise the solver shares nothing and
+     * pbd_solver_gl_shared says why. The decision never tries a shared context first. */
+    const pbd_gl_context *gl;
 } pbd_solver_desc;
 
 typedef struct pbd_body_stats {
@@ -350,6 +364,18 @@ double pbd_solver_projections_per_frame(const pbd_solver *s);
 pbd_variant pbd_solver_variant(const pbd_solver *s);
 /* "cpu (reference)" or the OpenCL device name. */
 const char *pbd_solver_device_name(const pbd_solver *s);
+
+/* 1 where the solver shares buffers with desc->gl, else 0; *why (when not NULL) says which
+ * path positions take and why ("no OpenGL context was given", "the device lists no
+ * cl_khr_gl_sharing", ...). */
+int pbd_solver_gl_shared(const pbd_solver *s, const char **why);
+/* Shares the OpenGL buffer object `buffer` (num_particles pbd_float4 or more) with a sharing
+ * solver; PBD_ERR_ARGUMENT where the solver shares nothing or the buffer is too small. A
+ * later attach replaces the earlier one. */
+pbd_status pbd_solver_gl_attach(pbd_solver *s, unsigned buffer, pbd_error *err);
+/* Copies the positions into the attached buffer on the device (acquire, copy, release) and
+ * waits for it. The caller has finished its OpenGL commands on the buffer (glFinish). */
+pbd_status pbd_solver_gl_positions(pbd_solver *s, pbd_error *err);
 int pbd_solver_num_colors(const pbd_solver *s);
 /* Launches (or, on the CPU, stage passes) per frame. */
 long pbd_solver_launches_per_frame(const pbd_solver *s);

@@ -142,7 +142,7 @@ static void open_close(void **state)
     (void)state;
     pbd_cl cl;
     pbd_error err = {0};
-    assert_int_equal(pbd_cl_open(&cl, "0:0", 1, &err), PBD_OK);
+    assert_int_equal(pbd_cl_open(&cl, "0:0", 1, NULL, &err), PBD_OK);
     assert_non_null(cl.context);
     assert_non_null(cl.queue);
     assert_null(cl.program);
@@ -166,14 +166,14 @@ static void open_errors(void **state)
     (void)state;
     pbd_cl cl, zero = {0};
     pbd_error err = {0};
-    assert_int_equal(pbd_cl_open(&cl, "9:9", 0, &err), PBD_ERR_NO_DEVICE);
+    assert_int_equal(pbd_cl_open(&cl, "9:9", 0, NULL, &err), PBD_ERR_NO_DEVICE);
     assert_non_null(strstr(err.message, "9:9"));
     assert_memory_equal(&cl, &zero, sizeof cl);
     /* A NULL spec reads PBD_DEVICE. */
     const char *old = getenv("PBD_DEVICE");
     char *saved = old ? strdup(old) : NULL;
     assert_int_equal(setenv("PBD_DEVICE", "no-such-device-env", 1), 0);
-    assert_int_equal(pbd_cl_open(&cl, NULL, 0, &err), PBD_ERR_NO_DEVICE);
+    assert_int_equal(pbd_cl_open(&cl, NULL, 0, NULL, &err), PBD_ERR_NO_DEVICE);
     assert_non_null(strstr(err.message, "no-such-device-env"));
     assert_memory_equal(&cl, &zero, sizeof cl);
     assert_int_equal(saved ? setenv("PBD_DEVICE", saved, 1) : unsetenv("PBD_DEVICE"), 0);
@@ -264,7 +264,7 @@ static void build_broken(void **state)
 
     pbd_cl cl;
     pbd_error err = {0};
-    assert_int_equal(pbd_cl_open(&cl, NULL, 0, &err), PBD_OK);
+    assert_int_equal(pbd_cl_open(&cl, NULL, 0, NULL, &err), PBD_OK);
     assert_int_equal(pbd_cl_build(&cl, dir, PBD_VARIANT_AUTO, NULL, &err), PBD_ERR_BUILD);
     assert_non_null(strstr(err.message, "OpenCL program build failed on"));
     assert_non_null(strstr(err.message, cl.info.name));
@@ -286,7 +286,7 @@ static void build_probe(pbd_cl *cl, int copy, const char *tail, const char *opti
     char dir[64];
     pbd_error err = {0};
     make_kernel_dir(dir, sizeof dir, copy, tail);
-    assert_int_equal(pbd_cl_open(cl, NULL, 0, &err), PBD_OK);
+    assert_int_equal(pbd_cl_open(cl, NULL, 0, NULL, &err), PBD_OK);
     pbd_status st = pbd_cl_build(cl, dir, PBD_VARIANT_AUTO, options, &err);
     if (st != PBD_OK)
         print_error("%s\n%s\n", err.message, err.log ? err.log : "");
@@ -396,7 +396,7 @@ static void kernel_param_table(void **state)
     (void)state;
     pbd_cl cl;
     pbd_error err = {0};
-    assert_int_equal(pbd_cl_open(&cl, NULL, 0, &err), PBD_OK);
+    assert_int_equal(pbd_cl_open(&cl, NULL, 0, NULL, &err), PBD_OK);
     pbd_status st = pbd_cl_build(&cl, NULL, PBD_VARIANT_AUTO, "-cl-kernel-arg-info", &err);
     if (st != PBD_OK)
         print_error("%s\n", err.message);
@@ -438,7 +438,7 @@ static void variant_programs(void **state)
         pbd_cl cl;
         pbd_error err = {0};
         cl_kernel k = NULL;
-        assert_int_equal(pbd_cl_open(&cl, NULL, 0, &err), PBD_OK);
+        assert_int_equal(pbd_cl_open(&cl, NULL, 0, NULL, &err), PBD_OK);
         assert_int_equal(pbd_cl_build(&cl, NULL, variants[v], NULL, &err), PBD_OK);
         assert_int_equal(pbd_cl_kernel(&cl, own[v], &k, &err), PBD_OK);
         clReleaseKernel(k);
@@ -457,7 +457,7 @@ static void build_missing_dir(void **state)
     (void)state;
     pbd_cl cl;
     pbd_error err = {0};
-    assert_int_equal(pbd_cl_open(&cl, NULL, 0, &err), PBD_OK);
+    assert_int_equal(pbd_cl_open(&cl, NULL, 0, NULL, &err), PBD_OK);
     assert_int_equal(pbd_cl_build(&cl, "/nonexistent/pbd-kernels", PBD_VARIANT_AUTO, NULL, &err),
                      PBD_ERR_IO);
     assert_non_null(strstr(err.message, "/nonexistent/pbd-kernels/"));
@@ -552,6 +552,48 @@ static void layout_probe(void **state)
     pbd_cl_close(&cl);
 }
 
+/* OpenGL sharing is decided by the device's extension list and the GL context's device, never
+ * by making a shared context and seeing it work: PoCL takes the properties and aborts later.
+ * On a device without cl_khr_gl_sharing a context handle (fake here: nothing may touch it)
+ * gives a plain context and the reason; a context with no display is an argument error. */
+static void gl_sharing_decided(void **state)
+{
+    (void)state;
+    pbd_device_info *list = NULL;
+    int n = 0, tried = 0;
+    list_all(&list, &n);
+    for (int k = 0; k < n; ++k) {
+        if (list[k].gl_sharing)
+            continue; /* a real GL context would be needed to ask it for its device */
+        char spec[32];
+        snprintf(spec, sizeof spec, "%d:%d", list[k].platform_index, list[k].device_index);
+        pbd_cl cl;
+        pbd_error err = {0};
+        int handle = 0;
+        pbd_gl_context gl = {.context = &handle, .glx_display = &handle};
+        assert_int_equal(pbd_cl_open(&cl, spec, 0, &gl, &err), PBD_OK);
+        assert_int_equal(cl.gl_shared, 0);
+        assert_string_equal(cl.gl_why, "the device lists no cl_khr_gl_sharing");
+        assert_non_null(cl.context);
+        pbd_cl_close(&cl);
+        assert_int_equal(pbd_cl_open(&cl, spec, 0, NULL, &err), PBD_OK);
+        assert_int_equal(cl.gl_shared, 0);
+        assert_string_equal(cl.gl_why, "no OpenGL context was given");
+        pbd_cl_close(&cl);
+        pbd_gl_context none = {.context = NULL, .glx_display = &handle};
+        assert_int_equal(pbd_cl_open(&cl, spec, 0, &none, &err), PBD_ERR_ARGUMENT);
+        assert_non_null(strstr(err.message, "expected a context and one of glx_display"));
+        pbd_gl_context two = {.context = &handle, .glx_display = &handle, .egl_display = &handle};
+        assert_int_equal(pbd_cl_open(&cl, spec, 0, &two, &err), PBD_ERR_ARGUMENT);
+        assert_non_null(strstr(err.message, "with 2 displays"));
+        ++tried;
+    }
+    print_message("%d of %d devices list no cl_khr_gl_sharing and were opened with a GL "
+                  "context: plain contexts\n",
+                  tried, n);
+    free(list);
+}
+
 static const struct CMUnitTest tests[] = {
     pbd_device_test(layout_probe),     pbd_device_test(list_devices),
     pbd_device_test(select_real),      cmocka_unit_test(select_synthetic),
@@ -559,7 +601,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(error_names),     pbd_device_test(build_broken),
     pbd_device_test(build_and_run),    pbd_device_test(build_missing_dir),
     pbd_device_test(kernel_missing),   pbd_device_test(kernel_param_table),
-    pbd_device_test(variant_programs),
+    pbd_device_test(variant_programs), pbd_device_test(gl_sharing_decided),
 };
 
 PBD_TEST_MAIN("cl", tests)

@@ -1291,6 +1291,41 @@ static void tethers_limit_stretch(void **state)
     expect(worst[1] <= 1e-4 && worst[0] > 0.02, "without %g, with %g", worst[0], worst[1]);
 }
 
+/* A solver that shares nothing with OpenGL says why and refuses a buffer; the positions then
+ * take the read-back path (pbd_solver_read). */
+static void gl_sharing_refused(void **state)
+{
+    (void)state;
+    pbd_scene sc;
+    load(PBD_SCENES_DIR "/two_particles.json", &sc);
+    int handle = 0;
+    pbd_gl_context gl = {.context = &handle, .glx_display = &handle};
+    for (int backend = 0; backend < 2; ++backend) {
+        pbd_solver_desc desc = {.backend = backend ? PBD_BACKEND_CL : PBD_BACKEND_CPU, .gl = &gl};
+        pbd_device_info *list = NULL;
+        int n = 0;
+        pbd_error err = {0};
+        assert_int_equal(pbd_devices_list(&list, &n, &err), PBD_OK);
+        int sharing = n > 0 && list[0].gl_sharing;
+        free(list);
+        if (backend && sharing)
+            continue; /* the default device would ask the fake context for its device */
+        pbd_solver *sv = NULL;
+        assert_int_equal(test_solver_create(&sc.model, &sc.config, &desc, &sv, &err), PBD_OK);
+        const char *why = NULL;
+        assert_int_equal(pbd_solver_gl_shared(sv, &why), 0);
+        assert_string_equal(why, backend ? "the device lists no cl_khr_gl_sharing"
+                                         : "the CPU reference shares nothing with OpenGL");
+        assert_int_equal(pbd_solver_gl_attach(sv, 7, &err), PBD_ERR_ARGUMENT);
+        assert_non_null(strstr(err.message, "OpenGL buffer 7: the solver shares nothing"));
+        assert_non_null(strstr(err.message, why));
+        assert_int_equal(pbd_solver_gl_positions(sv, &err), PBD_ERR_ARGUMENT);
+        assert_non_null(strstr(err.message, "no OpenGL buffer is attached"));
+        pbd_solver_destroy(sv);
+    }
+    pbd_scene_free(&sc);
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(coloring_valid),
     cmocka_unit_test(coloring_validator_rejects),
@@ -1319,6 +1354,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(checkpoint_refused),
     cmocka_unit_test(volume_keeps_volume),
     cmocka_unit_test(tethers_limit_stretch),
+    pbd_device_test(gl_sharing_refused),
 };
 
 PBD_TEST_MAIN("solver", tests)

@@ -2,7 +2,8 @@
 # pbd view under Xvfb with Mesa's software renderer: the default cloth after 10 frames and
 # the spinning box compared with and without momentum preservation are drawn where they are
 # and nothing where nothing is (png_check); the vertex buffer holds the solver's positions
-# after every upload (--verify); a scripted drag pulls a particle and keeps the tracked
+# after every frame (--verify), and the viewer says which way the positions took and why
+# (shared with OpenCL, or read back); a scripted drag pulls a particle and keeps the tracked
 # momenta; without a display the viewer fails with one line and writes
 # nothing. Skips (77) only where no X server can be started (no xvfb-run) or the build has
 # no viewer.
@@ -37,6 +38,22 @@ out=$(x "$pbd" view "$scenes/cloth.json" --frames 5 --verify --size 320x240) ||
     fail "--verify failed: $out"
 echo "$out" | grep -q "verified     5 frames: the vertex buffer held the solver's positions" ||
     fail "--verify said: $out"
+# Which way the positions reach the vertex buffer, and why: shared only where the device
+# lists cl_khr_gl_sharing (and runs the window's context); read back otherwise.
+if "$pbd" devices | grep -q "cl_khr_gl_sharing yes"; then
+    echo "a device lists cl_khr_gl_sharing: the path of the default device is not checked"
+else
+    echo "$out" | grep -q "(positions read back, glBufferSubData: the device lists no cl_khr_gl_sharing)" ||
+        fail "--verify on a device without sharing said: $out"
+fi
+out=$(x "$pbd" view "$scenes/cloth.json" --frames 3 --verify --read-back --backend cpu \
+    --size 320x240) || fail "--verify --backend cpu failed: $out"
+echo "$out" | grep -q "verified     3 frames.*(positions read back, glBufferSubData: --read-back)" ||
+    fail "--read-back said: $out"
+out=$(x "$pbd" view "$scenes/cloth.json" --frames 3 --verify --backend cpu --size 320x240) ||
+    fail "--verify --backend cpu failed: $out"
+echo "$out" | grep -q "glBufferSubData: the CPU reference shares nothing with OpenGL)" ||
+    fail "--verify --backend cpu said: $out"
 # A drag, as the mouse does it: particle 0 of the free spinning box pulled toward a point
 # 1.7 m away gets at least 30 % closer in 60 frames, and the box's P and L stay the tracked
 # P_r and L_r (the pull is an external impulse) to 1e-6.

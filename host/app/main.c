@@ -78,6 +78,8 @@ static const char usage_text[] =
     "                      how far it got and whether the body's tracked momentum held\n"
     "  --verify            read each frame's vertex buffer back from GL and compare it with\n"
     "                      the solver's positions\n"
+    "  --read-back         read positions back and upload them, even where the device\n"
+    "                      could share the vertex buffers (cl_khr_gl_sharing)\n"
     "  --size WxH          window or picture size in pixels (default 1280x720)\n"
     "experiments only:\n"
     "  --scenes DIR        the shipped scenes to measure (default: this build's scenes/)\n"
@@ -106,6 +108,7 @@ typedef struct options {
     const char *screenshot; /* pbd view */
     int view_bench;
     int view_verify;
+    int view_read_back;
     long drag_particle; /* -1: none */
     float drag_target[3];
     int compare_momentum;
@@ -317,6 +320,8 @@ static int parse_args(int argc, char **argv, options *o)
             o->view_bench = 1;
         } else if (strcmp(a, "--verify") == 0) {
             o->view_verify = 1;
+        } else if (strcmp(a, "--read-back") == 0) {
+            o->view_read_back = 1;
         } else if (strcmp(a, "--drag") == 0) {
             NEEDS_VALUE;
             char end = 0;
@@ -814,6 +819,7 @@ static int cmd_view(const options *o)
     v.bench = o->view_bench;
     v.compare_momentum = o->compare_momentum;
     v.verify = o->view_verify;
+    v.read_back = o->view_read_back;
     v.drag_particle = (int)(o->drag_particle < INT_MAX ? o->drag_particle : INT_MAX);
     memcpy(v.drag_target, o->drag_target, sizeof v.drag_target);
     v.width = (int)o->width;

@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <CL/cl_gl.h>
+
 #include "cl/runtime.h"
 
 /* Defined in cl_ext.h; the ICD loader answers "no platform at all" with it. */
@@ -379,7 +381,63 @@ pbd_status pbd_device_select(const pbd_device_info *list, int count, const char 
                          have);
 }
 
-pbd_status pbd_cl_open(pbd_cl *cl, const char *spec, int profile, pbd_error *err)
+/* Whether the context to be made for cl->device shares objects with OpenGL context `gl`: only
+ * where the device lists cl_khr_gl_sharing and clGetGLContextInfoKHR names cl->device as the
+ * GL context's current device. Trying a shared context and seeing whether it works is no
+ * test: PoCL accepts the properties and aborts later, in clCreateFromGLBuffer. On sharing,
+ * appends the GL context's properties to `props` (CL_CONTEXT_PLATFORM first; room for 10). */
+static pbd_status gl_sharing(pbd_cl *cl, const pbd_gl_context *gl, cl_context_properties *props,
+                             pbd_error *err)
+{
+    cl->gl_shared = 0;
+    if (!gl) {
+        cl->gl_why = "no OpenGL context was given";
+        return PBD_OK;
+    }
+    int displays = (gl->glx_display != NULL) + (gl->egl_display != NULL) + (gl->wgl_hdc != NULL);
+    if (!gl->context || displays != 1)
+        return pbd_error_set(err, PBD_ERR_ARGUMENT,
+                             "OpenGL context: found context %p with %d displays, expected a "
+                             "context and one of glx_display, egl_display, wgl_hdc",
+                             gl->context, displays);
+    if (!cl->info.gl_sharing) {
+        cl->gl_why = "the device lists no cl_khr_gl_sharing";
+        return PBD_OK;
+    }
+    void *address = clGetExtensionFunctionAddressForPlatform(cl->platform, "clGetGLContextInfoKHR");
+    clGetGLContextInfoKHR_fn context_info = NULL;
+    memcpy(&context_info, &address, sizeof context_info); /* ISO C has no such cast */
+    if (!address) {
+        cl->gl_why = "the platform has no clGetGLContextInfoKHR";
+        return PBD_OK;
+    }
+    props[2] = CL_GL_CONTEXT_KHR;
+    props[3] = (cl_context_properties)gl->context;
+    props[4] = gl->glx_display   ? CL_GLX_DISPLAY_KHR
+               : gl->egl_display ? CL_EGL_DISPLAY_KHR
+                                 : CL_WGL_HDC_KHR;
+    props[5] = (cl_context_properties)(gl->glx_display   ? gl->glx_display
+                                       : gl->egl_display ? gl->egl_display
+                                                         : gl->wgl_hdc);
+    props[6] = 0;
+    cl_device_id current = NULL;
+    size_t size = 0;
+    cl_int rc =
+        context_info(props, CL_CURRENT_DEVICE_FOR_GL_CONTEXT_KHR, sizeof current, &current, &size);
+    if (rc != CL_SUCCESS || size != sizeof current || current != cl->device) {
+        props[2] = 0; /* a plain context after all */
+        cl->gl_why = rc != CL_SUCCESS || size == 0
+                         ? "the OpenGL context has no OpenCL device on this platform"
+                         : "the OpenGL context runs on another device";
+        return PBD_OK;
+    }
+    cl->gl_shared = 1;
+    cl->gl_why = "cl_khr_gl_sharing";
+    return PBD_OK;
+}
+
+pbd_status pbd_cl_open(pbd_cl *cl, const char *spec, int profile, const pbd_gl_context *gl,
+                       pbd_error *err)
 {
     pbd_status status = PBD_OK;
     pbd_device_info *list = NULL;
@@ -411,7 +469,9 @@ pbd_status pbd_cl_open(pbd_cl *cl, const char *spec, int profile, pbd_error *err
     }
     cl->platform = platforms[cl->info.platform_index];
     cl->device = devices[cl->info.device_index];
-    cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)cl->platform, 0};
+    cl_context_properties props[10] = {CL_CONTEXT_PLATFORM, (cl_context_properties)cl->platform};
+    if ((status = gl_sharing(cl, gl, props, err)) != PBD_OK)
+        goto cleanup;
     PBD_CL_CHECK((cl->context = clCreateContext(props, 1, &cl->device, NULL, NULL, &rc), rc));
     cl->profiling = profile != 0;
     PBD_CL_CHECK((cl->queue = clCreateCommandQueue(cl->context, cl->device,

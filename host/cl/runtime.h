@@ -24,7 +24,9 @@ typedef struct pbd_cl {
     cl_command_queue queue;
     cl_program program;
     pbd_device_info info;
-    int profiling; /* queue made with CL_QUEUE_PROFILING_ENABLE */
+    int profiling;      /* queue made with CL_QUEUE_PROFILING_ENABLE */
+    int gl_shared;      /* the context shares objects with the OpenGL context given */
+    const char *gl_why; /* which way positions reach OpenGL, and why (a static string) */
 } pbd_cl;
 
 /* Name of a CL error code ("CL_OUT_OF_RESOURCES"), or "unknown OpenCL error". */
@@ -43,8 +45,12 @@ const char *pbd_cl_error_name(cl_int code);
     } while (0)
 
 /* Opens the device picked by `spec` (see pbd_device_select; NULL uses env PBD_DEVICE, then
- * the default), with a profiling queue when `profile` is set. */
-pbd_status pbd_cl_open(pbd_cl *cl, const char *spec, int profile, pbd_error *err);
+ * the default), with a profiling queue when `profile` is set. With `gl`, the context shares
+ * objects with that OpenGL context where the device lists cl_khr_gl_sharing and
+ * clGetGLContextInfoKHR names it as the GL context's current device (cl->gl_shared; else
+ * cl->gl_why says why not). PBD_ERR_ARGUMENT for a `gl` with no context or no display. */
+pbd_status pbd_cl_open(pbd_cl *cl, const char *spec, int profile, const pbd_gl_context *gl,
+                       pbd_error *err);
 
 /* Whether kernel source `name` (a path under kernels/) belongs to `variant`'s program: the
  * shared header and kernels/common/ always, kernels/gpu/ and kernels/cpu/ to their own

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <CL/cl_gl.h>
+
 #include "cl/runtime.h"
 #include "solver/kernel_params.h"
 #include "solver/solver_impl.h"
@@ -44,6 +46,7 @@ typedef struct cl_impl {
     kernel gs_blocks; /* block Gauss-Seidel on CPU devices (else no kernel) */
     kernel gs_cuts;   /* project_gs_blocks over the boundary's groups of cuts (else none) */
     cl_mem segment_sums, out_step, out_other, body_apply, body_done;
+    cl_mem gl_x;     /* an OpenGL buffer the positions are copied into (pbd_solver_gl_attach) */
     size_t wg;       /* work-group size of the per-particle and per-constraint kernels */
     size_t acc_size; /* sizeof(pbd_acc) on the device: 8 with fp64 sums, else 4 */
     cl_event events[EVENT_BATCH];
@@ -491,6 +494,61 @@ static const char *cl_device_name(const void *impl)
     return c->cl.info.name;
 }
 
+static int cl_gl_shared(const void *impl, const char **why)
+{
+    const cl_impl *c = impl;
+    if (why)
+        *why = c->cl.gl_why;
+    return c->cl.gl_shared;
+}
+
+static pbd_status cl_gl_attach(void *impl, unsigned buffer, pbd_error *err)
+{
+    cl_impl *c = impl;
+    pbd_status status = PBD_OK;
+    cl_int rc = CL_SUCCESS;
+    size_t bytes = (size_t)c->plan->num_particles * sizeof(pbd_float4), size = 0;
+    if (!c->cl.gl_shared)
+        return pbd_error_set(err, PBD_ERR_ARGUMENT,
+                             "OpenGL buffer %u: the solver shares nothing with OpenGL (%s)", buffer,
+                             c->cl.gl_why);
+    cl_mem m = clCreateFromGLBuffer(c->cl.context, CL_MEM_WRITE_ONLY, buffer, &rc);
+    PBD_CL_CHECK(rc);
+    rc = clGetMemObjectInfo(m, CL_MEM_SIZE, sizeof size, &size, NULL);
+    if (rc == CL_SUCCESS && size < bytes) {
+        clReleaseMemObject(m);
+        return pbd_error_set(err, PBD_ERR_ARGUMENT,
+                             "OpenGL buffer %u: found %zu bytes, expected at least %zu (%d "
+                             "particles)",
+                             buffer, size, bytes, c->plan->num_particles);
+    }
+    if (rc != CL_SUCCESS)
+        clReleaseMemObject(m);
+    PBD_CL_CHECK(rc);
+    if (c->gl_x)
+        clReleaseMemObject(c->gl_x);
+    c->gl_x = m;
+cleanup:
+    return status;
+}
+
+static pbd_status cl_gl_positions(void *impl, pbd_error *err)
+{
+    cl_impl *c = impl;
+    pbd_status status = PBD_OK;
+    size_t bytes = (size_t)c->plan->num_particles * sizeof(pbd_float4);
+    if (!c->gl_x)
+        return pbd_error_set(err, PBD_ERR_ARGUMENT, "no OpenGL buffer is attached to the solver");
+    if ((status = flush(c, err)) != PBD_OK)
+        return status;
+    PBD_CL_CHECK(clEnqueueAcquireGLObjects(c->cl.queue, 1, &c->gl_x, 0, NULL, NULL));
+    PBD_CL_CHECK(clEnqueueCopyBuffer(c->cl.queue, c->x, c->gl_x, 0, 0, bytes, 0, NULL, NULL));
+    PBD_CL_CHECK(clEnqueueReleaseGLObjects(c->cl.queue, 1, &c->gl_x, 0, NULL, NULL));
+    PBD_CL_CHECK(clFinish(c->cl.queue));
+cleanup:
+    return status;
+}
+
 static size_t cl_memory_bytes(const void *impl)
 {
     return ((const cl_impl *)impl)->bytes;
@@ -558,7 +616,8 @@ static void cl_destroy(void *impl)
                       &c->block_runs,
                       &c->cut_offsets,
                       &c->cut_runs,
-                      &c->block_first};
+                      &c->block_first,
+                      &c->gl_x};
     for (size_t k = 0; k < sizeof mems / sizeof mems[0]; ++k)
         if (*mems[k])
             clReleaseMemObject(*mems[k]);
@@ -1081,7 +1140,7 @@ pbd_status pbd_cl_solver_open(const pbd_model *m, const pbd_config *cfg,
     cl_impl *c = calloc(1, sizeof *c);
     if (!c)
         return pbd_error_set(err, PBD_ERR_MEMORY, "out of memory creating the OpenCL solver");
-    pbd_status status = pbd_cl_open(&c->cl, desc->device, desc->profile, err);
+    pbd_status status = pbd_cl_open(&c->cl, desc->device, desc->profile, desc->gl, err);
     if (status == PBD_OK)
         status = pbd_check_device_memory(m, cfg, &c->cl.info, err);
     if (status != PBD_OK) {
@@ -1132,6 +1191,9 @@ const pbd_backend_ops pbd_cl_ops = {
     .reset_times = cl_reset_times,
     .device_name = cl_device_name,
     .memory_bytes = cl_memory_bytes,
+    .gl_shared = cl_gl_shared,
+    .gl_attach = cl_gl_attach,
+    .gl_positions = cl_gl_positions,
     .update_constraint = cl_update_constraint,
     .read_state = cl_read_state,
     .write_state = cl_write_state,

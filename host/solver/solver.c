@@ -751,6 +751,33 @@ const char *pbd_solver_device_name(const pbd_solver *s)
     return s->ops->device_name(s->impl);
 }
 
+int pbd_solver_gl_shared(const pbd_solver *s, const char **why)
+{
+    if (!s->ops->gl_shared) {
+        if (why)
+            *why = "the CPU reference shares nothing with OpenGL";
+        return 0;
+    }
+    return s->ops->gl_shared(s->impl, why);
+}
+
+pbd_status pbd_solver_gl_attach(pbd_solver *s, unsigned buffer, pbd_error *err)
+{
+    const char *why = NULL;
+    if (!pbd_solver_gl_shared(s, &why))
+        return pbd_error_set(err, PBD_ERR_ARGUMENT,
+                             "OpenGL buffer %u: the solver shares nothing with OpenGL (%s)", buffer,
+                             why);
+    return s->ops->gl_attach(s->impl, buffer, err);
+}
+
+pbd_status pbd_solver_gl_positions(pbd_solver *s, pbd_error *err)
+{
+    if (!s->ops->gl_positions)
+        return pbd_error_set(err, PBD_ERR_ARGUMENT, "no OpenGL buffer is attached to the solver");
+    return s->ops->gl_positions(s->impl, err);
+}
+
 int pbd_solver_num_colors(const pbd_solver *s)
 {
     return pbd_plan_num_colors(&s->plan);

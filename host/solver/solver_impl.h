@@ -142,6 +142,11 @@ typedef struct pbd_backend_ops {
     const char *(*device_name)(const void *impl);
     /* Bytes of the state and plan the backend holds (device buffers for OpenCL). */
     size_t (*memory_bytes)(const void *impl);
+    /* OpenGL sharing (NULL where the backend has none): whether it shares and why, a buffer
+     * to copy positions into, and the copy. */
+    int (*gl_shared)(const void *impl, const char **why);
+    pbd_status (*gl_attach)(void *impl, unsigned buffer, pbd_error *err);
+    pbd_status (*gl_positions)(void *impl, pbd_error *err);
     /* Copies record `position` of constraint `type` from the plan to where the solver
      * steps (the plan's copy has changed). */
     pbd_status (*update_constraint)(void *impl, int type, int position, pbd_error *err);

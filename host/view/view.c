@@ -1,7 +1,8 @@
-/* `pbd view`: the scene in a window. Each frame steps the solver (unless paused), reads the
- * positions back and uploads them with glBufferSubData (the fallback path; the device shares
- * no buffer with GL here), then draws: flat-shaded surfaces (cloth triangles, tet box
- * boundaries; the normal comes from the screen-space derivatives of the position, so no
+/* `pbd view`: the scene in a window. Each frame steps the solver (unless paused), brings the
+ * positions into the vertex buffer (shared with OpenCL where the device lists
+ * cl_khr_gl_sharing and runs the window's GL context: copied there on the device; otherwise
+ * read back and uploaded with glBufferSubData), then draws: flat-shaded surfaces (cloth triangles,
+ * tet box boundaries; the normal comes from the screen-space derivatives of the position, so no
  * normal buffer), sprites for bodies without a surface, the colliders, a ground grid, an
  * optional constraint wireframe, and a status line (stb_easy_font). */
 #include <glad/gl.h>
@@ -14,6 +15,7 @@
 #include <time.h>
 
 #include "app/output.h"
+#include "view/native.h"
 #include "view/view.h"
 
 #pragma GCC diagnostic push
@@ -207,8 +209,11 @@ typedef struct sim {
     pbd_float4 *x, *v; /* the state read back each frame */
     pbd_body_stats *stats;
     long frame;
-    double step_ms; /* the last step's time */
-    int grab;       /* the mouse's attachment (its index in the model), or -1 before a grab */
+    double step_ms;  /* the last step's time */
+    int grab;        /* the mouse's attachment (its index in the model), or -1 before a grab */
+    unsigned vbo;    /* the vertex buffer the positions go to (0 before the window) */
+    int shared;      /* the solver copies positions into vbo on the device (CL/GL sharing) */
+    const char *why; /* which way positions reach vbo, and why */
 } sim;
 
 static double now_ms(void)
@@ -241,6 +246,11 @@ static int sim_start(sim *s, const pbd_float4 *x, const pbd_float4 *v)
     s->solver = next;
     if (!x)
         s->frame = 0;
+    s->shared = pbd_solver_gl_shared(s->solver, &s->why);
+    if (s->shared && s->vbo && pbd_solver_gl_attach(s->solver, s->vbo, &err) != PBD_OK) {
+        fprintf(stderr, "pbd view: %s\n", err.message);
+        return -1;
+    }
     return 0;
 }
 
@@ -248,6 +258,17 @@ static int sim_read(sim *s)
 {
     pbd_error err = {0};
     if (pbd_solver_read(s->solver, s->x, s->v, &err) != PBD_OK) {
+        fprintf(stderr, "pbd view: %s\n", err.message);
+        return -1;
+    }
+    return 0;
+}
+
+/* The shared path: the solver copies the positions into the vertex buffer on the device. */
+static int sim_positions(sim *s)
+{
+    pbd_error err = {0};
+    if (pbd_solver_gl_positions(s->solver, &err) != PBD_OK) {
         fprintf(stderr, "pbd view: %s\n", err.message);
         return -1;
     }
@@ -357,6 +378,7 @@ typedef struct viewer {
     sim sims[2];
     int nsims;
     scene_gl gl[2];
+    pbd_gl_context gl_context; /* the window's, for solvers that share its buffers */
     GLuint mesh_prog, point_prog, line_prog, text_prog, text_vao, text_vbo;
     float center[3], extent;
     float yaw, pitch, dist, target[3];
@@ -801,6 +823,9 @@ static void on_button(GLFWwindow *win, int button, int action, int mods)
     (void)mods;
     viewer *w = glfwGetWindowUserPointer(win);
     glfwGetCursorPos(win, &w->last_x, &w->last_y);
+    for (int k = 0; k < w->nsims; ++k) /* shared: the host copy is read only when needed */
+        if (w->sims[k].shared && sim_read(&w->sims[k]))
+            return;
     if (action == GLFW_RELEASE) {
         if (w->dragging == 3) { /* let go: the attachment stays, pulling by nothing */
             sim *s = &w->sims[w->grab_pane];
@@ -909,12 +934,10 @@ static int screenshot(const char *path, int width, int height)
     return rc;
 }
 
-/* Why positions are read back instead of shared: a device without cl_khr_gl_sharing cannot
- * share; one with it could, but the sharing path is not written yet. */
-static const char *sharing_note(const sim *s)
+/* Whether the solver's device lists cl_khr_gl_sharing (the solver is made again, sharing,
+ * only then). */
+static int device_lists_sharing(const sim *s)
 {
-    if (s->desc.backend == PBD_BACKEND_CPU)
-        return "the CPU reference";
     pbd_device_info *list = NULL;
     int n = 0, sharing = 0;
     if (pbd_devices_list(&list, &n, NULL) == PBD_OK)
@@ -922,7 +945,32 @@ static const char *sharing_note(const sim *s)
             if (strcmp(list[k].name, pbd_solver_device_name(s->solver)) == 0)
                 sharing |= list[k].gl_sharing;
     free(list);
-    return sharing ? "CL/GL sharing not used yet" : "the device lists no cl_khr_gl_sharing";
+    return sharing;
+}
+
+/* Points the solver at its vertex buffer: shared with OpenCL where the device lists
+ * cl_khr_gl_sharing and runs the window's context (the solver is made again, with the state
+ * it has, on a context that shares), else read back (s->why says why). */
+static int sim_share(sim *s, GLFWwindow *win, pbd_gl_context *gl, unsigned vbo, int read_back)
+{
+    s->vbo = vbo;
+    if (read_back) {
+        s->why = "--read-back";
+        return 0;
+    }
+    if (s->desc.backend == PBD_BACKEND_CPU)
+        return 0; /* s->why: the CPU reference shares nothing */
+    if (!device_lists_sharing(s)) {
+        s->why = "the device lists no cl_khr_gl_sharing";
+        return 0;
+    }
+    const char *why = pbd_view_gl_context(win, gl);
+    if (why) {
+        s->why = why;
+        return 0;
+    }
+    s->desc.gl = gl;
+    return sim_read(s) || sim_start(s, s->x, s->v) ? -1 : 0;
 }
 
 static void on_glfw_error(int code, const char *text)
@@ -1005,8 +1053,11 @@ int pbd_cli_view(const pbd_view_options *o)
     w.dist = 2.0f * w.extent;
     w.yaw = 0.6f;
     w.pitch = 0.45f;
-    for (int k = 0; k < w.nsims; ++k)
+    for (int k = 0; k < w.nsims; ++k) {
         scene_gl_init(&w.gl[k], &w.sims[k].scene.model, w.extent, w.center);
+        if (sim_share(&w.sims[k], w.win, &w.gl_context, w.gl[k].vbo, o->read_back))
+            goto done_glfw;
+    }
     if (headless) { /* an offscreen framebuffer of the asked size */
         glGenFramebuffers(1, &fbo);
         glBindFramebuffer(GL_FRAMEBUFFER, fbo);
@@ -1024,9 +1075,11 @@ int pbd_cli_view(const pbd_view_options *o)
         }
     }
     char title[384];
-    snprintf(title, sizeof title, "pbd view%s: %s (positions read back, glBufferSubData: %s)",
+    const sim *s0 = &w.sims[0];
+    snprintf(title, sizeof title, "pbd view%s: %s (positions %s: %s)",
              w.nsims > 1 ? " with and without momentum preservation" : "",
-             pbd_solver_device_name(w.sims[0].solver), sharing_note(&w.sims[0]));
+             pbd_solver_device_name(s0->solver),
+             s0->shared ? "shared with OpenGL" : "read back, glBufferSubData", s0->why);
     glfwSetWindowTitle(w.win, title);
     /* --drag: particle o->drag_particle pulled toward o->drag_target from the start. */
     double drag_start = 0.0;
@@ -1060,13 +1113,21 @@ int pbd_cli_view(const pbd_view_options *o)
             w.step_once = 0;
         }
         double t1 = now_ms();
+        if (w.sims[0].shared)
+            glFinish(); /* GL is done with the vertex buffers before OpenCL takes them */
         for (int k = 0; k < w.nsims; ++k) {
-            if (sim_read(&w.sims[k])) {
+            sim *s = &w.sims[k];
+            if (s->shared && sim_positions(s)) {
                 rc = 1;
                 goto done_glfw;
             }
-            upload(&w.gl[k], &w.sims[k]);
-            if (o->verify && verify_upload(&w.gl[k], &w.sims[k])) {
+            if ((!s->shared || o->verify) && sim_read(s)) {
+                rc = 1;
+                goto done_glfw;
+            }
+            if (!s->shared)
+                upload(&w.gl[k], s);
+            if (o->verify && verify_upload(&w.gl[k], s)) {
                 rc = 1;
                 goto done_glfw;
             }
@@ -1105,6 +1166,10 @@ int pbd_cli_view(const pbd_view_options *o)
     }
     if (o->drag_particle >= 0 && rc == 0) {
         sim *s = &w.sims[0];
+        if (s->shared && sim_read(s)) {
+            rc = 1;
+            goto done_glfw;
+        }
         int b = s->scene.model.body[o->drag_particle];
         const float *p = &s->x[o->drag_particle].x, *t = o->drag_target;
         double d = sqrt((p[0] - t[0]) * (p[0] - t[0]) + (p[1] - t[1]) * (p[1] - t[1]) +
@@ -1137,15 +1202,18 @@ int pbd_cli_view(const pbd_view_options *o)
     }
     if (o->verify)
         printf("verified     %ld frames: the vertex buffer held the solver's positions "
-               "(%d particles) after every upload\n",
-               frames, w.sims[0].scene.model.num_particles);
+               "(%d particles) after every frame (positions %s: %s)\n",
+               frames, w.sims[0].scene.model.num_particles,
+               w.sims[0].shared ? "shared with OpenGL" : "read back, glBufferSubData",
+               w.sims[0].why);
     if (o->bench && frames > 0) {
         double total = now_ms() - t_start;
         printf("frames       %ld in %.2f s: %.1f fps\n", frames, total * 1e-3,
                1e3 * (double)frames / total);
-        printf("per frame    simulation %.3f ms, transfer %.3f ms (read back, "
-               "glBufferSubData), drawing %.3f ms\n",
-               t_sim / (double)frames, t_transfer / (double)frames, t_draw / (double)frames);
+        printf("per frame    simulation %.3f ms, transfer %.3f ms (%s), drawing %.3f ms\n",
+               t_sim / (double)frames, t_transfer / (double)frames,
+               w.sims[0].shared ? "shared: acquire, copy, release" : "read back, glBufferSubData",
+               t_draw / (double)frames);
     }
 done_glfw:
     if (fbo) {

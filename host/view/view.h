@@ -19,6 +19,7 @@ typedef struct pbd_view_options {
                                a mouse drag does, and report where it got (-1: none) */
     float drag_target[3];
     int width, height; /* window size, pixels (0: 1280 x 720) */
+    int read_back;     /* read positions back even where the device could share them */
 } pbd_view_options;
 
 /* Runs the viewer; returns the exit code (messages go to stderr). */
