@@ -206,6 +206,40 @@ static int pick(const char *s, const char *const *names)
     return -1;
 }
 
+/* The options that belong to some commands only; any other command refuses them rather than
+ * ignore them. */
+static const struct {
+    const char *option, *commands; /* commands: space-separated, each followed by a space */
+} option_scope[] = {
+    {"--stats", "run "},          {"--stats-every", "run "}, {"--dump", "run "},
+    {"--hash", "run "},           {"--hash-every", "run "},  {"--save-state", "run "},
+    {"--load-state", "run "},     {"--quiet", "run "},       {"--runs", "bench "},
+    {"--bench-frames", "bench "}, {"--suite", "bench "},     {"--csv", "bench "},
+    {"--json", "bench "},         {"--plot", "bench "},      {"--scenes", "bench experiments "},
+    {"--quick", "experiments "},  {"--screenshot", "view "}, {"--bench", "view "},
+    {"--compare", "view "},       {"--drag", "view "},       {"--verify", "view "},
+    {"--read-back", "view "},     {"--size", "view "},
+};
+
+/* 0 where `command` takes option `a` (or `a` is not scoped), else the usage error. */
+static int check_scope(const char *command, const char *a)
+{
+    for (size_t k = 0; k < sizeof option_scope / sizeof option_scope[0]; ++k) {
+        if (strcmp(a, option_scope[k].option) != 0)
+            continue;
+        const char *c = option_scope[k].commands;
+        size_t n = strlen(command);
+        for (const char *p = strstr(c, command); p; p = strstr(p + 1, command))
+            if ((p == c || p[-1] == ' ') && p[n] == ' ')
+                return 0;
+        char list[64];
+        snprintf(list, sizeof list, "%s", c);
+        list[strlen(list) - 1] = '\0';
+        return usage_error("%s: an option of pbd %s, not of pbd %s", a, list, command);
+    }
+    return 0;
+}
+
 static int parse_args(int argc, char **argv, options *o)
 {
     memset(o, 0, sizeof *o);
@@ -223,7 +257,9 @@ static int parse_args(int argc, char **argv, options *o)
     for (int i = 2; i < argc; ++i) {
         const char *a = argv[i];
         const char *val = i + 1 < argc ? argv[i + 1] : NULL;
-        int rc = 0;
+        int rc = check_scope(o->command, a);
+        if (rc)
+            return rc;
 #define NEEDS_VALUE                                                                                \
     if (!val)                                                                                      \
         return usage_error("%s: missing value", a);                                                \
