@@ -71,6 +71,34 @@ typedef struct pbd_tether {
     float compliance; /* as pbd_distance's */
 } pbd_tether;
 
+/* Dihedral bending (Müller et al. 2007, appendix A; the angle's gradients as in Bridson et
+ * al. 2003): triangles (a, b, c) and (a, b, d) share the edge a-b, and C = theta - rest,
+ * theta the signed angle between their normals (0 where they lie flat, whatever the
+ * triangles' winding), wrapped into (-pi, pi]. 32 bytes. */
+typedef struct pbd_dihedral {
+    int a, b;         /* the shared edge */
+    int c, d;         /* the opposite particles of the two triangles */
+    float rest;       /* rest angle, radians, in [-pi, pi] */
+    float compliance; /* as pbd_distance's: >= 0 XPBD (rad/(N m)), < 0 PBD */
+    int pad0;         /* 0 */
+    int pad1;         /* 0 */
+} pbd_dihedral;
+
+/* Isometric bending (Bergou et al. 2006, as in Bender et al.'s survey): for the two
+ * triangles of pbd_dihedral, the discrete mean curvature vector v = sum k_i x_i, with the
+ * cotangent weights k fixed at rest (k_i = sqrt(3 / (A0 + A1)) K_i, K from the four angles at
+ * a and b), and C = |v|^2 / 2, Bergou's energy x^T Q x / 2 with Q = k k^T. Zero for a flat
+ * pair; the sum of k is 0, so a correction moves no centre of mass. 48 bytes. */
+typedef struct pbd_isometric {
+    int a, b;         /* the shared edge */
+    int c, d;         /* the opposite particles */
+    float k[4];       /* weights of a, b, c, d, 1/m */
+    float compliance; /* as pbd_distance's: >= 0 XPBD, < 0 PBD */
+    int pad0;         /* 0 */
+    int pad1;         /* 0 */
+    int pad2;         /* 0 */
+} pbd_isometric;
+
 /* The constraint types, in the order the step projects them:
  *   X(ID, name, record type, arity, world)
  * world: 1 when the world takes part (a fixed point, a kinematic target), so that what the
@@ -86,6 +114,8 @@ typedef struct pbd_tether {
     X(ATTACHMENT, attachment, pbd_attachment, 1, 1)                                                \
     X(VOLUME, volume, pbd_volume, 4, 0)                                                            \
     X(TETHER, tether, pbd_tether, 2, 0)                                                            \
+    X(DIHEDRAL, dihedral, pbd_dihedral, 4, 0)                                                      \
+    X(ISOMETRIC, isometric, pbd_isometric, 4, 0)                                                   \
     X(DISTANCE, distance, pbd_distance, 2, 0)
 
 enum {

@@ -455,6 +455,145 @@ PBD_INLINE void pbd_tether_project(PBD_GLOBAL pbd_float4 *p, PBD_GLOBAL pbd_floa
     lambda[c] = l + dl;
 }
 
+/* atan2(y, x) in basic operations, so that the host and every device get the same bits
+ * (libm and OpenCL built-ins differ in the last places): the angle reduced into
+ * [-tan(pi/12), tan(pi/12)] and the odd Taylor series to t^11 (error below 1e-7 rad). */
+PBD_INLINE float pbd_atan2f(float y, float x)
+{
+    float ax = pbd_fabsf(x), ay = pbd_fabsf(y);
+    float hi = ax > ay ? ax : ay, lo = ax > ay ? ay : ax;
+    if (!(hi > 0.0f))
+        return 0.0f;
+    float a = lo / hi, base = 0.0f;
+    if (a > 0.26794919f) { /* tan(pi/12): atan(a) = pi/6 + atan((a sqrt3 - 1) / (a + sqrt3)) */
+        a = (a * 1.7320508f - 1.0f) / (a + 1.7320508f);
+        base = 0.52359878f;
+    }
+    float t2 = a * a;
+    float r =
+        base +
+        a * (1.0f +
+             t2 * (-0.33333333f +
+                   t2 * (0.2f + t2 * (-0.14285714f + t2 * (0.11111111f + t2 * -0.09090909f)))));
+    if (ay > ax)
+        r = 1.5707964f - r;
+    if (x < 0.0f)
+        r = 3.1415927f - r;
+    return y < 0.0f ? -r : r;
+}
+
+/* Moves the four particles of a constraint along its gradients g (12 floats, a b c d):
+ * x_i += w_i s g_i, with s from the XPBD (compliance >= 0) or PBD (< 0) step on value cval.
+ * Returns the multiplier's change (0 for PBD, or where the gradients vanish). */
+PBD_INLINE float pbd_project4(PBD_GLOBAL pbd_float4 *p, int a, int b, int c, int d, const float *g,
+                              float cval, float compliance, float l, float inv_h2)
+{
+    pbd_float4 x[4] = {p[a], p[b], p[c], p[d]};
+    float wsum = 0.0f;
+    for (int i = 0; i < 4; ++i)
+        wsum += x[i].w *
+                (g[3 * i] * g[3 * i] + g[3 * i + 1] * g[3 * i + 1] + g[3 * i + 2] * g[3 * i + 2]);
+    float at = compliance * inv_h2;
+    int xpbd = compliance >= 0.0f;
+    float num = xpbd ? -cval - at * l : -compliance * -cval;
+    float den = xpbd ? wsum + at : wsum;
+    if (!(wsum > 0.0f) || !(den > 0.0f))
+        return 0.0f;
+    float s = num / den;
+    int ids[4] = {a, b, c, d};
+    for (int i = 0; i < 4; ++i)
+        p[ids[i]] = PBD_F4(x[i].x + x[i].w * s * g[3 * i], x[i].y + x[i].w * s * g[3 * i + 1],
+                           x[i].z + x[i].w * s * g[3 * i + 2], x[i].w);
+    return xpbd ? s : 0.0f;
+}
+
+/* Dihedral bending (pbd_dihedral). With e = b - a, n1 = (c - a) x (c - b) and
+ * n2 = (d - b) x (d - a), theta = atan2((n2 x n1) . e / |e|, n1 . n2),
+ * and its gradients (Bridson et al. 2003): at c |e| n1 / |n1|^2, at d |e| n2 / |n2|^2, at a
+ * and b the edge-projected mixes of both; they sum to zero and turn nothing (theta is
+ * invariant under translation and rotation). A pair with a degenerate triangle or edge is
+ * left alone. */
+PBD_INLINE void pbd_dihedral_project(PBD_GLOBAL pbd_float4 *p, PBD_GLOBAL pbd_float4 *dx,
+                                     PBD_GLOBAL const pbd_dihedral *records,
+                                     PBD_GLOBAL float *lambda, int c, float inv_h2,
+                                     int reset_lambda, int track)
+{
+    (void)dx;
+    (void)track; /* between particles of one body: no external impulse */
+    pbd_dihedral r = records[c];
+    float l = reset_lambda ? 0.0f : lambda[c];
+    pbd_float4 xa = p[r.a], xb = p[r.b], xc = p[r.c], xd = p[r.d];
+    float ex = xb.x - xa.x, ey = xb.y - xa.y, ez = xb.z - xa.z;
+    float ca[3] = {xc.x - xa.x, xc.y - xa.y, xc.z - xa.z};
+    float cb[3] = {xc.x - xb.x, xc.y - xb.y, xc.z - xb.z};
+    float db[3] = {xd.x - xb.x, xd.y - xb.y, xd.z - xb.z};
+    float da[3] = {xd.x - xa.x, xd.y - xa.y, xd.z - xa.z};
+    float n1x = ca[1] * cb[2] - ca[2] * cb[1], n1y = ca[2] * cb[0] - ca[0] * cb[2],
+          n1z = ca[0] * cb[1] - ca[1] * cb[0];
+    float n2x = db[1] * da[2] - db[2] * da[1], n2y = db[2] * da[0] - db[0] * da[2],
+          n2z = db[0] * da[1] - db[1] * da[0];
+    float q1 = n1x * n1x + n1y * n1y + n1z * n1z, q2 = n2x * n2x + n2y * n2y + n2z * n2z;
+    float e2 = ex * ex + ey * ey + ez * ez;
+    if (!(q1 > 1e-24f) || !(q2 > 1e-24f) || !(e2 > PBD_MIN_LENGTH * PBD_MIN_LENGTH))
+        return;
+    float el = pbd_sqrtf(e2);
+    /* theta from (n2 x n1) . e / |e| and n1 . n2, both scaled by |n1| |n2| */
+    float sx = n2y * n1z - n2z * n1y, sy = n2z * n1x - n2x * n1z, sz = n2x * n1y - n2y * n1x;
+    float theta = pbd_atan2f((sx * ex + sy * ey + sz * ez) / el, n1x * n2x + n1y * n2y + n1z * n2z);
+    float cval = theta - r.rest;
+    if (cval > 3.1415927f)
+        cval -= 6.2831853f;
+    else if (cval < -3.1415927f)
+        cval += 6.2831853f;
+    float m1x = n1x / q1, m1y = n1y / q1, m1z = n1z / q1;
+    float m2x = n2x / q2, m2y = n2y / q2, m2z = n2z / q2;
+    /* projections onto the edge direction of (c - b), (d - b), (c - a), (d - a) */
+    float pcb = (cb[0] * ex + cb[1] * ey + cb[2] * ez) / el;
+    float pdb = (db[0] * ex + db[1] * ey + db[2] * ez) / el;
+    float pca = (ca[0] * ex + ca[1] * ey + ca[2] * ez) / el;
+    float pda = (da[0] * ex + da[1] * ey + da[2] * ez) / el;
+    float g[12] = {pcb * m1x + pdb * m2x,
+                   pcb * m1y + pdb * m2y,
+                   pcb * m1z + pdb * m2z,
+                   -pca * m1x - pda * m2x,
+                   -pca * m1y - pda * m2y,
+                   -pca * m1z - pda * m2z,
+                   el * m1x,
+                   el * m1y,
+                   el * m1z,
+                   el * m2x,
+                   el * m2y,
+                   el * m2z};
+    lambda[c] = l + pbd_project4(p, r.a, r.b, r.c, r.d, g, cval, r.compliance, l, inv_h2);
+}
+
+/* Isometric bending (pbd_isometric): v = sum k_i x_i, C = |v|^2 / 2, gradient k_i v at
+ * particle i. The weights sum to zero, so the corrections move no centre of mass, and the
+ * gradients k_i v with sum k_i x_i = v turn nothing (sum x_i x k_i v = v x v = 0). */
+PBD_INLINE void pbd_isometric_project(PBD_GLOBAL pbd_float4 *p, PBD_GLOBAL pbd_float4 *dx,
+                                      PBD_GLOBAL const pbd_isometric *records,
+                                      PBD_GLOBAL float *lambda, int c, float inv_h2,
+                                      int reset_lambda, int track)
+{
+    (void)dx;
+    (void)track; /* between particles of one body: no external impulse */
+    pbd_isometric r = records[c];
+    float l = reset_lambda ? 0.0f : lambda[c];
+    pbd_float4 xa = p[r.a], xb = p[r.b], xc = p[r.c], xd = p[r.d];
+    /* relative to a, so that v does not lose digits far from the origin (the k sum to 0) */
+    float vx = r.k[1] * (xb.x - xa.x) + r.k[2] * (xc.x - xa.x) + r.k[3] * (xd.x - xa.x);
+    float vy = r.k[1] * (xb.y - xa.y) + r.k[2] * (xc.y - xa.y) + r.k[3] * (xd.y - xa.y);
+    float vz = r.k[1] * (xb.z - xa.z) + r.k[2] * (xc.z - xa.z) + r.k[3] * (xd.z - xa.z);
+    float cval = 0.5f * (vx * vx + vy * vy + vz * vz);
+    float g[12];
+    for (int i = 0; i < 4; ++i) {
+        g[3 * i] = r.k[i] * vx;
+        g[3 * i + 1] = r.k[i] * vy;
+        g[3 * i + 2] = r.k[i] * vz;
+    }
+    lambda[c] = l + pbd_project4(p, r.a, r.b, r.c, r.d, g, cval, r.compliance, l, inv_h2);
+}
+
 /* Jacobi for constraint c: its gain (pbd_distance_gain) on the iterate p, which it does not
  * change, and its multiplier, grown from 0 when `reset_lambda`. The CPU reference and the
  * device's kernels project one constraint with this. */

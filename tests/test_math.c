@@ -2,6 +2,7 @@
 #include <float.h>
 #include <math.h>
 
+#include "scene/generators.h"
 #include "solver/solver_impl.h"
 #include "test_util.h"
 
@@ -272,6 +273,342 @@ static void tether_math(void **state)
     assert_near(moment, 0.0, 1e-6, "free pair: sum m dx = 0");
 }
 
+/* pbd_atan2f (basic operations only, the same bits everywhere) against libm's double atan2,
+ * over every quadrant, the axes, the reduction's seams and a wide range of magnitudes. */
+static void atan2_math(void **state)
+{
+    (void)state;
+    double worst = 0.0;
+    for (int k = 0; k <= 20000; ++k) {
+        double t = -3.14159265358979 + 6.28318530717959 * k / 20000.0;
+        for (int m = -3; m <= 3; m += 3) {
+            double r = pow(10.0, m);
+            float y = (float)(r * sin(t)), x = (float)(r * cos(t));
+            double err = fabs((double)pbd_atan2f(y, x) - atan2((double)y, (double)x));
+            worst = fmax(worst, err);
+        }
+    }
+    print_message("pbd_atan2f: largest error %.3g rad\n", worst);
+    expect(worst < 4e-7, "largest error %g rad", worst);
+    expect(pbd_atan2f(0.0f, 0.0f) == 0.0f && pbd_atan2f(0.0f, -1.0f) == 3.1415927f &&
+               pbd_atan2f(-1.0f, 0.0f) == -1.5707964f,
+           "axes: %g %g %g", (double)pbd_atan2f(0.0f, 0.0f), (double)pbd_atan2f(0.0f, -1.0f),
+           (double)pbd_atan2f(-1.0f, 0.0f));
+}
+
+/* The dihedral angle as pbd_dihedral_project measures it, in double. */
+static double dihedral_angle(const pbd_float4 *p)
+{
+    double x[4][3];
+    for (int i = 0; i < 4; ++i) {
+        x[i][0] = p[i].x;
+        x[i][1] = p[i].y;
+        x[i][2] = p[i].z;
+    }
+    double e[3], ca[3], cb[3], db[3], da[3];
+    for (int k = 0; k < 3; ++k) {
+        e[k] = x[1][k] - x[0][k];
+        ca[k] = x[2][k] - x[0][k];
+        cb[k] = x[2][k] - x[1][k];
+        db[k] = x[3][k] - x[1][k];
+        da[k] = x[3][k] - x[0][k];
+    }
+#define CROSS(u, v, o)                                                                             \
+    double o[3] = {u[1] * v[2] - u[2] * v[1], u[2] * v[0] - u[0] * v[2], u[0] * v[1] - u[1] * v[0]}
+    CROSS(ca, cb, n1);
+    CROSS(db, da, n2);
+    CROSS(n2, n1, s);
+#undef CROSS
+    double el = sqrt(e[0] * e[0] + e[1] * e[1] + e[2] * e[2]);
+    return atan2((s[0] * e[0] + s[1] * e[1] + s[2] * e[2]) / el,
+                 n1[0] * n2[0] + n1[1] * n2[1] + n1[2] * n2[2]);
+}
+
+/* A pair of unit triangles on the edge (0,0,0)-(1,0,0), the opposite particles at angle
+ * `fold` out of the plane each (their dihedral angle is 2 fold, up to sign). */
+static void hinge(pbd_float4 *p, double fold, const float *w)
+{
+    p[0] = F4(0, 0, 0, w[0]);
+    p[1] = F4(1, 0, 0, w[1]);
+    p[2] = F4(0.5f, (float)cos(fold), (float)sin(fold), w[2]);
+    p[3] = F4(0.4f, (float)-cos(fold), (float)sin(fold), w[3]);
+}
+
+/* The bending elements' record for particles 0..3 of `p` at rest (pbd_scene_add_bending_pair,
+ * as the generators make them). */
+static void bending_record(const pbd_float4 *p, pbd_bending kind, float compliance, void *out)
+{
+    pbd_model m = {0};
+    assert_true(pbd_model_add_particles(&m, 4, "pair") == 0);
+    memcpy(m.x, p, 4 * sizeof *p);
+    assert_int_equal(pbd_scene_add_bending_pair(&m, kind, compliance, 0, 1, 2, 3), 0);
+    if (kind == PBD_BENDING_DIHEDRAL) {
+        assert_int_equal(m.num_dihedral, 1);
+        memcpy(out, &m.dihedral[0], sizeof m.dihedral[0]);
+    } else {
+        assert_int_equal(m.num_isometric, 1);
+        memcpy(out, &m.isometric[0], sizeof m.isometric[0]);
+    }
+    pbd_model_free(&m);
+}
+
+/* Dihedral bending: a flat pair at rest angles +0.5 and -0.5 rad is bent to them (the sign of
+ * the gradient agrees with the angle's), a bent pair at rest 0 is flattened, a pinned
+ * particle stays; PBD stiffness 0.5 takes a step about half way. */
+static void dihedral_math(void **state)
+{
+    (void)state;
+    const float w[4] = {1.0f, 0.5f, 2.0f, 0.25f};
+    pbd_float4 p[4], dx[4];
+    float lambda[1] = {0.0f};
+    for (int sign = -1; sign <= 1; sign += 2) {
+        pbd_float4 rest[4];
+        hinge(rest, sign * 0.25, w);
+        pbd_dihedral r;
+        bending_record(rest, PBD_BENDING_DIHEDRAL, 0.0f, &r);
+        assert_near(r.rest, dihedral_angle(rest), 1e-6, "the record's rest angle");
+        expect(fabs(fabs(r.rest) - 0.5) < 1e-3, "rest %g, expected +-0.5", (double)r.rest);
+        hinge(p, 0.0, w);
+        for (int it = 0; it < 20; ++it)
+            pbd_dihedral_project(p, dx, &r, lambda, 0, 100.0f, 1, 0);
+        assert_near(dihedral_angle(p), r.rest, 1e-4, "bent to its rest angle");
+    }
+    pbd_dihedral flat;
+    hinge(p, 0.0, w);
+    bending_record(p, PBD_BENDING_DIHEDRAL, 0.0f, &flat);
+    assert_near(flat.rest, 0.0, 1e-7, "a flat pair's rest angle");
+    float wp[4] = {1.0f, 0.5f, 0.0f, 0.25f}; /* c pinned */
+    hinge(p, 0.4, wp);
+    pbd_float4 c0 = p[2];
+    for (int it = 0; it < 20; ++it)
+        pbd_dihedral_project(p, dx, &flat, lambda, 0, 100.0f, 1, 0);
+    assert_near(dihedral_angle(p), 0.0, 1e-4, "flattened with a pin");
+    expect(p[2].x == c0.x && p[2].y == c0.y && p[2].z == c0.z, "the pinned particle moved");
+    hinge(p, 0.3, w);
+    flat.compliance = -0.5f;
+    double before = dihedral_angle(p);
+    pbd_dihedral_project(p, dx, &flat, lambda, 0, 100.0f, 1, 0);
+    double ratio = dihedral_angle(p) / before;
+    expect(ratio > 0.4 && ratio < 0.6, "PBD stiffness 0.5: angle %g -> %g", before,
+           dihedral_angle(p));
+}
+
+/* |v| of an isometric element on p. */
+static double curvature(const pbd_isometric *r, const pbd_float4 *p)
+{
+    double v[3] = {0, 0, 0};
+    for (int i = 0; i < 4; ++i) {
+        v[0] += r->k[i] * (double)p[i].x;
+        v[1] += r->k[i] * (double)p[i].y;
+        v[2] += r->k[i] * (double)p[i].z;
+    }
+    return sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2]);
+}
+
+/* Isometric bending: the weights of a flat pair sum to zero and give v = 0 there (the
+ * cotangent Laplacian of a plane); a bent pair is flattened; a flat one does not move. */
+static void isometric_math(void **state)
+{
+    (void)state;
+    const float w[4] = {1.0f, 0.5f, 2.0f, 0.25f};
+    pbd_float4 p[4], dx[4];
+    float lambda[1] = {0.0f};
+    hinge(p, 0.0, w);
+    pbd_isometric r;
+    bending_record(p, PBD_BENDING_ISOMETRIC, 0.0f, &r);
+    double sum = (double)r.k[0] + r.k[1] + r.k[2] + r.k[3];
+    assert_near(sum, 0.0, 1e-6, "the weights sum to zero");
+    assert_near(curvature(&r, p), 0.0, 1e-6, "v of the flat pair");
+    pbd_float4 flat[4];
+    memcpy(flat, p, sizeof flat);
+    pbd_isometric_project(p, dx, &r, lambda, 0, 100.0f, 1, 0);
+    for (int i = 0; i < 4; ++i)
+        expect(fabs(p[i].x - flat[i].x) + fabs(p[i].y - flat[i].y) + fabs(p[i].z - flat[i].z) <
+                   1e-6,
+               "flat particle %d moved", i);
+    hinge(p, 0.35, w);
+    double v0 = curvature(&r, p);
+    for (int it = 0; it < 20; ++it)
+        pbd_isometric_project(p, dx, &r, lambda, 0, 100.0f, 1, 0);
+    double v1 = curvature(&r, p);
+    print_message("isometric: |v| %.4g -> %.4g in 20 projections\n", v0, v1);
+    expect(v0 > 0.5 && v1 < 1e-3 * v0, "|v| %g -> %g", v0, v1);
+    assert_near(dihedral_angle(p), 0.0, 2e-3, "flattened");
+}
+
+/* A small deterministic generator for the random samples. */
+static double uniform(unsigned long long *s)
+{
+    *s = *s * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (double)(*s >> 11) / 9007199254740992.0;
+}
+
+/* Projects constraint `type` of particles 0..3 of p in place (hard, or PBD 0.5 with `pbd`),
+ * with its record made at the rest shape `rest`. */
+static void project_sample(int type, const pbd_float4 *rest, pbd_float4 *p, int pbd)
+{
+    pbd_float4 dx[4];
+    float lambda[1] = {0.0f}, compliance = pbd ? -0.5f : 0.0f;
+    double d[3] = {(double)rest[1].x - rest[0].x, (double)rest[1].y - rest[0].y,
+                   (double)rest[1].z - rest[0].z};
+    float len = (float)sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
+    switch (type) {
+    case PBD_CONSTRAINT_DISTANCE: {
+        pbd_distance r = {0, 1, len, compliance};
+        pbd_distance_project(p, dx, &r, lambda, 0, 100.0f, 1, 0);
+        break;
+    }
+    case PBD_CONSTRAINT_TETHER: {
+        pbd_tether r = {0, 1, 0.5f * len, compliance};
+        pbd_tether_project(p, dx, &r, lambda, 0, 100.0f, 1, 0);
+        break;
+    }
+    case PBD_CONSTRAINT_VOLUME: {
+        pbd_volume r = {0, 1, 2, 3, (float)tet_volume(rest), compliance, 0, 0};
+        pbd_volume_project(p, dx, &r, lambda, 0, 100.0f, 1, 0);
+        break;
+    }
+    case PBD_CONSTRAINT_DIHEDRAL: {
+        pbd_dihedral r;
+        bending_record(rest, PBD_BENDING_DIHEDRAL, compliance, &r);
+        pbd_dihedral_project(p, dx, &r, lambda, 0, 100.0f, 1, 0);
+        break;
+    }
+    case PBD_CONSTRAINT_ISOMETRIC: {
+        pbd_isometric r;
+        bending_record(rest, PBD_BENDING_ISOMETRIC, compliance, &r);
+        pbd_isometric_project(p, dx, &r, lambda, 0, 100.0f, 1, 0);
+        break;
+    }
+    default:
+        fail_msg("no sample for constraint type %d", type);
+    }
+}
+
+/* Every constraint type between particles: on random samples (shapes, masses, a random
+ * deformation) a projection keeps linear momentum (sum m dx = 0) and angular momentum
+ * (sum m x x dx = 0 about the centre of mass), to float rounding of the correction, and it
+ * rotates with the body: the corrections of a rotated and moved sample are the rotated
+ * corrections. The attachment (the world pulls) is the one type exempt. */
+static void projection_invariants(void **state)
+{
+    (void)state;
+    unsigned long long seed = 12345;
+    int checked = 0;
+    for (int type = 0; type < PBD_CONSTRAINT_COUNT; ++type) {
+        if (pbd_constraint_types[type].world)
+            continue;
+        double worst_lin = 0.0, worst_ang = 0.0, worst_rot = 0.0;
+        for (int sample = 0; sample < 200; ++sample) {
+            pbd_float4 rest[4], p[4], q[4];
+            for (int i = 0; i < 4; ++i) {
+                float w = (float)(0.5 + 1.5 * uniform(&seed));
+                rest[i] = F4((float)(2 * uniform(&seed) - 1), (float)(2 * uniform(&seed) - 1),
+                             (float)(2 * uniform(&seed) - 1), w);
+            }
+            if (type == PBD_CONSTRAINT_DIHEDRAL || type == PBD_CONSTRAINT_ISOMETRIC) {
+                /* a hinge: c and d on opposite sides of the edge a-b, nearly in a plane */
+                rest[0] = F4(0, 0, 0, rest[0].w);
+                rest[1] = F4(1, 0, 0, rest[1].w);
+                rest[2].y = 0.3f + fabsf(rest[2].y);
+                rest[3].y = -0.3f - fabsf(rest[3].y);
+                rest[2].z *= 0.3f;
+                rest[3].z *= 0.3f;
+            }
+            for (int i = 0; i < 4; ++i)
+                p[i] = F4(rest[i].x + (float)(0.4 * uniform(&seed) - 0.2),
+                          rest[i].y + (float)(0.4 * uniform(&seed) - 0.2),
+                          rest[i].z + (float)(0.4 * uniform(&seed) - 0.2), rest[i].w);
+            /* a random rotation (unit quaternion) and shift */
+            double qw = uniform(&seed) - 0.5, qx = uniform(&seed) - 0.5, qy = uniform(&seed) - 0.5,
+                   qz = uniform(&seed) - 0.5;
+            double qn = sqrt(qw * qw + qx * qx + qy * qy + qz * qz);
+            qw /= qn, qx /= qn, qy /= qn, qz /= qn;
+            double R[3][3] = {
+                {1 - 2 * (qy * qy + qz * qz), 2 * (qx * qy - qz * qw), 2 * (qx * qz + qy * qw)},
+                {2 * (qx * qy + qz * qw), 1 - 2 * (qx * qx + qz * qz), 2 * (qy * qz - qx * qw)},
+                {2 * (qx * qz - qy * qw), 2 * (qy * qz + qx * qw), 1 - 2 * (qx * qx + qy * qy)}};
+            double shift[3] = {uniform(&seed) - 0.5, uniform(&seed) - 0.5, uniform(&seed) - 0.5};
+            pbd_float4 rest_r[4];
+            for (int i = 0; i < 4; ++i) {
+                const pbd_float4 *src[2] = {&p[i], &rest[i]};
+                pbd_float4 *dst[2] = {&q[i], &rest_r[i]};
+                for (int k = 0; k < 2; ++k) {
+                    double x[3] = {src[k]->x, src[k]->y, src[k]->z};
+                    *dst[k] =
+                        F4((float)(R[0][0] * x[0] + R[0][1] * x[1] + R[0][2] * x[2] + shift[0]),
+                           (float)(R[1][0] * x[0] + R[1][1] * x[1] + R[1][2] * x[2] + shift[1]),
+                           (float)(R[2][0] * x[0] + R[2][1] * x[1] + R[2][2] * x[2] + shift[2]),
+                           src[k]->w);
+                }
+            }
+            pbd_float4 before[4], before_r[4];
+            memcpy(before, p, sizeof p);
+            memcpy(before_r, q, sizeof q);
+            int pbd = sample & 1;
+            project_sample(type, rest, p, pbd);
+            project_sample(type, rest_r, q, pbd);
+            double mass = 0.0, com[3] = {0, 0, 0}, lin[3] = {0, 0, 0}, ang[3] = {0, 0, 0};
+            double scale = 0.0, rot = 0.0;
+            for (int i = 0; i < 4; ++i) {
+                double m = 1.0 / before[i].w;
+                mass += m;
+                com[0] += m * before[i].x;
+                com[1] += m * before[i].y;
+                com[2] += m * before[i].z;
+            }
+            for (int i = 0; i < 4; ++i) {
+                double m = 1.0 / before[i].w;
+                double d[3] = {(double)p[i].x - before[i].x, (double)p[i].y - before[i].y,
+                               (double)p[i].z - before[i].z};
+                double r[3] = {before[i].x - com[0] / mass, before[i].y - com[1] / mass,
+                               before[i].z - com[2] / mass};
+                for (int k = 0; k < 3; ++k)
+                    lin[k] += m * d[k];
+                ang[0] += m * (r[1] * d[2] - r[2] * d[1]);
+                ang[1] += m * (r[2] * d[0] - r[0] * d[2]);
+                ang[2] += m * (r[0] * d[1] - r[1] * d[0]);
+                scale = fmax(scale, m * sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]));
+                double dr[3] = {(double)q[i].x - before_r[i].x, (double)q[i].y - before_r[i].y,
+                                (double)q[i].z - before_r[i].z};
+                for (int k = 0; k < 3; ++k) {
+                    double rd = R[k][0] * d[0] + R[k][1] * d[1] + R[k][2] * d[2];
+                    rot = fmax(rot, fabs(rd - dr[k]));
+                }
+            }
+            if (scale < 1e-3)
+                continue; /* nothing to project (a slack tether) */
+            ++checked;
+            /* The new positions are rounded to float: each coordinate by up to an ulp of its
+             * size, weighted by mass, so the sums can be off by that much and no more. */
+            double round = 0.0, rmax = 0.0;
+            for (int i = 0; i < 4; ++i) {
+                double ext = fmax(fabs(before[i].x), fmax(fabs(before[i].y), fabs(before[i].z)));
+                round += 2.0 * FLT_EPSILON * (ext + 1.0) / before[i].w;
+                double r[3] = {before[i].x - com[0] / mass, before[i].y - com[1] / mass,
+                               before[i].z - com[2] / mass};
+                rmax = fmax(rmax, sqrt(r[0] * r[0] + r[1] * r[1] + r[2] * r[2]));
+            }
+            double l = sqrt(lin[0] * lin[0] + lin[1] * lin[1] + lin[2] * lin[2]) / round;
+            double a = sqrt(ang[0] * ang[0] + ang[1] * ang[1] + ang[2] * ang[2]) / (round * rmax);
+            worst_lin = fmax(worst_lin, l);
+            worst_ang = fmax(worst_ang, a);
+            /* the rotated sample is itself rounded to float: allow that, relative and absolute */
+            worst_rot = fmax(worst_rot, rot / (1e-3 * scale + 1e-5));
+        }
+        print_message("%-10s in units of float rounding: |sum m dx| %.2f, |sum m r x dx| %.2f; "
+                      "rotated corrections off by %.2f of the allowance\n",
+                      pbd_constraint_types[type].name, worst_lin, worst_ang, worst_rot);
+        expect(worst_lin <= 1.0, "%s: linear momentum off by %g roundings",
+               pbd_constraint_types[type].name, worst_lin);
+        expect(worst_ang <= 1.0, "%s: angular momentum off by %g roundings",
+               pbd_constraint_types[type].name, worst_ang);
+        expect(worst_rot <= 1.0, "%s: not invariant under rotation (%g of the allowance)",
+               pbd_constraint_types[type].name, worst_rot);
+    }
+    expect(checked > 800, "only %d samples had a correction", checked);
+}
+
 static void predict_and_update(void **state)
 {
     (void)state;
@@ -485,6 +822,10 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(attachment_math),
     cmocka_unit_test(volume_math),
     cmocka_unit_test(tether_math),
+    cmocka_unit_test(atan2_math),
+    cmocka_unit_test(dihedral_math),
+    cmocka_unit_test(isometric_math),
+    cmocka_unit_test(projection_invariants),
     cmocka_unit_test(predict_and_update),
     cmocka_unit_test(gather_average),
     cmocka_unit_test(particle_sums),

@@ -70,14 +70,14 @@ static const good_scene good[] = {
     {"cloth_sphere.json", 64 * 64, 0, 1, 0, 2},
     {"spinning_soft_cube.json", 7 * 7 * 7, 0, 1, 0, 0},
     {"tethered_curtain.json", 64 * 64, 0, 1, 64, 1},
+    {"draped_sheet.json", 48 * 48, 47 * 48 * 2 + 47 * 47 * 2, 1, 2, 2},
 };
 
 static int64_t expected_distance(const good_scene *g)
 {
     if (strcmp(g->file, "cloth.json") == 0)
         return cloth_constraints(128, 128);
-    if (strcmp(g->file, "cloth_sphere.json") == 0 ||
-        strcmp(g->file, "tethered_curtain.json") == 0)
+    if (strcmp(g->file, "cloth_sphere.json") == 0 || strcmp(g->file, "tethered_curtain.json") == 0)
         return cloth_constraints(64, 64);
     if (strcmp(g->file, "cloth_large.json") == 0)
         return cloth_constraints(256, 256);
@@ -156,6 +156,12 @@ static const bad_scene bad[] = {
     {"unknown_top_key.json", ": gravty: unknown key (expected one of: description, dt,"},
     {"unknown_body_key.json", "bodies[0].colour: unknown key (expected one of: type, name,"},
     {"wrong_type.json", ": dt: found a string, expected a number"},
+    {"bending_name.json", ": bodies[0].bending: found \"folds\", expected one of: none, springs, "
+                          "dihedral, isometric"},
+    {"bending_type.json", ": bodies[0].bending: found a number, expected true, false, or one of: "
+                          "none, springs, dihedral, isometric"},
+    {"bending_compliance_alone.json",
+     ": bodies[0].bending_compliance: found with no bending, expected \"bending\" too"},
     {"dt_range.json", ": dt: found 0, expected a number in (1e-09, 10]"},
     {"iterations_range.json", ": iterations: found 0, expected an integer in [1, 10000]"},
     {"resolution_range.json", "bodies[0].resolution[1]: found -3, expected an integer in [2, "

@@ -701,7 +701,7 @@ static void lists_same_bits(void **state)
     const int res[2] = {24, 64};
     int cpu_device = 0;
     for (int v = 0; v < 8; ++v) {
-        char json[3072];
+        char json[4096];
         int r = res[v % 2];
         pbd_variant variant = v < 4 ? PBD_VARIANT_AUTO : PBD_VARIANT_GPU;
         snprintf(json, sizeof json,
@@ -715,7 +715,13 @@ static void lists_same_bits(void **state)
                  "\"angular_velocity\": [1, 2, 3], \"mass\": 1, \"volume\": true, "
                  "\"volume_compliance\": 1e-6}, {\"type\": \"cloth\", \"resolution\": [8, 8], "
                  "\"size\": [0.5, 0.5], \"center\": [-3, 1, 0], \"orientation\": \"xy\", "
-                 "\"pin\": \"edge\", \"tethers\": true, \"compliance\": 1e-4}], "
+                 "\"pin\": \"edge\", \"tethers\": true, \"compliance\": 1e-4}, "
+                 "{\"type\": \"cloth\", \"resolution\": [6, 6], \"size\": [0.5, 0.5], "
+                 "\"center\": [0, 1, 3], \"orientation\": \"xy\", \"bending\": \"dihedral\", "
+                 "\"bending_compliance\": 1e-3, \"angular_velocity\": [0, 1, 2]}, "
+                 "{\"type\": \"cloth\", \"resolution\": [6, 6], \"size\": [0.5, 0.5], "
+                 "\"center\": [0, 1, -3], \"orientation\": \"xy\", \"bending\": \"isometric\", "
+                 "\"angular_velocity\": [2, 1, 0], \"stiffness\": 0.8}], "
                  "\"attachments\": [{\"body\": 0, \"particle\": 0}, "
                  "{\"body\": 0, \"particle\": %d, \"compliance\": 1e-4}, "
                  "{\"body\": 1, \"particle\": 3, \"target\": [3.5, 1, 0], "
@@ -730,6 +736,8 @@ static void lists_same_bits(void **state)
         assert_int_equal(s.model.num_attachment, 3);
         assert_int_equal(s.model.num_volume, 48);
         assert_int_equal(s.model.num_tether, 56);
+        assert_int_equal(s.model.num_dihedral, 65); /* 3 x 5 x 5 - 5 - 5 inner edges */
+        assert_int_equal(s.model.num_isometric, 65);
         assert_int_equal(s.model.num_colliders, 2);
         pair_result pr = run_pair_variant(&s.model, &s.config, 40, variant);
         print_message("%s %dx%d, %s kernels: %ld values differ, worst %g, %d colours, launches "
@@ -1326,6 +1334,47 @@ static void gl_sharing_refused(void **state)
     pbd_scene_free(&sc);
 }
 
+/* Bending holds a cantilever up: a 0.3 x 1.1 m strip clamped by its first two rows sags about
+ * its length with no bending, and with hard dihedral or isometric bending only a few cm
+ * (10 substeps converge it); a compliance of 1 rad/(N m) lets it sag between the two. */
+static void bending_holds_shape(void **state)
+{
+    (void)state;
+    const char *kinds[5] = {"\"none\"", "\"dihedral\"", "\"isometric\"",
+                            "\"dihedral\", \"bending_compliance\": 1",
+                            "\"isometric\", \"bending_compliance\": 1"};
+    double droop[5];
+    for (int k = 0; k < 5; ++k) {
+        char json[1024];
+        snprintf(json, sizeof json,
+                 "{\"dt\": 0.016666666666666666, \"iterations\": 10, \"substeps\": 10, "
+                 "\"damping\": \"point\", \"damping_k\": 0.01, \"bodies\": [{\"type\": \"cloth\", "
+                 "\"resolution\": [4, 12], \"size\": [0.3, 1.1], \"center\": [0, 1, 0.55], "
+                 "\"orientation\": \"xz\", \"pinned\": [0, 1, 2, 3, 4, 5, 6, 7], \"mass\": 0.2, "
+                 "\"bending\": %s}]}",
+                 kinds[k]);
+        pbd_scene sc = {0};
+        pbd_error err = {0};
+        if (pbd_scene_parse(json, "cantilever", &sc, &err) != PBD_OK) {
+            print_error("%s\n", err.message);
+            fail();
+        }
+        pbd_solver *sv = make_solver(&sc, PBD_BACKEND_CPU);
+        assert_int_equal(pbd_solver_step(sv, 180, &err), PBD_OK);
+        pbd_float4 x[48];
+        assert_int_equal(pbd_solver_read(sv, x, NULL, &err), PBD_OK);
+        droop[k] = 1.0 - 0.25 * ((double)x[44].y + x[45].y + x[46].y + x[47].y);
+        pbd_solver_destroy(sv);
+        pbd_scene_free(&sc);
+        print_message("bending %-40s the free end sags %.4f m\n", kinds[k], droop[k]);
+    }
+    expect(droop[0] > 0.9, "no bending: %g m", droop[0]);
+    expect(droop[1] < 0.05 && droop[2] < 0.08, "hard bending: %g, %g m", droop[1], droop[2]);
+    expect(droop[3] > 4 * droop[1] && droop[3] < droop[0] && droop[4] > 4 * droop[2] &&
+               droop[4] < droop[0],
+           "compliant bending: %g, %g m", droop[3], droop[4]);
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(coloring_valid),
     cmocka_unit_test(coloring_validator_rejects),
@@ -1355,6 +1404,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(volume_keeps_volume),
     cmocka_unit_test(tethers_limit_stretch),
     pbd_device_test(gl_sharing_refused),
+    cmocka_unit_test(bending_holds_shape),
 };
 
 PBD_TEST_MAIN("solver", tests)

@@ -216,6 +216,20 @@ static const char *record_problem(int type, const void *record)
             return "a longest length >= 0, within 2e9 m";
         break;
     }
+    case PBD_CONSTRAINT_DIHEDRAL: {
+        const pbd_dihedral *d = record;
+        if (!(d->rest >= -3.1415927f && d->rest <= 3.1415927f))
+            return "a rest angle in [-pi, pi]";
+        break;
+    }
+    case PBD_CONSTRAINT_ISOMETRIC: {
+        const pbd_isometric *r = record;
+        /* sqrt(3 / area) times cotangents: 1e9 allows needles of 1e-12 m^2 */
+        for (int k = 0; k < 4; ++k)
+            if (!(fabsf(r->k[k]) <= 1e9f))
+                return "weights k within 1e9 (1/m)";
+        break;
+    }
     case PBD_CONSTRAINT_VOLUME: {
         const pbd_volume *v = record;
         /* (1e9 m)^3 bounds it; a zero rest volume would push every tet flat */

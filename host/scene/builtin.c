@@ -31,7 +31,7 @@ static pbd_status cloth(long n, pbd_scene *out, pbd_error *err)
     d.resolution[0] = d.resolution[1] = (int)n;
     d.size[0] = d.size[1] = 2.0f;
     d.center[1] = 1.5f;
-    d.bending = 0;
+    d.bending = PBD_BENDING_NONE;
     d.pin = PBD_PIN_CORNERS;
     d.common.name = "cloth";
     pbd_status st = pbd_scene_add_cloth(&out->model, &d, err);

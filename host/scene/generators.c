@@ -10,7 +10,8 @@
 /* The body being appended, and the model's counts before it (to roll back). */
 typedef struct build {
     pbd_model *m;
-    int particles, bodies, distance, volume, tether, triangles;
+    int particles, bodies, triangles;
+    int constraints[PBD_CONSTRAINT_COUNT]; /* the model's counts before the body */
     int first, count;
     float compliance;
 } build;
@@ -25,9 +26,10 @@ static pbd_status rollback(build *b, pbd_error *err)
 {
     b->m->num_particles = b->particles;
     b->m->num_bodies = b->bodies;
-    b->m->num_distance = b->distance;
-    b->m->num_volume = b->volume;
-    b->m->num_tether = b->tether;
+#define PBD_X_RESTORE(id, name, type, arity, world)                                                \
+    b->m->num_##name = b->constraints[PBD_CONSTRAINT_##id];
+    PBD_CONSTRAINT_LIST(PBD_X_RESTORE)
+#undef PBD_X_RESTORE
     b->m->num_triangles = b->triangles;
     return pbd_error_set(err, PBD_ERR_MEMORY, "out of memory");
 }
@@ -104,9 +106,10 @@ static pbd_status begin(build *b, pbd_model *m, const pbd_gen_common *c, const c
     b->m = m;
     b->particles = m->num_particles;
     b->bodies = m->num_bodies;
-    b->distance = m->num_distance;
-    b->volume = m->num_volume;
-    b->tether = m->num_tether;
+#define PBD_X_SAVE(id, name, type, arity, world)                                                   \
+    b->constraints[PBD_CONSTRAINT_##id] = m->num_##name;
+    PBD_CONSTRAINT_LIST(PBD_X_SAVE)
+#undef PBD_X_SAVE
     b->triangles = m->num_triangles;
     b->count = (int)np;
     b->compliance = c->compliance;
@@ -223,7 +226,8 @@ pbd_cloth_desc pbd_cloth_desc_default(void)
     d.resolution[0] = d.resolution[1] = 2;
     d.size[0] = d.size[1] = 1.0f;
     d.shear = 1;
-    d.bending = 1;
+    d.bending = PBD_BENDING_SPRINGS;
+    d.bending_compliance = NAN;
     return d;
 }
 
@@ -232,7 +236,10 @@ void pbd_cloth_counts(const pbd_cloth_desc *d, int64_t *particles, int64_t *cons
     int64_t nu = d->resolution[0], nv = d->resolution[1];
     int64_t structural = (nu - 1) * nv + nu * (nv - 1);
     int64_t shear = d->shear ? 2 * (nu - 1) * (nv - 1) : 0;
-    int64_t bending = d->bending ? (nu - 2) * nv + nu * (nv - 2) : 0;
+    int64_t bending = d->bending == PBD_BENDING_SPRINGS ? (nu - 2) * nv + nu * (nv - 2)
+                      : d->bending != PBD_BENDING_NONE
+                          ? (nu - 1) * (nv - 1) * 3 - (nu - 2) - (nv - 2) - 2 /* interior edges */
+                          : 0;
     *particles = nu * nv;
     /* tethers: at most one a particle */
     *constraints = structural + shear + bending + (d->tethers ? nu * nv : 0);
@@ -280,6 +287,118 @@ static int add_tethers(build *b, int nu, int nv)
     return failures;
 }
 
+/* An edge of a surface triangle and the triangle's third particle (model indices). */
+typedef struct tri_edge {
+    int lo, hi, opposite;
+} tri_edge;
+
+static int compare_edges(const void *pa, const void *pb)
+{
+    const tri_edge *a = pa, *b = pb;
+    if (a->lo != b->lo)
+        return a->lo < b->lo ? -1 : 1;
+    if (a->hi != b->hi)
+        return a->hi < b->hi ? -1 : 1;
+    return (a->opposite > b->opposite) - (a->opposite < b->opposite);
+}
+
+static double dot3(const double *a, const double *b)
+{
+    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
+}
+
+static void cross3(const double *a, const double *b, double *out)
+{
+    out[0] = a[1] * b[2] - a[2] * b[1];
+    out[1] = a[2] * b[0] - a[0] * b[2];
+    out[2] = a[0] * b[1] - a[1] * b[0];
+}
+
+/* cot of the angle between u and v, and |u x v|. */
+static double cotangent(const double *u, const double *v, double *cross_len)
+{
+    double w[3];
+    cross3(u, v, w);
+    *cross_len = sqrt(dot3(w, w));
+    return dot3(u, v) / *cross_len;
+}
+
+int pbd_scene_add_bending_pair(pbd_model *m, pbd_bending kind, float compliance, int a, int b,
+                               int c, int d)
+{
+    const pbd_float4 *X[4] = {&m->x[a], &m->x[b], &m->x[c], &m->x[d]};
+    double x[4][3];
+    for (int i = 0; i < 4; ++i) {
+        x[i][0] = X[i]->x;
+        x[i][1] = X[i]->y;
+        x[i][2] = X[i]->z;
+    }
+    double e0[3], e1[3], e2[3], e3[3], e4[3];
+    for (int k = 0; k < 3; ++k) {
+        e0[k] = x[1][k] - x[0][k]; /* the edge, a to b */
+        e1[k] = x[2][k] - x[0][k];
+        e2[k] = x[3][k] - x[0][k];
+        e3[k] = x[2][k] - x[1][k];
+        e4[k] = x[3][k] - x[1][k];
+    }
+    if (kind == PBD_BENDING_ISOMETRIC) {
+        double me0[3] = {-e0[0], -e0[1], -e0[2]}, l01, l02, l03, l04;
+        double c01 = cotangent(e0, e1, &l01), c02 = cotangent(e0, e2, &l02);
+        double c03 = cotangent(me0, e3, &l03), c04 = cotangent(me0, e4, &l04);
+        double area = 0.5 * (l01 + l02); /* A0 + A1 */
+        if (!(l01 > 0.0 && l02 > 0.0 && l03 > 0.0 && l04 > 0.0 && area > 0.0))
+            return 0;
+        double scale = sqrt(3.0 / area);
+        pbd_isometric r = {a, b, c, d, {0}, compliance, 0, 0, 0};
+        double K[4] = {c03 + c04, c01 + c02, -c01 - c03, -c02 - c04};
+        for (int i = 0; i < 4; ++i)
+            r.k[i] = (float)(scale * K[i]);
+        return pbd_model_add_constraint(m, PBD_CONSTRAINT_ISOMETRIC, &r) != 0;
+    }
+    /* dihedral: the rest angle as pbd_dihedral_project measures it */
+    double ca[3] = {e1[0], e1[1], e1[2]}, cb[3] = {e3[0], e3[1], e3[2]};
+    double db[3] = {e4[0], e4[1], e4[2]}, da[3] = {e2[0], e2[1], e2[2]};
+    double n1[3], n2[3], s[3];
+    cross3(ca, cb, n1);
+    cross3(db, da, n2);
+    cross3(n2, n1, s);
+    double el = sqrt(dot3(e0, e0));
+    if (!(dot3(n1, n1) > 0.0 && dot3(n2, n2) > 0.0 && el > 0.0))
+        return 0;
+    pbd_dihedral r = {a, b, c, d, (float)atan2(dot3(s, e0) / el, dot3(n1, n2)), compliance, 0, 0};
+    return pbd_model_add_constraint(m, PBD_CONSTRAINT_DIHEDRAL, &r) != 0;
+}
+
+/* Bending elements (dihedral or isometric) for every edge that exactly two of the body's
+ * surface triangles share (an edge of three or more is not bent). 0, or 1 on an allocation
+ * failure. */
+static int add_surface_bending(build *b, pbd_bending kind, float compliance)
+{
+    int nt = b->m->num_triangles - b->triangles;
+    tri_edge *e = malloc((size_t)(3 * nt > 0 ? 3 * nt : 1) * sizeof *e);
+    if (!e)
+        return 1;
+    const int *t = b->m->triangles + 3 * (size_t)b->triangles;
+    for (int k = 0; k < nt; ++k)
+        for (int s = 0; s < 3; ++s) {
+            int p = t[3 * k + s], q = t[3 * k + (s + 1) % 3], o = t[3 * k + (s + 2) % 3];
+            e[3 * k + s] = (tri_edge){p < q ? p : q, p < q ? q : p, o};
+        }
+    qsort(e, (size_t)(3 * nt), sizeof *e, compare_edges);
+    int failures = 0;
+    for (int k = 0; k < 3 * nt && !failures;) {
+        int n = 1;
+        while (k + n < 3 * nt && e[k + n].lo == e[k].lo && e[k + n].hi == e[k].hi)
+            ++n;
+        if (n == 2 && e[k].opposite != e[k + 1].opposite)
+            failures += pbd_scene_add_bending_pair(b->m, kind, compliance, e[k].lo, e[k].hi,
+                                                   e[k].opposite, e[k + 1].opposite);
+        k += n;
+    }
+    free(e);
+    return failures;
+}
+
 pbd_status pbd_scene_add_cloth(pbd_model *m, const pbd_cloth_desc *d, pbd_error *err)
 {
     pbd_status st =
@@ -292,6 +411,13 @@ pbd_status pbd_scene_add_cloth(pbd_model *m, const pbd_cloth_desc *d, pbd_error 
         return bad(err, "orientation", d->orientation, "xz or xy");
     if (d->pin != PBD_PIN_NONE && d->pin != PBD_PIN_CORNERS && d->pin != PBD_PIN_EDGE)
         return bad(err, "pin", d->pin, "none, corners or edge");
+    if (d->bending < PBD_BENDING_NONE || d->bending > PBD_BENDING_ISOMETRIC)
+        return bad(err, "bending", d->bending, "none, springs, dihedral or isometric");
+    if (!isnan(d->bending_compliance) &&
+        !(d->bending_compliance >= -1.0f && d->bending_compliance <= PBD_MAX_COMPLIANCE))
+        return bad(err, "bending_compliance", d->bending_compliance,
+                   "a compliance >= 0 or a stiffness in (0, 1]");
+    float bend = isnan(d->bending_compliance) ? d->common.compliance : d->bending_compliance;
     int64_t np, nc;
     pbd_cloth_counts(d, &np, &nc);
     build b;
@@ -325,10 +451,12 @@ pbd_status pbd_scene_add_cloth(pbd_model *m, const pbd_cloth_desc *d, pbd_error 
                 failures += link(&b, p, p + nu + 1, -1.0f);
                 failures += link(&b, p + 1, p + nu, -1.0f);
             }
-            if (d->bending && i + 2 < nu)
+            b.compliance = bend;
+            if (d->bending == PBD_BENDING_SPRINGS && i + 2 < nu)
                 failures += link(&b, p, p + 2, -1.0f);
-            if (d->bending && j + 2 < nv)
+            if (d->bending == PBD_BENDING_SPRINGS && j + 2 < nv)
                 failures += link(&b, p, p + 2 * nu, -1.0f);
+            b.compliance = d->common.compliance;
         }
     if (d->tethers) {
         int pinned = 0;
@@ -347,6 +475,8 @@ pbd_status pbd_scene_add_cloth(pbd_model *m, const pbd_cloth_desc *d, pbd_error 
             failures += pbd_model_add_triangle(m, p, p + nu, p + 1) != 0;
             failures += pbd_model_add_triangle(m, p + 1, p + nu, p + nu + 1) != 0;
         }
+    if (!failures && (d->bending == PBD_BENDING_DIHEDRAL || d->bending == PBD_BENDING_ISOMETRIC))
+        failures += add_surface_bending(&b, d->bending, bend);
     return finish(&b, &d->common, NULL, failures, err);
 }
 

@@ -55,17 +55,34 @@ typedef enum pbd_cloth_pin {
 } pbd_cloth_pin;
 
 /* A rectangular grid of nu x nv particles, index j * nu + i. */
+/* A cloth's bending: none, springs to the particle two away along u and v, or one element
+ * a pair of triangles sharing an edge (pbd_dihedral or pbd_isometric). */
+typedef enum pbd_bending {
+    PBD_BENDING_NONE = 0,
+    PBD_BENDING_SPRINGS = 1,
+    PBD_BENDING_DIHEDRAL = 2,
+    PBD_BENDING_ISOMETRIC = 3
+} pbd_bending;
+
+/* The bending element (dihedral or isometric) of the triangles (a, b, c) and (a, b, d), which
+ * share the edge a-b, at the model's current positions (its rest shape). 1 on allocation
+ * failure, 0 otherwise (a degenerate pair is left out). */
+int pbd_scene_add_bending_pair(pbd_model *m, pbd_bending kind, float compliance, int a, int b,
+                               int c, int d);
+
 typedef struct pbd_cloth_desc {
     pbd_gen_common common;
     int resolution[2]; /* nu, nv in [PBD_CLOTH_RES_MIN, PBD_CLOTH_RES_MAX] */
     float size[2];     /* m, > 0 */
     float center[3];
     pbd_cloth_orientation orientation;
-    int shear;         /* 1: both diagonals of every quad */
-    int bending;       /* 1: springs to the particle two away along u and along v */
-    pbd_cloth_pin pin; /* added to common.pinned (union) */
-    int tethers;       /* 1: each free particle tethered to a pinned one (the nearest along the
-                          grid), no farther than it starts (pbd_tether); needs a pin */
+    int shear;                /* 1: both diagonals of every quad */
+    pbd_bending bending;      /* default springs */
+    float bending_compliance; /* the bending constraints' (>= 0 XPBD, < 0 -k PBD); NaN: the
+                                 body's compliance */
+    pbd_cloth_pin pin;        /* added to common.pinned (union) */
+    int tethers; /* 1: each free particle tethered to a pinned one (the nearest along the
+                    grid), no farther than it starts (pbd_tether); needs a pin */
 } pbd_cloth_desc;
 
 /* A chain of segments + 1 particles from start to end. */

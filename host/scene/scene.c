@@ -393,9 +393,9 @@ typedef struct body_opts {
 static const field body_opt_fields[] = {
     {"momentum", 'b', 0, ANY_FLOAT, offsetof(body_opts, momentum)},
 };
-static const char *const type_keys[][10] = {
-    [CLOTH] = {"density", "resolution", "size", "center", "orientation", "shear", "bending", "pin",
-               "tethers", NULL},
+static const char *const type_keys[][12] = {
+    [CLOTH] = {"density", "resolution", "size", "center", "orientation", "shear", "bending",
+               "bending_compliance", "pin", "tethers", NULL},
     [ROPE] = {"density", "segments", "start", "end", "bending", NULL},
     [TET_BOX] = {"density", "cells", "size", "center", "volume", "volume_compliance", NULL},
     [PARTICLES] = {"positions", "masses", "velocities", "constraints", NULL},
@@ -420,7 +420,7 @@ static const field cloth_fields[] = {
     {"size", 'f', 2, POSITIVE, offsetof(pbd_cloth_desc, size)},
     {"center", 'f', 3, ANY_FLOAT, offsetof(pbd_cloth_desc, center)},
     {"shear", 'b', 0, ANY_FLOAT, offsetof(pbd_cloth_desc, shear)},
-    {"bending", 'b', 0, ANY_FLOAT, offsetof(pbd_cloth_desc, bending)},
+    {"bending_compliance", 'f', 0, NON_NEGATIVE, offsetof(pbd_cloth_desc, bending_compliance)},
     {"tethers", 'b', 0, ANY_FLOAT, offsetof(pbd_cloth_desc, tethers)},
 };
 static const field rope_fields[] = {
@@ -545,15 +545,29 @@ static const field *const type_fields[] = {cloth_fields, rope_fields, tet_box_fi
 static const int type_field_counts[] = {COUNT(cloth_fields), COUNT(rope_fields),
                                         COUNT(tet_box_fields), 0};
 
-/* The cloth's named options. */
+/* The cloth's named options. "bending" is a name, or true (springs) or false (none). */
 static int read_cloth_enums(ctx *c, const cJSON *obj, const char *key, pbd_cloth_desc *d)
 {
     static const char *const orientations[] = {"xz", "xy", NULL};
     static const char *const pins[] = {"none", "corners", "edge", NULL};
-    int orientation = 0, pin = 0;
+    static const char *const bendings[] = {"none", "springs", "dihedral", "isometric", NULL};
+    int orientation = 0, pin = 0, bending = (int)d->bending;
+    const cJSON *b = cJSON_GetObjectItemCaseSensitive(obj, "bending");
+    char sub[KEY_MAX];
+    if (b && cJSON_IsBool(b))
+        bending = cJSON_IsTrue(b) ? PBD_BENDING_SPRINGS : PBD_BENDING_NONE;
+    else if (b && !cJSON_IsString(b))
+        return wrong_type(c, join(sub, key, "bending"), b,
+                          "true, false, or one of: none, springs, dihedral, isometric");
     if (opt_enum(c, obj, key, "orientation", orientations, &orientation) < 0 ||
-        opt_enum(c, obj, key, "pin", pins, &pin) < 0)
+        opt_enum(c, obj, key, "pin", pins, &pin) < 0 ||
+        (b && cJSON_IsString(b) && opt_enum(c, obj, key, "bending", bendings, &bending) < 0))
         return -1;
+    d->bending = (pbd_bending)bending;
+    if (d->bending == PBD_BENDING_NONE &&
+        cJSON_GetObjectItemCaseSensitive(obj, "bending_compliance"))
+        return fail(c, PBD_ERR_SCENE, join(sub, key, "bending_compliance"),
+                    "found with no bending, expected \"bending\" too");
     d->orientation = orientation ? PBD_CLOTH_XY : PBD_CLOTH_XZ;
     d->pin = pin == 2 ? PBD_PIN_EDGE : pin == 1 ? PBD_PIN_CORNERS : PBD_PIN_NONE;
     return 0;
