@@ -99,6 +99,20 @@ typedef struct pbd_isometric {
     int pad2;         /* 0 */
 } pbd_isometric;
 
+/* Stable Neo-Hookean elasticity of a tetrahedron in XPBD form (Macklin and Müller 2021): two
+ * constraints on its deformation gradient F = [b-a, c-a, d-a] Dm^-1, hydrostatic
+ * C_H = det F - gamma and deviatoric C_D = |F| (Frobenius), with compliances 1/(lambda V) and
+ * 1/(mu V) (V the rest volume) and gamma = 1 + mu / lambda, so that together they rest at
+ * F = I. Solved together (a 2 x 2 system, as the paper does: apart, the deviatoric part alone
+ * pulls a tet at rest toward a point), with two multipliers a record. XPBD only. 64 bytes. */
+typedef struct pbd_neo_hookean {
+    int a, b, c, d;
+    float dm_inv[9];    /* the rest edge matrix's inverse, row-major, 1/m */
+    float compliance;   /* deviatoric: 1/(mu V), 1/(Pa m^3), >= 0 */
+    float compliance_h; /* hydrostatic: 1/(lambda V), >= 0 */
+    float gamma;        /* 1 + mu / lambda: the det F the hydrostatic part pulls toward */
+} pbd_neo_hookean;
+
 /* The constraint types, in the order the step projects them:
  *   X(ID, name, record type, arity, world)
  * world: 1 when the world takes part (a fixed point, a kinematic target), so that what the
@@ -116,6 +130,7 @@ typedef struct pbd_isometric {
     X(TETHER, tether, pbd_tether, 2, 0)                                                            \
     X(DIHEDRAL, dihedral, pbd_dihedral, 4, 0)                                                      \
     X(ISOMETRIC, isometric, pbd_isometric, 4, 0)                                                   \
+    X(NEO_HOOKEAN, neo_hookean, pbd_neo_hookean, 4, 0)                                             \
     X(DISTANCE, distance, pbd_distance, 2, 0)
 
 enum {
@@ -124,6 +139,10 @@ enum {
 #undef PBD_X_CONSTRAINT_ENUM
         PBD_CONSTRAINT_COUNT
 };
+
+/* XPBD multipliers a record keeps (lambda[m c .. m c + m - 1] of its type's array): two for
+ * the Neo-Hookean element (hydrostatic, deviatoric), one for every other type. */
+#define PBD_MULTIPLIERS(type) ((type) == PBD_CONSTRAINT_NEO_HOOKEAN ? 2 : 1)
 
 /* The largest arity in the list. */
 #define PBD_MAX_ARITY 4

@@ -594,6 +594,100 @@ PBD_INLINE void pbd_isometric_project(PBD_GLOBAL pbd_float4 *p, PBD_GLOBAL pbd_f
     lambda[c] = l + pbd_project4(p, r.a, r.b, r.c, r.d, g, cval, r.compliance, l, inv_h2);
 }
 
+/* A tet's deformation gradient F (column k in f[3k .. 3k+2]) from its particles and the
+ * record's Dm^-1: column k = sum_m (x_{m+1} - x_0) dm_inv[3m + k]. */
+PBD_INLINE void pbd_tet_deformation(PBD_GLOBAL const pbd_float4 *p, pbd_neo_hookean r, float *f)
+{
+    pbd_float4 x0 = p[r.a], x1 = p[r.b], x2 = p[r.c], x3 = p[r.d];
+    float e[9];
+    e[0] = x1.x - x0.x, e[1] = x1.y - x0.y, e[2] = x1.z - x0.z;
+    e[3] = x2.x - x0.x, e[4] = x2.y - x0.y, e[5] = x2.z - x0.z;
+    e[6] = x3.x - x0.x, e[7] = x3.y - x0.y, e[8] = x3.z - x0.z;
+    for (int k = 0; k < 3; ++k)
+        for (int j = 0; j < 3; ++j)
+            f[3 * k + j] =
+                e[j] * r.dm_inv[k] + e[3 + j] * r.dm_inv[3 + k] + e[6 + j] * r.dm_inv[6 + k];
+}
+
+/* The particles' gradients from dC/dF (column k in pf[3k ..]): at b, c, d the columns of
+ * dC/dF Dm^-T, at a minus their sum. */
+PBD_INLINE void pbd_tet_gradients(pbd_neo_hookean r, const float *pf, float *g)
+{
+    for (int m = 0; m < 3; ++m)
+        for (int j = 0; j < 3; ++j)
+            g[3 * (m + 1) + j] = pf[j] * r.dm_inv[3 * m] + pf[3 + j] * r.dm_inv[3 * m + 1] +
+                                 pf[6 + j] * r.dm_inv[3 * m + 2];
+    for (int j = 0; j < 3; ++j)
+        g[j] = -(g[3 + j] + g[6 + j] + g[9 + j]);
+}
+
+/* Neo-Hookean (pbd_neo_hookean): C_H = det F - gamma with dC_H/dF the cofactor matrix
+ * (columns f1 x f2, f2 x f0, f0 x f1), C_D = |F| with dC_D/dF = F / |F|, solved together:
+ *   [g_H.W g_H + a_H   g_H.W g_D      ] [dl_H]   [-C_H - a_H l_H]
+ *   [g_D.W g_H         g_D.W g_D + a_D] [dl_D] = [-C_D - a_D l_D]
+ * (a = compliance / h^2). The determinant is formed from non-negative terms (Lagrange's
+ * identity for the Gram part), since at rest the two gradients are parallel and a difference
+ * of products would cancel. The multipliers are lambda[2c] (H) and lambda[2c + 1] (D). */
+PBD_INLINE void pbd_neo_hookean_project(PBD_GLOBAL pbd_float4 *p, PBD_GLOBAL pbd_float4 *dx,
+                                        PBD_GLOBAL const pbd_neo_hookean *records,
+                                        PBD_GLOBAL float *lambda, int c, float inv_h2,
+                                        int reset_lambda, int track)
+{
+    (void)dx;
+    (void)track; /* between particles of one body: no external impulse */
+    pbd_neo_hookean r = records[c];
+    float lh = reset_lambda ? 0.0f : lambda[2 * c], ld = reset_lambda ? 0.0f : lambda[2 * c + 1];
+    float f[9], pf[9], gh[12], gd[12], n2 = 0.0f;
+    pbd_tet_deformation(p, r, f);
+    for (int k = 0; k < 3; ++k) {
+        const float *u = &f[3 * ((k + 1) % 3)], *v = &f[3 * ((k + 2) % 3)];
+        pf[3 * k] = u[1] * v[2] - u[2] * v[1];
+        pf[3 * k + 1] = u[2] * v[0] - u[0] * v[2];
+        pf[3 * k + 2] = u[0] * v[1] - u[1] * v[0];
+    }
+    float det_f = f[0] * pf[0] + f[1] * pf[1] + f[2] * pf[2];
+    pbd_tet_gradients(r, pf, gh);
+    for (int k = 0; k < 9; ++k)
+        n2 += f[k] * f[k];
+    if (!(n2 > 0.0f))
+        return;
+    float norm = pbd_sqrtf(n2);
+    for (int k = 0; k < 9; ++k)
+        pf[k] = f[k] / norm;
+    pbd_tet_gradients(r, pf, gd);
+    pbd_float4 x[4] = {p[r.a], p[r.b], p[r.c], p[r.d]};
+    /* sqrt(w)-weighted gradients: the Gram entries are plain dot products of these */
+    float u[12], v[12], hh = 0.0f, hd = 0.0f, dd = 0.0f, gram = 0.0f;
+    for (int k = 0; k < 12; ++k) {
+        float sw = pbd_sqrtf(x[k / 3].w);
+        u[k] = sw * gh[k];
+        v[k] = sw * gd[k];
+        hh += u[k] * u[k];
+        hd += u[k] * v[k];
+        dd += v[k] * v[k];
+    }
+    for (int a = 0; a < 12; ++a)
+        for (int b = a + 1; b < 12; ++b) {
+            float t = u[a] * v[b] - u[b] * v[a];
+            gram += t * t;
+        }
+    float ah = r.compliance_h * inv_h2, ad = r.compliance * inv_h2;
+    float det = gram + ah * dd + ad * hh + ah * ad;
+    if (!(det > 0.0f))
+        return;
+    float bh = -(det_f - r.gamma) - ah * lh, bd = -norm - ad * ld;
+    float dlh = (bh * (dd + ad) - bd * hd) / det, dld = ((hh + ah) * bd - hd * bh) / det;
+    int ids[4] = {r.a, r.b, r.c, r.d};
+    for (int i = 0; i < 4; ++i) {
+        float w = x[i].w;
+        p[ids[i]] = PBD_F4(x[i].x + w * (dlh * gh[3 * i] + dld * gd[3 * i]),
+                           x[i].y + w * (dlh * gh[3 * i + 1] + dld * gd[3 * i + 1]),
+                           x[i].z + w * (dlh * gh[3 * i + 2] + dld * gd[3 * i + 2]), x[i].w);
+    }
+    lambda[2 * c] = lh + dlh;
+    lambda[2 * c + 1] = ld + dld;
+}
+
 /* Jacobi for constraint c: its gain (pbd_distance_gain) on the iterate p, which it does not
  * change, and its multiplier, grown from 0 when `reset_lambda`. The CPU reference and the
  * device's kernels project one constraint with this. */

@@ -480,6 +480,17 @@ static void project_sample(int type, const pbd_float4 *rest, pbd_float4 *p, int 
         pbd_isometric_project(p, dx, &r, lambda, 0, 100.0f, 1, 0);
         break;
     }
+    case PBD_CONSTRAINT_NEO_HOOKEAN: {
+        pbd_model m = {0};
+        assert_true(pbd_model_add_particles(&m, 4, "tet") == 0);
+        memcpy(m.x, rest, 4 * sizeof *rest);
+        const int q[4] = {0, 1, 2, 3};
+        assert_int_equal(pbd_scene_add_neo_hookean(&m, q, 1000.0, 3000.0), 0);
+        float lam[2] = {0.0f, 0.0f};
+        pbd_neo_hookean_project(p, dx, m.neo_hookean, lam, 0, pbd ? 60.0f : 3600.0f, 1, 0);
+        pbd_model_free(&m);
+        break;
+    }
     default:
         fail_msg("no sample for constraint type %d", type);
     }
@@ -584,6 +595,7 @@ static void projection_invariants(void **state)
             double round = 0.0, rmax = 0.0;
             for (int i = 0; i < 4; ++i) {
                 double ext = fmax(fabs(before[i].x), fmax(fabs(before[i].y), fabs(before[i].z)));
+                ext = fmax(ext, fmax(fabs(p[i].x), fmax(fabs(p[i].y), fabs(p[i].z))));
                 round += 2.0 * FLT_EPSILON * (ext + 1.0) / before[i].w;
                 double r[3] = {before[i].x - com[0] / mass, before[i].y - com[1] / mass,
                                before[i].z - com[2] / mass};
@@ -607,6 +619,72 @@ static void projection_invariants(void **state)
                pbd_constraint_types[type].name, worst_rot);
     }
     expect(checked > 800, "only %d samples had a correction", checked);
+}
+
+/* det F and |F|^2 of an element on p. */
+static void deformation_invariants(const pbd_neo_hookean *r, const pbd_float4 *p, double *det,
+                                   double *norm2)
+{
+    float f[9];
+    pbd_tet_deformation(p, *r, f);
+    *det = (double)f[0] * ((double)f[4] * f[8] - (double)f[7] * f[5]) -
+           (double)f[3] * ((double)f[1] * f[8] - (double)f[7] * f[2]) +
+           (double)f[6] * ((double)f[1] * f[5] - (double)f[4] * f[2]);
+    *norm2 = 0.0;
+    for (int k = 0; k < 9; ++k)
+        *norm2 += (double)f[k] * f[k];
+}
+
+/* The Neo-Hookean element of a tet (pbd_scene_add_neo_hookean): F = I at rest, compliances
+ * 1/(mu V) and 1/(lambda V), gamma = 1 + mu/lambda; at rest the two parts balance, so a
+ * projection moves nothing; a tet stretched 10 % along x comes back to det F = 1 and
+ * |F|^2 = 3 (its rest shape, turned) in 200 time steps of 1/60 s with the velocity damped
+ * away. */
+static void neo_hookean_math(void **state)
+{
+    (void)state;
+    pbd_model m = {0};
+    assert_true(pbd_model_add_particles(&m, 4, "tet") == 0);
+    const pbd_float4 rest[4] = {F4(0.1f, 0.2f, -0.1f, 1.0f), F4(1.2f, 0.1f, 0.3f, 0.5f),
+                                F4(0.3f, 0.9f, 0.2f, 2.0f), F4(0.2f, 0.4f, 1.1f, 0.25f)};
+    memcpy(m.x, rest, sizeof rest);
+    const int q[4] = {0, 1, 2, 3};
+    double mu = 1e3, lambda = 3 * mu; /* h^2 mu V sum w |grad C_D|^2 = 0.1: stable */
+    assert_int_equal(pbd_scene_add_neo_hookean(&m, q, mu, lambda), 0);
+    assert_int_equal(m.num_neo_hookean, 1);
+    pbd_neo_hookean r = m.neo_hookean[0];
+    float f[9];
+    pbd_tet_deformation(rest, r, f);
+    for (int k = 0; k < 9; ++k)
+        assert_near(f[k], k % 4 == 0 ? 1.0 : 0.0, 1e-6, "F = I at rest");
+    double vol = fabs(tet_volume(rest));
+    assert_near(r.gamma, 1.0 + mu / lambda, 1e-6, "gamma = 1 + mu / lambda");
+    assert_near(r.compliance_h * lambda * vol, 1.0, 1e-6, "hydrostatic compliance");
+    assert_near(r.compliance * mu * vol, 1.0, 1e-6, "deviatoric compliance");
+    pbd_float4 p[4], dx[4];
+    float lam[2] = {0.0f, 0.0f};
+    memcpy(p, rest, sizeof p);
+    for (int it = 0; it < 10; ++it)
+        pbd_neo_hookean_project(p, dx, &r, lam, 0, 3600.0f, 0, 0);
+    double moved = 0.0;
+    for (int i = 0; i < 4; ++i)
+        moved = fmax(moved, fabs(p[i].x - rest[i].x) + fabs(p[i].y - rest[i].y) +
+                                fabs(p[i].z - rest[i].z));
+    expect(moved < 1e-5, "a tet at rest moved by %g m", moved);
+    for (int i = 0; i < 4; ++i)
+        p[i].x *= 1.1f;
+    double det0, n0, det1, n1;
+    deformation_invariants(&r, p, &det0, &n0);
+    for (int step = 0; step < 200; ++step) { /* time steps with the velocity damped away */
+        lam[0] = lam[1] = 0.0f;
+        for (int it = 0; it < 10; ++it)
+            pbd_neo_hookean_project(p, dx, &r, lam, 0, 3600.0f, 0, 0);
+    }
+    deformation_invariants(&r, p, &det1, &n1);
+    print_message("Neo-Hookean: stretched 10 %%: det F %.4f -> %.6f, |F|^2 %.4f -> %.6f\n", det0,
+                  det1, n0, n1);
+    expect(fabs(det1 - 1.0) < 1e-3 && fabs(n1 - 3.0) < 3e-3, "det F %g, |F|^2 %g", det1, n1);
+    pbd_model_free(&m);
 }
 
 static void predict_and_update(void **state)
@@ -826,6 +904,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(dihedral_math),
     cmocka_unit_test(isometric_math),
     cmocka_unit_test(projection_invariants),
+    cmocka_unit_test(neo_hookean_math),
     cmocka_unit_test(predict_and_update),
     cmocka_unit_test(gather_average),
     cmocka_unit_test(particle_sums),

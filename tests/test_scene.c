@@ -71,6 +71,7 @@ static const good_scene good[] = {
     {"spinning_soft_cube.json", 7 * 7 * 7, 0, 1, 0, 0},
     {"tethered_curtain.json", 64 * 64, 0, 1, 64, 1},
     {"draped_sheet.json", 48 * 48, 47 * 48 * 2 + 47 * 47 * 2, 1, 2, 2},
+    {"soft_cubes.json", 4 * 125, 0, 4, 0, 1},
 };
 
 static int64_t expected_distance(const good_scene *g)
@@ -160,6 +161,11 @@ static const bad_scene bad[] = {
                           "dihedral, isometric"},
     {"bending_type.json", ": bodies[0].bending: found a number, expected true, false, or one of: "
                           "none, springs, dihedral, isometric"},
+    {"poisson_alone.json",
+     ": bodies[0].poisson_ratio: found without \"young_modulus\", expected both or neither"},
+    {"poisson_range.json", ": bodies[0].poisson_ratio: found 0.5, expected a number in [0, 0.49]"},
+    {"young_with_volume.json", ": bodies[0].volume: found with \"young_modulus\", expected one "
+                               "of them"},
     {"bending_compliance_alone.json",
      ": bodies[0].bending_compliance: found with no bending, expected \"bending\" too"},
     {"dt_range.json", ": dt: found 0, expected a number in (1e-09, 10]"},

@@ -721,7 +721,10 @@ static void lists_same_bits(void **state)
                  "\"bending_compliance\": 1e-3, \"angular_velocity\": [0, 1, 2]}, "
                  "{\"type\": \"cloth\", \"resolution\": [6, 6], \"size\": [0.5, 0.5], "
                  "\"center\": [0, 1, -3], \"orientation\": \"xy\", \"bending\": \"isometric\", "
-                 "\"angular_velocity\": [2, 1, 0], \"stiffness\": 0.8}], "
+                 "\"angular_velocity\": [2, 1, 0], \"stiffness\": 0.8}, "
+                 "{\"type\": \"tet_box\", \"cells\": [2, 2, 2], \"size\": [0.3, 0.3, 0.3], "
+                 "\"center\": [-3, 1, 3], \"mass\": 1, \"young_modulus\": 2000, "
+                 "\"poisson_ratio\": 0.3, \"angular_velocity\": [0, 2, 1]}], "
                  "\"attachments\": [{\"body\": 0, \"particle\": 0}, "
                  "{\"body\": 0, \"particle\": %d, \"compliance\": 1e-4}, "
                  "{\"body\": 1, \"particle\": 3, \"target\": [3.5, 1, 0], "
@@ -738,6 +741,7 @@ static void lists_same_bits(void **state)
         assert_int_equal(s.model.num_tether, 56);
         assert_int_equal(s.model.num_dihedral, 65); /* 3 x 5 x 5 - 5 - 5 inner edges */
         assert_int_equal(s.model.num_isometric, 65);
+        assert_int_equal(s.model.num_neo_hookean, 48);
         assert_int_equal(s.model.num_colliders, 2);
         pair_result pr = run_pair_variant(&s.model, &s.config, 40, variant);
         print_message("%s %dx%d, %s kernels: %ld values differ, worst %g, %d colours, launches "
@@ -1375,6 +1379,91 @@ static void bending_holds_shape(void **state)
            "compliant bending: %g, %g m", droop[3], droop[4]);
 }
 
+/* Runs `json` on the CPU reference for its frames and returns the positions (malloc'd). */
+static pbd_float4 *settle(const char *json, int *n)
+{
+    pbd_scene sc = {0};
+    pbd_error err = {0};
+    if (pbd_scene_parse(json, "settle", &sc, &err) != PBD_OK) {
+        print_error("%s\n", err.message);
+        fail();
+    }
+    pbd_solver *sv = make_solver(&sc, PBD_BACKEND_CPU);
+    assert_int_equal(pbd_solver_step(sv, sc.config.frames, &err), PBD_OK);
+    *n = sc.model.num_particles;
+    pbd_float4 *x = malloc((size_t)*n * sizeof *x);
+    assert_non_null(x);
+    assert_int_equal(pbd_solver_read(sv, x, NULL, &err), PBD_OK);
+    pbd_solver_destroy(sv);
+    pbd_scene_free(&sc);
+    return x;
+}
+
+/* XPBD's stiffness does not depend on the iterations or substeps where the solve converges:
+ * a hanging chain of 20 links, 0.5 kg, 1e-2 m/N, stretches alpha g M N / 2 = 0.4905 m, and a
+ * Neo-Hookean column (0.5 x 1 x 0.5 m, 1 kg, E = 700 Pa, Poisson 0) hanging from its top face
+ * stretches M g L / (2 E A) = 2.80 cm (the equal particle masses of the generator load it
+ * as a uniform bar does), within 2 % at 10 and 50 iterations and 1 and 4 substeps. */
+static void xpbd_iteration_independent(void **state)
+{
+    (void)state;
+    const int runs[4][2] = {{10, 1}, {50, 1}, {10, 4}, {50, 4}};
+    const double chain = 1e-2 * 9.81 * 0.5 * 20 / 2, column = 1.0 * 9.81 * 1.0 / (2 * 700.0 * 0.25);
+    for (int r = 0; r < 4; ++r) {
+        char json[1024];
+        int n = 0;
+        snprintf(json, sizeof json,
+                 "{\"dt\": 0.016666666666666666, \"iterations\": %d, \"substeps\": %d, "
+                 "\"frames\": 900, \"damping\": \"point\", \"damping_k\": 0.02, \"bodies\": "
+                 "[{\"type\": \"rope\", \"segments\": 20, \"start\": [0, 0, 0], "
+                 "\"end\": [0, -1, 0], \"mass\": 0.5, \"pinned\": [0], \"compliance\": 0.01}]}",
+                 runs[r][0], runs[r][1]);
+        pbd_float4 *x = settle(json, &n);
+        double stretch = ((double)x[0].y - x[20].y) - 1.0;
+        free(x);
+        /* the column: cells 1 x 2 x 1, particle (i, j, k) at (k 3 + j) 2 + i, top j = 2 */
+        snprintf(json, sizeof json,
+                 "{\"dt\": 0.016666666666666666, \"iterations\": %d, \"substeps\": %d, "
+                 "\"frames\": 600, \"damping\": \"point\", \"damping_k\": 0.05, \"bodies\": "
+                 "[{\"type\": \"tet_box\", \"cells\": [1, 2, 1], \"size\": [0.5, 1, 0.5], "
+                 "\"mass\": 1, \"young_modulus\": 700, \"poisson_ratio\": 0, "
+                 "\"pinned\": [4, 5, 10, 11]}]}",
+                 runs[r][0], runs[r][1]);
+        x = settle(json, &n);
+        assert_int_equal(n, 12);
+        double bottom = 0.25 * ((double)x[0].y + x[1].y + x[6].y + x[7].y);
+        free(x);
+        double drop = -0.5 - bottom;
+        print_message("%2d iterations, %d substeps: chain %.4f m (%.4f), column %.5f m (%.5f)\n",
+                      runs[r][0], runs[r][1], stretch, chain, drop, column);
+        expect(fabs(stretch / chain - 1.0) < 0.02, "chain: %g m, expected %g", stretch, chain);
+        expect(fabs(drop / column - 1.0) < 0.02, "column: %g m, expected %g", drop, column);
+    }
+}
+
+/* A Neo-Hookean solid too stiff for its substeps is refused with the substeps that would do,
+ * rather than left to diverge. */
+static void neo_hookean_too_stiff(void **state)
+{
+    (void)state;
+    const char *json = "{\"dt\": 0.016666666666666666, \"bodies\": [{\"type\": \"tet_box\", "
+                       "\"name\": \"jelly\", \"cells\": [2, 8, 2], \"size\": [0.2, 1, 0.2], "
+                       "\"mass\": 1, \"young_modulus\": 12000}]}";
+    pbd_scene sc = {0};
+    pbd_error err = {0};
+    assert_int_equal(pbd_scene_parse(json, "stiff", &sc, &err), PBD_OK);
+    pbd_solver *sv = NULL;
+    pbd_solver_desc desc = {.backend = PBD_BACKEND_CPU};
+    assert_int_equal(pbd_solver_create(&sc.model, &sc.config, &desc, &sv, &err), PBD_ERR_MODEL);
+    assert_null(sv);
+    assert_non_null(strstr(err.message, "body 0 (jelly): its Neo-Hookean elements are too stiff"));
+    assert_non_null(strstr(err.message, "use substeps >= 3"));
+    sc.config.substeps = 3;
+    assert_int_equal(pbd_solver_create(&sc.model, &sc.config, &desc, &sv, &err), PBD_OK);
+    pbd_solver_destroy(sv);
+    pbd_scene_free(&sc);
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(coloring_valid),
     cmocka_unit_test(coloring_validator_rejects),
@@ -1405,6 +1494,8 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(tethers_limit_stretch),
     pbd_device_test(gl_sharing_refused),
     cmocka_unit_test(bending_holds_shape),
+    cmocka_unit_test(xpbd_iteration_independent),
+    cmocka_unit_test(neo_hookean_too_stiff),
 };
 
 PBD_TEST_MAIN("solver", tests)

@@ -230,6 +230,18 @@ static const char *record_problem(int type, const void *record)
                 return "weights k within 1e9 (1/m)";
         break;
     }
+    case PBD_CONSTRAINT_NEO_HOOKEAN: {
+        const pbd_neo_hookean *r = record;
+        for (int k = 0; k < 9; ++k)
+            if (!(fabsf(r->dm_inv[k]) <= 1e9f))
+                return "Dm^-1 entries within 1e9 (1/m)";
+        if (!(r->compliance >= 0.0f) || !(r->compliance_h >= 0.0f) ||
+            !(r->compliance_h <= PBD_MAX_COMPLIANCE))
+            return "XPBD compliances >= 0 (no PBD stiffness form)";
+        if (!(r->gamma >= 0.0f && r->gamma <= 1e6f))
+            return "gamma in [0, 1e6]";
+        break;
+    }
     case PBD_CONSTRAINT_VOLUME: {
         const pbd_volume *v = record;
         /* (1e9 m)^3 bounds it; a zero rest volume would push every tet flat */

@@ -555,6 +555,10 @@ void pbd_tet_box_counts(const pbd_tet_box_desc *d, int64_t *particles, int64_t *
 {
     *particles = (int64_t)(d->cells[0] + 1) * (d->cells[1] + 1) * (d->cells[2] + 1);
     *constraints = 0;
+    if (d->young_modulus > 0.0) { /* a Neo-Hookean element a tetrahedron, no edges */
+        *constraints = 6 * (int64_t)d->cells[0] * d->cells[1] * d->cells[2];
+        return;
+    }
     for (int s = 0; s < 7; ++s) {
         int64_t n = 1;
         for (int k = 0; k < 3; ++k)
@@ -596,6 +600,36 @@ static int add_tet(build *b, const int *q, float compliance)
     return pbd_model_add_constraint(b->m, PBD_CONSTRAINT_VOLUME, &v) != 0;
 }
 
+int pbd_scene_add_neo_hookean(pbd_model *m, const int *q, double mu, double lambda)
+{
+    const pbd_float4 *x = m->x;
+    double e[3][3]; /* e[m] = x_{m+1} - x_0: the columns of Dm */
+    for (int r = 0; r < 3; ++r) {
+        e[r][0] = (double)x[q[r + 1]].x - x[q[0]].x;
+        e[r][1] = (double)x[q[r + 1]].y - x[q[0]].y;
+        e[r][2] = (double)x[q[r + 1]].z - x[q[0]].z;
+    }
+    /* det Dm and Dm^-1 = adj(Dm) / det; Dm[j][m] = e[m][j] */
+    double det = e[0][0] * (e[1][1] * e[2][2] - e[2][1] * e[1][2]) -
+                 e[1][0] * (e[0][1] * e[2][2] - e[2][1] * e[0][2]) +
+                 e[2][0] * (e[0][1] * e[1][2] - e[1][1] * e[0][2]);
+    double vol = fabs(det) / 6.0;
+    if (!(vol > 0.0))
+        return 0; /* a flat tetrahedron has no deformation gradient */
+    pbd_neo_hookean r = {q[0], q[1], q[2], q[3], {0}, 0.0f, 0.0f, 0.0f};
+    for (int i = 0; i < 3; ++i)       /* row i of Dm^-1: (column i of Dm's cofactors) / det */
+        for (int j = 0; j < 3; ++j) { /* (Dm^-1)_ij = C_ji / det, C the cofactor matrix */
+            int j1 = (j + 1) % 3, j2 = (j + 2) % 3, i1 = (i + 1) % 3, i2 = (i + 2) % 3;
+            /* Dm[a][b] = e[b][a]; cofactor C_ji = Dm[j1][i1] Dm[j2][i2] - Dm[j1][i2] Dm[j2][i1] */
+            double cof = e[i1][j1] * e[i2][j2] - e[i2][j1] * e[i1][j2];
+            r.dm_inv[3 * i + j] = (float)(cof / det);
+        }
+    r.compliance = (float)(1.0 / (mu * vol));
+    r.compliance_h = (float)(1.0 / (lambda * vol));
+    r.gamma = (float)(1.0 + mu / lambda);
+    return pbd_model_add_constraint(m, PBD_CONSTRAINT_NEO_HOOKEAN, &r) != 0;
+}
+
 pbd_status pbd_scene_add_tet_box(pbd_model *m, const pbd_tet_box_desc *d, pbd_error *err)
 {
     pbd_status st = check_ints(d->cells, 3, 1, PBD_TET_CELLS_MAX, "cells", err);
@@ -613,6 +647,19 @@ pbd_status pbd_scene_add_tet_box(pbd_model *m, const pbd_tet_box_desc *d, pbd_er
     if (d->volume && !(d->volume_compliance >= -1.0f && d->volume_compliance <= PBD_MAX_COMPLIANCE))
         return bad(err, "volume_compliance", d->volume_compliance,
                    "a compliance in [0, 1e20] or a stiffness in (0, 1]");
+    int elastic = d->young_modulus > 0.0;
+    if (!(d->young_modulus >= 0.0 && d->young_modulus <= 1e15))
+        return bad(err, "young_modulus", d->young_modulus, "a modulus in (0, 1e15] Pa");
+    if (!(d->poisson_ratio >= 0.0 && d->poisson_ratio <= 0.49))
+        return bad(err, "poisson_ratio", d->poisson_ratio, "a ratio in [0, 0.49]");
+    if (elastic && d->volume)
+        return pbd_error_set(err, PBD_ERR_ARGUMENT,
+                             "volume: found with young_modulus, expected one of them (a "
+                             "Neo-Hookean solid keeps its volume through poisson_ratio)");
+    /* Lame's mu and lambda; the model's lambda is the linear one plus mu (its linearisation
+     * at rest has lambda - mu where linear elasticity has lambda) */
+    double E = d->young_modulus, nu = d->poisson_ratio;
+    double mu = E / (2.0 * (1.0 + nu)), lambda = E * nu / ((1.0 + nu) * (1.0 - 2.0 * nu)) + mu;
     int n[3] = {d->cells[0] + 1, d->cells[1] + 1, d->cells[2] + 1};
     double h[3];
     for (int k = 0; k < 3; ++k)
@@ -629,7 +676,7 @@ pbd_status pbd_scene_add_tet_box(pbd_model *m, const pbd_tet_box_desc *d, pbd_er
                                      d->center[2] + (k * h[2] - 0.5 * d->size[2]));
                         continue;
                     }
-                    for (int s = 0; s < 7; ++s) {
+                    for (int s = 0; s < 7 && !elastic; ++s) {
                         const int *st3 = tet_steps[s];
                         if (i + st3[0] < n[0] && j + st3[1] < n[1] && k + st3[2] < n[2])
                             failures +=
@@ -637,7 +684,7 @@ pbd_status pbd_scene_add_tet_box(pbd_model *m, const pbd_tet_box_desc *d, pbd_er
                                      -1.0f);
                     }
                 }
-    for (int k = 0; d->volume && k + 1 < n[2]; ++k)
+    for (int k = 0; (d->volume || elastic) && k + 1 < n[2]; ++k)
         for (int j = 0; j + 1 < n[1]; ++j)
             for (int i = 0; i + 1 < n[0]; ++i)
                 for (int t = 0; t < 6; ++t) {
@@ -648,7 +695,13 @@ pbd_status pbd_scene_add_tet_box(pbd_model *m, const pbd_tet_box_desc *d, pbd_er
                     at[tet_orders[t][1]]++;
                     q[2] = (at[2] * n[1] + at[1]) * n[0] + at[0];
                     q[3] = ((k + 1) * n[1] + j + 1) * n[0] + i + 1;
-                    failures += add_tet(&b, q, d->volume_compliance);
+                    if (elastic) {
+                        for (int c = 0; c < 4; ++c)
+                            q[c] += b.first;
+                        failures += pbd_scene_add_neo_hookean(m, q, mu, lambda);
+                    } else {
+                        failures += add_tet(&b, q, d->volume_compliance);
+                    }
                 }
     /* The surface: the lattice's six faces, two triangles a cell face, counter-clockwise
      * seen from outside. Face f is normal to axis a = f / 2, at its low (f even) or high end;

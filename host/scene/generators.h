@@ -70,6 +70,11 @@ typedef enum pbd_bending {
 int pbd_scene_add_bending_pair(pbd_model *m, pbd_bending kind, float compliance, int a, int b,
                                int c, int d);
 
+/* The stable Neo-Hookean element (pbd_neo_hookean) of the tetrahedron of model particles
+ * q[0..3] at its current shape, with Lame's mu and the model's lambda (Pa). 1 on allocation
+ * failure, 0 otherwise (a flat tetrahedron is left out). */
+int pbd_scene_add_neo_hookean(pbd_model *m, const int *q, double mu, double lambda);
+
 typedef struct pbd_cloth_desc {
     pbd_gen_common common;
     int resolution[2]; /* nu, nv in [PBD_CLOTH_RES_MIN, PBD_CLOTH_RES_MAX] */
@@ -104,6 +109,9 @@ typedef struct pbd_tet_box_desc {
     float center[3];
     int volume;              /* 1: a volume constraint per tetrahedron (six a cell) */
     float volume_compliance; /* theirs: >= 0 XPBD compliance, < 0 -k (PBD stiffness) */
+    double young_modulus;    /* > 0: a Neo-Hookean solid (an element a tetrahedron, no edge
+                                constraints), Pa; 0: edges */
+    double poisson_ratio;    /* [0, 0.49] */
 } pbd_tet_box_desc;
 
 /* Explicit particles and constraints. common.density must be 0. */

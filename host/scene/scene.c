@@ -397,7 +397,8 @@ static const char *const type_keys[][12] = {
     [CLOTH] = {"density", "resolution", "size", "center", "orientation", "shear", "bending",
                "bending_compliance", "pin", "tethers", NULL},
     [ROPE] = {"density", "segments", "start", "end", "bending", NULL},
-    [TET_BOX] = {"density", "cells", "size", "center", "volume", "volume_compliance", NULL},
+    [TET_BOX] = {"density", "cells", "size", "center", "volume", "volume_compliance",
+                 "young_modulus", "poisson_ratio", NULL},
     [PARTICLES] = {"positions", "masses", "velocities", "constraints", NULL},
 };
 
@@ -435,6 +436,8 @@ static const field tet_box_fields[] = {
     {"center", 'f', 3, ANY_FLOAT, offsetof(pbd_tet_box_desc, center)},
     {"volume", 'b', 0, ANY_FLOAT, offsetof(pbd_tet_box_desc, volume)},
     {"volume_compliance", 'f', 0, NON_NEGATIVE, offsetof(pbd_tet_box_desc, volume_compliance)},
+    {"young_modulus", 'd', 0, {0.0, 1e15, 1, 0, 0}, offsetof(pbd_tet_box_desc, young_modulus)},
+    {"poisson_ratio", 'd', 0, {0.0, 0.49, 0, 0, 0}, offsetof(pbd_tet_box_desc, poisson_ratio)},
 };
 
 #define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
@@ -628,6 +631,14 @@ static int read_body(ctx *c, const cJSON *obj, const char *key, body_read *b)
         (type == CLOTH && read_cloth_enums(c, obj, key, &b->cloth)) ||
         (type == PARTICLES && read_particles(c, obj, key, &b->parts, &b->l)))
         r = -1;
+    if (r == 0 && type == TET_BOX && !(b->tet.young_modulus > 0.0) &&
+        cJSON_GetObjectItemCaseSensitive(obj, "poisson_ratio"))
+        r = fail(c, PBD_ERR_SCENE, join(sub, key, "poisson_ratio"),
+                 "found without \"young_modulus\", expected both or neither");
+    if (r == 0 && type == TET_BOX && b->tet.young_modulus > 0.0 && b->tet.volume)
+        r = fail(c, PBD_ERR_SCENE, join(sub, key, "volume"),
+                 "found with \"young_modulus\", expected one of them (a Neo-Hookean solid "
+                 "keeps its volume through poisson_ratio)");
     if (r == 0 && type == TET_BOX && !b->tet.volume &&
         cJSON_GetObjectItemCaseSensitive(obj, "volume_compliance"))
         r = fail(c, PBD_ERR_SCENE, join(sub, key, "volume_compliance"),

@@ -896,7 +896,7 @@ static pbd_status create_buffers(cl_impl *c, const pbd_model *m, const pbd_plan 
     for (int t = 0; t < PBD_CONSTRAINT_COUNT; ++t) {
         size_t n = (size_t)plan->type[t].count;
         BUF(records[t], n * pbd_constraint_types[t].size, plan->type[t].records);
-        BUF(lambda[t], n * sizeof(float), NULL);
+        BUF(lambda[t], n * PBD_MULTIPLIERS(t) * sizeof(float), NULL);
     }
     BUF(p_next, jacobi ? np * f4 : 0, NULL);
     BUF(gain, split ? nc * sizeof(float) : 0, NULL);

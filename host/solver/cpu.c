@@ -432,8 +432,8 @@ pbd_status pbd_cpu_create(const pbd_model *m, pbd_plan *plan, const pbd_solver_d
         c->p_next = alloc4(jacobi ? np : 1);
         c->gain = calloc(jacobi ? nc : 1, sizeof(float));
         for (int t = 0; t < PBD_CONSTRAINT_COUNT; ++t)
-            lambdas &=
-                (c->lambda[t] = calloc((size_t)plan->type[t].count + 1, sizeof(float))) != NULL;
+            lambdas &= (c->lambda[t] = calloc((size_t)plan->type[t].count * PBD_MULTIPLIERS(t) + 1,
+                                              sizeof(float))) != NULL;
         c->particle_body = malloc(np * sizeof(int));
         c->body_ref = alloc4(nb);
         c->body_track = calloc(6 * nb, sizeof(double));

@@ -375,12 +375,51 @@ done:
     return st;
 }
 
+/* The Neo-Hookean element is stable in XPBD only while its deviatoric part is soft against
+ * the particles' inertia over a substep: h^2 mu V sum_i w_i |grad_i C_D|^2 <= 1 at rest
+ * (grad C_D = I / sqrt 3 there). Past that, the first iteration of a substep asks |F| = 0 of
+ * a pre-stressed element and the solve diverges (a clamped column of 81 particles: exact at
+ * 0.55, blown up at 1.24). Refused with the substeps that would do. */
+static pbd_status check_neo_hookean(const pbd_model *m, const pbd_config *cfg, pbd_error *err)
+{
+    double h = (double)cfg->dt / cfg->substeps, worst = 0.0;
+    int at = -1;
+    for (int e = 0; e < m->num_neo_hookean; ++e) {
+        const pbd_neo_hookean *r = &m->neo_hookean[e];
+        const int ids[4] = {r->a, r->b, r->c, r->d};
+        double g[4][3] = {{0}}, sum = 0.0;
+        for (int i = 0; i < 3; ++i) /* grad at particle i + 1: row i of Dm^-1 / sqrt 3 */
+            for (int k = 0; k < 3; ++k) {
+                g[i + 1][k] = r->dm_inv[3 * i + k] / sqrt(3.0);
+                g[0][k] -= g[i + 1][k];
+            }
+        for (int i = 0; i < 4; ++i)
+            sum += m->x[ids[i]].w * (g[i][0] * g[i][0] + g[i][1] * g[i][1] + g[i][2] * g[i][2]);
+        double ratio = r->compliance > 0.0f ? h * h * sum / r->compliance : INFINITY;
+        if (ratio > worst) {
+            worst = ratio;
+            at = e;
+        }
+    }
+    if (worst <= 1.0)
+        return PBD_OK;
+    const pbd_body *b = &m->bodies[m->body[m->neo_hookean[at].a]];
+    double need = ceil(cfg->substeps * sqrt(worst));
+    return pbd_error_set(err, PBD_ERR_MODEL,
+                         "body %d (%s): its Neo-Hookean elements are too stiff for substeps of "
+                         "%.3g s (h^2 mu V sum w |grad C|^2 = %.3g at element %d, expected <= 1): "
+                         "use substeps >= %.0f, a lower young_modulus or heavier particles",
+                         (int)(b - m->bodies), b->name, h, worst, at, need);
+}
+
 pbd_status pbd_plan_build(const pbd_model *m, const pbd_config *cfg, pbd_plan *plan, pbd_error *err)
 {
     memset(plan, 0, sizeof *plan);
     pbd_status st = check_config(cfg, err);
     if (st == PBD_OK)
         st = pbd_model_validate(m, err);
+    if (st == PBD_OK)
+        st = check_neo_hookean(m, cfg, err);
     if (st != PBD_OK)
         return st;
     plan->cfg = *cfg;
