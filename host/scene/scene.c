@@ -1,7 +1,6 @@
 /* JSON scenes: every key is checked against the format (cJSON itself ignores keys it is not
  * asked for), values are read through field tables, and the bodies are built by the
  * generators. Errors are one line, "FILE: KEY: found X, expected Y". */
-#include <errno.h>
 #include <float.h>
 #include <limits.h>
 #include <math.h>
@@ -11,15 +10,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include <cjson/cJSON.h>
 
 #include "scene/generators.h"
-
-/* The largest scene file read: 256 MiB of JSON, far beyond any scene the particle limit
- * allows to be written out by hand, and refused before it is read. */
-#define PBD_MAX_SCENE_BYTES ((uintmax_t)256 << 20)
+#include "scene/read_file.h"
 
 #define KEY_MAX 256
 
@@ -990,51 +985,12 @@ pbd_status pbd_scene_load(const char *path, pbd_scene *out, pbd_error *err)
     if (path[0] == '@')
         return pbd_scene_builtin(path, out, err);
     memset(out, 0, sizeof *out);
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return pbd_error_set(err, PBD_ERR_IO, "%s: cannot read: %s", path, strerror(errno));
-    /* A file's size is checked before it is read, and a stream with no size (a device, a
-     * pipe) is read no further than the limit. */
-    struct stat fst;
-    if (fstat(fileno(f), &fst) == 0 && S_ISREG(fst.st_mode) &&
-        (uintmax_t)fst.st_size > PBD_MAX_SCENE_BYTES) {
-        fclose(f);
-        return pbd_error_set(err, PBD_ERR_SCENE,
-                             "%s: found a file of %ju bytes, expected a scene of at most %ju "
-                             "bytes",
-                             path, (uintmax_t)fst.st_size, (uintmax_t)PBD_MAX_SCENE_BYTES);
-    }
-    size_t len = 0, cap = 4096;
-    char *text = malloc(cap);
-    while (text) {
-        len += fread(text + len, 1, cap - 1 - len, f);
-        if (len < cap - 1)
-            break;
-        if (len > PBD_MAX_SCENE_BYTES) {
-            free(text);
-            fclose(f);
-            return pbd_error_set(err, PBD_ERR_SCENE,
-                                 "%s: found more than %ju bytes, expected a scene of at most "
-                                 "%ju bytes",
-                                 path, (uintmax_t)PBD_MAX_SCENE_BYTES,
-                                 (uintmax_t)PBD_MAX_SCENE_BYTES);
-        }
-        char *more = realloc(text, cap * 2);
-        if (!more)
-            free(text);
-        text = more;
-        cap *= 2;
-    }
-    int read_error = ferror(f) ? errno : 0;
-    fclose(f);
-    if (!text)
-        return pbd_error_set(err, PBD_ERR_MEMORY, "%s: out of memory", path);
-    if (read_error) {
-        free(text);
-        return pbd_error_set(err, PBD_ERR_IO, "%s: cannot read: %s", path, strerror(read_error));
-    }
-    text[len] = '\0';
-    pbd_status st = parse(text, len, path, out, err);
+    char *text;
+    size_t len;
+    pbd_status st = pbd_text_file_read(path, "a scene", 0, PBD_ERR_SCENE, &text, &len, err);
+    if (st != PBD_OK)
+        return st;
+    st = parse(text, len, path, out, err);
     free(text);
     return st;
 }
