@@ -164,7 +164,7 @@ static const bad_scene bad[] = {
     {"missing_bodies.json", ": bodies: missing"},
     {"empty_bodies.json", ": bodies: found an empty array"},
     {"bad_body_type.json", "bodies[0].type: found \"box\", expected one of: cloth, rope, "
-                           "tet_box, particles"},
+                           "tet_box, particles, mesh"},
     {"stiffness_and_compliance.json", "bodies[0].stiffness: found together with compliance"},
     {"mass_and_density.json", "bodies[0].density: found together with mass"},
     {"pinned_out_of_range.json", "bodies[0].pinned[1]: found 16, expected an index in [0, 15]"},
