@@ -70,6 +70,10 @@ static const good_scene good[] = {
     {"cloth_sphere.json", 64 * 64, 0, 1, 0, 2},
     {"spinning_soft_cube.json", 7 * 7 * 7, 0, 1, 0, 0},
     {"tethered_curtain.json", 64 * 64, 0, 1, 64, 1},
+    /* Mesh bodies: the counts of the files in scenes/meshes/ (TetGen, OBJ, Gmsh 4.1). */
+    {"soft_torus.json", 472, 2437, 1, 0, 1},
+    {"tablecloth.json", 331, 1800, 1, 1, 2},
+    {"soft_log.json", 167, 786, 1, 0, 1},
 };
 
 static int64_t expected_distance(const good_scene *g)
