@@ -69,6 +69,9 @@ static const bad_mesh bad[] = {
      "found triangle 1 2 5, which is no face of a tetrahedron"},
     {"tg_nonmanifold.node", "tg_nonmanifold.ele", 4,
      "found a tetrahedron with face 1 2 3, which two other tetrahedra have"},
+    {"tg_flat.node", "tg_flat.ele", 3,
+     "found a flat tetrahedron (vertices 1 2 3 5 in one plane), expected a tetrahedron with a "
+     "volume"},
     /* Gmsh 2.2 */
     {"msh22_no_format.msh", "msh22_no_format.msh", 1, "found '$Nodes', expected $MeshFormat"},
     {"msh22_version.msh", "msh22_version.msh", 2, "found version '3.0', expected 2.2 or 4.1"},

@@ -301,6 +301,22 @@ static int add_element(reader *r, mesh_build *b, const int *v, int nv)
                             "found a %s with vertex %lld twice, expected %d different vertices "
                             "(a degenerate element)",
                             what, label(b, v[i]), nv);
+    if (nv == 4) {
+        /* A flat tetrahedron has no volume to keep: its volume constraint would flatten it. */
+        const double *p = b->m.vertices;
+        double e[3][3];
+        for (int i = 0; i < 3; ++i)
+            for (int k = 0; k < 3; ++k)
+                e[i][k] = p[3 * (size_t)v[i + 1] + k] - p[3 * (size_t)v[0] + k];
+        double det = e[0][0] * (e[1][1] * e[2][2] - e[1][2] * e[2][1]) +
+                     e[0][1] * (e[1][2] * e[2][0] - e[1][0] * e[2][2]) +
+                     e[0][2] * (e[1][0] * e[2][1] - e[1][1] * e[2][0]);
+        if (det == 0.0)
+            return fail(r,
+                        "found a flat tetrahedron (vertices %lld %lld %lld %lld in one plane), "
+                        "expected a tetrahedron with a volume",
+                        label(b, v[0]), label(b, v[1]), label(b, v[2]), label(b, v[3]));
+    }
     int *count = nv == 3 ? &b->m.num_triangles : &b->m.num_tets;
     if (*count >= PBD_MAX_DISTANCE)
         return fail(r, "found more than %d %s elements, expected at most %d", PBD_MAX_DISTANCE,

@@ -850,6 +850,17 @@ pbd_status pbd_scene_add_mesh(pbd_model *m, const pbd_mesh_desc *d, pbd_error *e
         for (int k = 0; k < 4; ++k)
             q[k] = p.particle[mesh->tets[4 * (size_t)e + k]];
         failures += add_tet(&b, q, d->volume_compliance);
+        /* In float a tiny tetrahedron can be flat, and a huge one beyond what a volume
+         * constraint holds (pbd_model_validate). */
+        float rest = failures ? 1.0f : m->volume[m->num_volume - 1].rest;
+        if (rest == 0.0f || !(fabsf(rest) <= 1e27f)) {
+            plan_free(&p);
+            rollback(&b, NULL);
+            return pbd_error_set(err, PBD_ERR_ARGUMENT,
+                                 "volume: found tetrahedron %d (from 0) with a rest volume of %g "
+                                 "m^3 in float, expected a volume other than 0, within 1e27 m^3",
+                                 e, (double)rest);
+        }
     }
     for (int t = 0; t < mesh->num_triangles; ++t) {
         const int *v = mesh->triangles + 3 * (size_t)t;
