@@ -212,7 +212,8 @@ typedef struct pbd_scene {
 /* Loads a JSON scene, or a built-in one when `path` starts with '@' (pbd_scene_builtin).
  * Errors name the file and the key (e.g. "bodies[0].resolution"). */
 pbd_status pbd_scene_load(const char *path, pbd_scene *out, pbd_error *err);
-/* The same from a string; `name` is used in messages in place of a file name. */
+/* The same from a string; `name` is used in messages in place of a file name, and mesh files
+ * are found relative to its folder (the working directory when it names none). */
 pbd_status pbd_scene_parse(const char *json, const char *name, pbd_scene *out, pbd_error *err);
 void pbd_scene_free(pbd_scene *s);
 /* Built-in scenes: "@cloth-N" (an N x N cloth held at two corners over a floor, structural

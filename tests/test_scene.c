@@ -72,6 +72,10 @@ static const good_scene good[] = {
     {"tethered_curtain.json", 64 * 64, 0, 1, 64, 1},
     {"draped_sheet.json", 48 * 48, 47 * 48 * 2 + 47 * 47 * 2, 1, 2, 2},
     {"soft_cubes.json", 4 * 125, 0, 4, 0, 1},
+    /* Mesh bodies: the counts of the files in scenes/meshes/ (TetGen, OBJ, Gmsh 4.1). */
+    {"soft_torus.json", 472, 2437, 1, 0, 1},
+    {"tablecloth.json", 331, 1800, 1, 1, 2},
+    {"soft_log.json", 167, 0, 1, 0, 1},
 };
 
 static int64_t expected_distance(const good_scene *g)
@@ -176,7 +180,7 @@ static const bad_scene bad[] = {
     {"missing_bodies.json", ": bodies: missing"},
     {"empty_bodies.json", ": bodies: found an empty array"},
     {"bad_body_type.json", "bodies[0].type: found \"box\", expected one of: cloth, rope, "
-                           "tet_box, particles"},
+                           "tet_box, particles, mesh"},
     {"stiffness_and_compliance.json", "bodies[0].stiffness: found together with compliance"},
     {"mass_and_density.json", "bodies[0].density: found together with mass"},
     {"pinned_out_of_range.json", "bodies[0].pinned[1]: found 16, expected an index in [0, 15]"},

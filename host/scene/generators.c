@@ -775,3 +775,327 @@ pbd_status pbd_scene_add_particles(pbd_model *m, const pbd_particles_desc *d, pb
             link(&b, d->constraints[c][0], d->constraints[c][1], d->rest ? d->rest[c] : -1.0f);
     return finish(&b, &d->common, d->velocities, failures, err);
 }
+
+/* ---- mesh ------------------------------------------------------------------------------- */
+
+pbd_mesh_desc pbd_mesh_desc_default(void)
+{
+    pbd_mesh_desc d;
+    memset(&d, 0, sizeof d);
+    d.common = common_default();
+    d.bending = PBD_BENDING_SPRINGS;
+    d.bending_compliance = NAN;
+    d.scale[0] = d.scale[1] = d.scale[2] = 1.0f;
+    return d;
+}
+
+/* What a mesh body is made of: the particle of each mesh vertex (-1: unused) and the
+ * distance constraints as particle pairs, sorted and each once. */
+typedef struct mesh_plan {
+    int np;
+    int *particle;
+    int ne;
+    int (*pairs)[2];
+} mesh_plan;
+
+static void plan_free(mesh_plan *p)
+{
+    free(p->particle);
+    free(p->pairs);
+    memset(p, 0, sizeof *p);
+}
+
+static int pair_cmp(const void *pa, const void *pb)
+{
+    const int *a = pa, *b = pb;
+    if (a[0] != b[0])
+        return a[0] < b[0] ? -1 : 1;
+    return (a[1] > b[1]) - (a[1] < b[1]);
+}
+
+/* An edge of a triangle and the triangle's third corner, for the bending springs. */
+typedef struct wing {
+    int a, b, far;
+} wing;
+
+static int wing_cmp(const void *pa, const void *pb)
+{
+    const wing *x = pa, *y = pb;
+    if (x->a != y->a)
+        return x->a < y->a ? -1 : 1;
+    return (x->b > y->b) - (x->b < y->b);
+}
+
+static void put_pair(int (*pairs)[2], size_t *n, int a, int b)
+{
+    pairs[*n][0] = a < b ? a : b;
+    pairs[*n][1] = a < b ? b : a;
+    ++*n;
+}
+
+/* The elements `as` uses: PBD_ERR_ARGUMENT when the mesh has none. */
+static pbd_status mesh_elements(const pbd_mesh_desc *d, const int **el, int *count, int *arity,
+                                pbd_error *err)
+{
+    const pbd_mesh *mesh = d->mesh;
+    if (!mesh)
+        return pbd_error_set(err, PBD_ERR_ARGUMENT, "file: no mesh");
+    if (d->as != PBD_MESH_CLOTH && d->as != PBD_MESH_SOFT)
+        return bad(err, "as", d->as, "cloth or soft");
+    *arity = d->as == PBD_MESH_CLOTH ? 3 : 4;
+    *count = d->as == PBD_MESH_CLOTH ? mesh->num_triangles : mesh->num_tets;
+    *el = d->as == PBD_MESH_CLOTH ? mesh->triangles : mesh->tets;
+    if (*count < 1)
+        return pbd_error_set(err, PBD_ERR_ARGUMENT,
+                             "as: found a mesh with %s, expected %s for \"%s\"",
+                             d->as == PBD_MESH_CLOTH ? "no triangles" : "no tetrahedra",
+                             d->as == PBD_MESH_CLOTH ? "triangles"
+                                                     : "tetrahedra (.node/.ele or "
+                                                       "a .msh with tetrahedra)",
+                             d->as == PBD_MESH_CLOTH ? "cloth" : "soft");
+    return PBD_OK;
+}
+
+static pbd_status plan_mesh(const pbd_mesh_desc *d, mesh_plan *p, pbd_error *err)
+{
+    const int *el = NULL;
+    int count = 0, arity = 3;
+    memset(p, 0, sizeof *p);
+    pbd_status st = mesh_elements(d, &el, &count, &arity, err);
+    if (st != PBD_OK)
+        return st;
+    int nv = d->mesh->num_vertices;
+    size_t per = arity == 3 ? 3 : 6, cap = per * (size_t)count;
+    int bending = arity == 3 && d->bending == PBD_BENDING_SPRINGS;
+    int edges = !(arity == 4 && d->young_modulus > 0.0); /* a Neo-Hookean solid has none */
+    p->particle = malloc((size_t)(nv ? nv : 1) * sizeof *p->particle);
+    p->pairs = malloc((cap + (bending ? 3 * (size_t)count : 0)) * sizeof *p->pairs);
+    wing *w = bending ? malloc(3 * (size_t)count * sizeof *w) : NULL;
+    if (!p->particle || !p->pairs || (bending && !w)) {
+        free(w);
+        plan_free(p);
+        return pbd_error_set(err, PBD_ERR_MEMORY, "out of memory");
+    }
+    for (int i = 0; i < nv; ++i)
+        p->particle[i] = -1;
+    for (size_t k = 0; k < (size_t)count * arity; ++k)
+        p->particle[el[k]] = 0;
+    for (int i = 0; i < nv; ++i)
+        if (p->particle[i] == 0)
+            p->particle[i] = p->np++;
+    size_t n = 0;
+    for (int e = 0; e < count; ++e) {
+        const int *v = el + (size_t)arity * e;
+        for (int i = 0; edges && i < arity; ++i)
+            for (int j = i + 1; j < arity; ++j)
+                put_pair(p->pairs, &n, p->particle[v[i]], p->particle[v[j]]);
+        for (int i = 0; bending && i < 3; ++i) {
+            int a = p->particle[v[i]], b = p->particle[v[(i + 1) % 3]];
+            w[3 * (size_t)e + i] =
+                (wing){a < b ? a : b, a < b ? b : a, p->particle[v[(i + 2) % 3]]};
+        }
+    }
+    /* Bending: across every edge that exactly two triangles share, their far corners. */
+    if (bending) {
+        size_t nw = 3 * (size_t)count;
+        qsort(w, nw, sizeof *w, wing_cmp);
+        for (size_t i = 0; i + 1 < nw; ++i)
+            if (w[i].a == w[i + 1].a && w[i].b == w[i + 1].b &&
+                (i + 2 >= nw || w[i + 2].a != w[i].a || w[i + 2].b != w[i].b) &&
+                (i == 0 || w[i - 1].a != w[i].a || w[i - 1].b != w[i].b) &&
+                w[i].far != w[i + 1].far)
+                put_pair(p->pairs, &n, w[i].far, w[i + 1].far);
+        free(w);
+    }
+    qsort(p->pairs, n, sizeof *p->pairs, pair_cmp);
+    size_t u = 0;
+    for (size_t k = 0; k < n; ++k)
+        if (u == 0 || pair_cmp(p->pairs[k], p->pairs[u - 1]) != 0) {
+            p->pairs[u][0] = p->pairs[k][0];
+            p->pairs[u][1] = p->pairs[k][1];
+            ++u;
+        }
+    p->ne = (int)u;
+    return PBD_OK;
+}
+
+/* A mesh body's constraints besides its distance constraints: volume or Neo-Hookean
+ * elements a tetrahedron, or at most one bending element an edge of two triangles. */
+static int64_t mesh_extra_constraints(const pbd_mesh_desc *d)
+{
+    int soft = d->as == PBD_MESH_SOFT;
+    if (soft)
+        return d->volume || d->young_modulus > 0.0 ? d->mesh->num_tets : 0;
+    int elements = d->bending == PBD_BENDING_DIHEDRAL || d->bending == PBD_BENDING_ISOMETRIC;
+    return elements ? 3 * (int64_t)d->mesh->num_triangles / 2 : 0;
+}
+
+pbd_status pbd_mesh_counts(const pbd_mesh_desc *d, int64_t *particles, int64_t *constraints,
+                           pbd_error *err)
+{
+    mesh_plan p;
+    pbd_status st = plan_mesh(d, &p, err);
+    if (st != PBD_OK)
+        return st;
+    *particles = p.np;
+    *constraints = p.ne + mesh_extra_constraints(d);
+    plan_free(&p);
+    return PBD_OK;
+}
+
+/* The rotation matrix of a rotation vector (Rodrigues' formula); exactly the identity for
+ * the zero vector. */
+static void rotation(const float r[3], double m[3][3])
+{
+    double angle = sqrt((double)r[0] * r[0] + (double)r[1] * r[1] + (double)r[2] * r[2]);
+    double k[3] = {0.0, 0.0, 0.0}, c = cos(angle), s = sin(angle);
+    for (int i = 0; i < 3 && angle > 0.0; ++i)
+        k[i] = r[i] / angle;
+    for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 3; ++j)
+            m[i][j] = (i == j ? c : 0.0) + (1.0 - c) * k[i] * k[j];
+    m[0][1] -= s * k[2];
+    m[0][2] += s * k[1];
+    m[1][0] += s * k[2];
+    m[1][2] -= s * k[0];
+    m[2][0] -= s * k[1];
+    m[2][1] += s * k[0];
+}
+
+pbd_status pbd_scene_add_mesh(pbd_model *m, const pbd_mesh_desc *d, pbd_error *err)
+{
+    for (int k = 0; k < 3; ++k) {
+        char key[48];
+        snprintf(key, sizeof key, "scale[%d]", k);
+        if (!(d->scale[k] > 0.0f && d->scale[k] <= FLT_MAX))
+            return bad(err, key, d->scale[k], "a number > 0");
+        snprintf(key, sizeof key, "rotate[%d]", k);
+        if (!isfinite(d->rotate[k]))
+            return bad(err, key, d->rotate[k], "a finite number");
+        snprintf(key, sizeof key, "translate[%d]", k);
+        if (!isfinite(d->translate[k]))
+            return bad(err, key, d->translate[k], "a finite number");
+    }
+    if (d->as == PBD_MESH_SOFT && d->volume &&
+        !(d->volume_compliance >= -1.0f && d->volume_compliance <= PBD_MAX_COMPLIANCE))
+        return bad(err, "volume_compliance", d->volume_compliance,
+                   "a compliance in [0, 1e20] or a stiffness in (0, 1]");
+    if (d->bending < PBD_BENDING_NONE || d->bending > PBD_BENDING_ISOMETRIC)
+        return bad(err, "bending", d->bending, "none, springs, dihedral or isometric");
+    if (!isnan(d->bending_compliance) &&
+        !(d->bending_compliance >= -1.0f && d->bending_compliance <= PBD_MAX_COMPLIANCE))
+        return bad(err, "bending_compliance", d->bending_compliance,
+                   "a compliance >= 0 or a stiffness in (0, 1]");
+    if (!(d->young_modulus >= 0.0 && d->young_modulus <= 1e15))
+        return bad(err, "young_modulus", d->young_modulus, "a modulus in (0, 1e15] Pa");
+    if (!(d->poisson_ratio >= 0.0 && d->poisson_ratio <= 0.49))
+        return bad(err, "poisson_ratio", d->poisson_ratio, "a ratio in [0, 0.49]");
+    if (d->young_modulus > 0.0 && d->volume)
+        return pbd_error_set(err, PBD_ERR_ARGUMENT,
+                             "volume: found with young_modulus, expected one of them (a "
+                             "Neo-Hookean solid keeps its volume through poisson_ratio)");
+    mesh_plan p;
+    pbd_status st = plan_mesh(d, &p, err);
+    if (st != PBD_OK)
+        return st;
+    const pbd_mesh *mesh = d->mesh;
+    double r[3][3], *y = malloc(3 * (size_t)p.np * sizeof *y);
+    if (!y) {
+        plan_free(&p);
+        return pbd_error_set(err, PBD_ERR_MEMORY, "out of memory");
+    }
+    rotation(d->rotate, r);
+    for (int i = 0; i < mesh->num_vertices; ++i) {
+        int q = p.particle[i];
+        if (q < 0)
+            continue;
+        double s[3], *out = y + 3 * (size_t)q;
+        for (int k = 0; k < 3; ++k)
+            s[k] = mesh->vertices[3 * (size_t)i + k] * d->scale[k];
+        for (int k = 0; k < 3; ++k)
+            out[k] = r[k][0] * s[0] + r[k][1] * s[1] + r[k][2] * s[2] + d->translate[k];
+        if (!(fabs(out[0]) <= PBD_MAX_COORD && fabs(out[1]) <= PBD_MAX_COORD &&
+              fabs(out[2]) <= PBD_MAX_COORD)) {
+            st = pbd_error_set(err, PBD_ERR_ARGUMENT,
+                               "scale: found mesh vertex %d (from 0) at (%g, %g, %g) m after "
+                               "scale, rotate and translate, expected coordinates of magnitude "
+                               "at most %g",
+                               i, out[0], out[1], out[2], (double)PBD_MAX_COORD);
+            free(y);
+            plan_free(&p);
+            return st;
+        }
+    }
+    /* The measure a density multiplies: the surface's area, or the tetrahedra's volume. */
+    double measure = 0.0;
+    int soft = d->as == PBD_MESH_SOFT;
+    for (int e = 0; e < (soft ? mesh->num_tets : mesh->num_triangles); ++e) {
+        const int *v = soft ? mesh->tets + 4 * (size_t)e : mesh->triangles + 3 * (size_t)e;
+        const double *a = y + 3 * (size_t)p.particle[v[0]];
+        double u[3][3];
+        for (int j = 0; j < (soft ? 3 : 2); ++j)
+            for (int k = 0; k < 3; ++k)
+                u[j][k] = y[3 * (size_t)p.particle[v[j + 1]] + k] - a[k];
+        double c[3] = {u[0][1] * u[1][2] - u[0][2] * u[1][1], u[0][2] * u[1][0] - u[0][0] * u[1][2],
+                       u[0][0] * u[1][1] - u[0][1] * u[1][0]};
+        measure += soft ? fabs(c[0] * u[2][0] + c[1] * u[2][1] + c[2] * u[2][2]) / 6.0
+                        : sqrt(c[0] * c[0] + c[1] * c[1] + c[2] * c[2]) / 2.0;
+    }
+    int64_t nc = p.ne + mesh_extra_constraints(d);
+    build b;
+    st = begin(&b, m, &d->common, "mesh", p.np, nc, "file", measure, NULL, err);
+    if (st != PBD_OK) {
+        free(y);
+        plan_free(&p);
+        return st;
+    }
+    for (int q = 0; q < p.np; ++q)
+        set_position(&b, q, y[3 * (size_t)q], y[3 * (size_t)q + 1], y[3 * (size_t)q + 2]);
+    free(y);
+    int failures = 0;
+    for (int k = 0; k < p.ne; ++k)
+        failures += link(&b, p.pairs[k][0], p.pairs[k][1], -1.0f);
+    for (int e = 0; soft && d->volume && e < mesh->num_tets; ++e) {
+        int q[4];
+        for (int k = 0; k < 4; ++k)
+            q[k] = p.particle[mesh->tets[4 * (size_t)e + k]];
+        failures += add_tet(&b, q, d->volume_compliance);
+        /* In float a tiny tetrahedron can be flat, and a huge one beyond what a volume
+         * constraint holds (pbd_model_validate). */
+        float rest = failures ? 1.0f : m->volume[m->num_volume - 1].rest;
+        if (rest == 0.0f || !(fabsf(rest) <= 1e27f)) {
+            plan_free(&p);
+            rollback(&b, NULL);
+            return pbd_error_set(err, PBD_ERR_ARGUMENT,
+                                 "volume: found tetrahedron %d (from 0) with a rest volume of %g "
+                                 "m^3 in float, expected a volume other than 0, within 1e27 m^3",
+                                 e, (double)rest);
+        }
+    }
+    if (soft && d->young_modulus > 0.0) { /* Lame's mu, and the model's lambda (tet box) */
+        double E = d->young_modulus, nu = d->poisson_ratio;
+        double mu = E / (2.0 * (1.0 + nu)), lambda = E * nu / ((1.0 + nu) * (1.0 - 2.0 * nu)) + mu;
+        for (int e = 0; e < mesh->num_tets && !failures; ++e) {
+            int q[4];
+            for (int k = 0; k < 4; ++k)
+                q[k] = b.first + p.particle[mesh->tets[4 * (size_t)e + k]];
+            failures += pbd_scene_add_neo_hookean(m, q, mu, lambda);
+        }
+    }
+    for (int t = 0; t < mesh->num_triangles; ++t) {
+        const int *v = mesh->triangles + 3 * (size_t)t;
+        int q[3] = {p.particle[v[0]], p.particle[v[1]], p.particle[v[2]]};
+        /* A soft body's surface is the faces of its tetrahedra, so every corner is a
+         * particle; a cloth's triangles are its elements. */
+        if (q[0] >= 0 && q[1] >= 0 && q[2] >= 0)
+            failures +=
+                pbd_model_add_triangle(m, b.first + q[0], b.first + q[1], b.first + q[2]) != 0;
+    }
+    plan_free(&p);
+    if (!failures && !soft &&
+        (d->bending == PBD_BENDING_DIHEDRAL || d->bending == PBD_BENDING_ISOMETRIC))
+        failures += add_surface_bending(&b, d->bending,
+                                        isnan(d->bending_compliance) ? d->common.compliance
+                                                                     : d->bending_compliance);
+    return finish(&b, &d->common, NULL, failures, err);
+}

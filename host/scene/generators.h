@@ -12,6 +12,7 @@
 
 #include <stdint.h>
 
+#include "mesh/mesh.h"
 #include "pbd.h"
 
 /* Scene-wide limits, checked before anything is allocated (smaller in the fuzz build). */
@@ -126,20 +127,52 @@ typedef struct pbd_particles_desc {
     const float *rest;           /* NULL or per constraint; < 0: the initial distance */
 } pbd_particles_desc;
 
+typedef enum pbd_mesh_as {
+    PBD_MESH_CLOTH = 0, /* the triangles: a distance constraint per edge */
+    PBD_MESH_SOFT = 1,  /* the tetrahedra: a distance constraint per edge */
+} pbd_mesh_as;
+
+/* A body from a mesh (mesh.h). Its particles are the mesh's vertices that its elements use
+ * (the triangles of a cloth, the tetrahedra of a soft body), in the mesh's order; each gets
+ * scale, then rotate, then translate. The surface is the mesh's triangles. */
+typedef struct pbd_mesh_desc {
+    pbd_gen_common common; /* density: kg/m^2 of the surface (cloth), kg/m^3 (soft) */
+    const pbd_mesh *mesh;  /* not owned */
+    pbd_mesh_as as;
+    pbd_bending bending;      /* cloth, springs: a spring between the far corners of every
+                                 two triangles that share an edge (the body's compliance);
+                                 dihedral, isometric: an element on such a pair */
+    float bending_compliance; /* dihedral, isometric: theirs; NaN: the body's compliance */
+    int volume;               /* soft, 1: a volume constraint per tetrahedron */
+    float volume_compliance;  /* theirs: >= 0 XPBD compliance, < 0 -k (PBD stiffness) */
+    double young_modulus;     /* soft, > 0: a Neo-Hookean element per tetrahedron instead of
+                                 its edges, Pa */
+    double poisson_ratio;     /* [0, 0.49] */
+    float scale[3];           /* > 0, per axis */
+    float rotate[3];          /* rotation vector: axis times angle, rad (right-handed) */
+    float translate[3];       /* m */
+} pbd_mesh_desc;
+
 pbd_cloth_desc pbd_cloth_desc_default(void);
 pbd_rope_desc pbd_rope_desc_default(void);
 pbd_tet_box_desc pbd_tet_box_desc_default(void);
 pbd_particles_desc pbd_particles_desc_default(void);
+pbd_mesh_desc pbd_mesh_desc_default(void);
 
 /* Particle and constraint counts of a generated body (int64: computed before the limits). */
 void pbd_cloth_counts(const pbd_cloth_desc *d, int64_t *particles, int64_t *constraints);
 void pbd_rope_counts(const pbd_rope_desc *d, int64_t *particles, int64_t *constraints);
 void pbd_tet_box_counts(const pbd_tet_box_desc *d, int64_t *particles, int64_t *constraints);
+/* A mesh body's counts need its edges: PBD_ERR_MEMORY, or PBD_ERR_ARGUMENT (the message as
+ * pbd_scene_add_mesh's) when the mesh lacks the elements `as` needs. */
+pbd_status pbd_mesh_counts(const pbd_mesh_desc *d, int64_t *particles, int64_t *constraints,
+                           pbd_error *err);
 
 /* Append one body. PBD_ERR_ARGUMENT for a bad descriptor, PBD_ERR_MEMORY. */
 pbd_status pbd_scene_add_cloth(pbd_model *m, const pbd_cloth_desc *d, pbd_error *err);
 pbd_status pbd_scene_add_rope(pbd_model *m, const pbd_rope_desc *d, pbd_error *err);
 pbd_status pbd_scene_add_tet_box(pbd_model *m, const pbd_tet_box_desc *d, pbd_error *err);
 pbd_status pbd_scene_add_particles(pbd_model *m, const pbd_particles_desc *d, pbd_error *err);
+pbd_status pbd_scene_add_mesh(pbd_model *m, const pbd_mesh_desc *d, pbd_error *err);
 
 #endif

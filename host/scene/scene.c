@@ -1,7 +1,6 @@
 /* JSON scenes: every key is checked against the format (cJSON itself ignores keys it is not
  * asked for), values are read through field tables, and the bodies are built by the
  * generators. Errors are one line, "FILE: KEY: found X, expected Y". */
-#include <errno.h>
 #include <float.h>
 #include <limits.h>
 #include <math.h>
@@ -11,20 +10,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include <cjson/cJSON.h>
 
+#include "mesh/mesh.h"
 #include "scene/generators.h"
-
-/* The largest scene file read: 256 MiB of JSON, far beyond any scene the particle limit
- * allows to be written out by hand, and refused before it is read. */
-#define PBD_MAX_SCENE_BYTES ((uintmax_t)256 << 20)
+#include "scene/read_file.h"
 
 #define KEY_MAX 256
 
 typedef struct ctx {
     const char *file; /* the name put in front of every message */
+    const char *dir;  /* mesh files are relative to it: the scene's folder with its '/', or "" */
+    int dir_len;
     pbd_error *err;
     pbd_status status; /* of the first failure */
 } ctx;
@@ -379,8 +377,8 @@ static int opt_list(ctx *c, const cJSON *obj, const char *parent, const char *na
 
 /* ---- bodies ------------------------------------------------------------------------------- */
 
-enum { CLOTH, ROPE, TET_BOX, PARTICLES };
-static const char *const body_types[] = {"cloth", "rope", "tet_box", "particles", NULL};
+enum { CLOTH, ROPE, TET_BOX, PARTICLES, MESH };
+static const char *const body_types[] = {"cloth", "rope", "tet_box", "particles", "mesh", NULL};
 
 static const char *const common_keys[] = {"type",     "name",       "velocity",  "angular_velocity",
                                           "pinned",   "compliance", "stiffness", "mass",
@@ -393,13 +391,16 @@ typedef struct body_opts {
 static const field body_opt_fields[] = {
     {"momentum", 'b', 0, ANY_FLOAT, offsetof(body_opts, momentum)},
 };
-static const char *const type_keys[][12] = {
+static const char *const type_keys[][16] = {
     [CLOTH] = {"density", "resolution", "size", "center", "orientation", "shear", "bending",
                "bending_compliance", "pin", "tethers", NULL},
     [ROPE] = {"density", "segments", "start", "end", "bending", NULL},
     [TET_BOX] = {"density", "cells", "size", "center", "volume", "volume_compliance",
                  "young_modulus", "poisson_ratio", NULL},
     [PARTICLES] = {"positions", "masses", "velocities", "constraints", NULL},
+    [MESH] = {"density", "file", "as", "bending", "bending_compliance", "volume",
+              "volume_compliance", "young_modulus", "poisson_ratio", "scale", "rotate", "translate",
+              NULL},
 };
 
 #define STIFFNESS                                                                                  \
@@ -438,6 +439,16 @@ static const field tet_box_fields[] = {
     {"volume_compliance", 'f', 0, NON_NEGATIVE, offsetof(pbd_tet_box_desc, volume_compliance)},
     {"young_modulus", 'd', 0, {0.0, 1e15, 1, 0, 0}, offsetof(pbd_tet_box_desc, young_modulus)},
     {"poisson_ratio", 'd', 0, {0.0, 0.49, 0, 0, 0}, offsetof(pbd_tet_box_desc, poisson_ratio)},
+};
+
+static const field mesh_fields[] = {
+    {"bending_compliance", 'f', 0, NON_NEGATIVE, offsetof(pbd_mesh_desc, bending_compliance)},
+    {"young_modulus", 'd', 0, {0.0, 1e15, 1, 0, 0}, offsetof(pbd_mesh_desc, young_modulus)},
+    {"poisson_ratio", 'd', 0, {0.0, 0.49, 0, 0, 0}, offsetof(pbd_mesh_desc, poisson_ratio)},
+    {"volume", 'b', 0, ANY_FLOAT, offsetof(pbd_mesh_desc, volume)},
+    {"volume_compliance", 'f', 0, NON_NEGATIVE, offsetof(pbd_mesh_desc, volume_compliance)},
+    {"rotate", 'f', 3, ANY_FLOAT, offsetof(pbd_mesh_desc, rotate)},
+    {"translate", 'f', 3, ANY_FLOAT, offsetof(pbd_mesh_desc, translate)},
 };
 
 #define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
@@ -543,18 +554,18 @@ static int generated(ctx *c, const char *key, pbd_status st, const pbd_error *ge
 }
 
 /* Per type: the key without which the body cannot be built, and its numeric fields. */
-static const char *const required_keys[] = {"resolution", "segments", "cells", "positions"};
-static const field *const type_fields[] = {cloth_fields, rope_fields, tet_box_fields, NULL};
+static const char *const required_keys[] = {"resolution", "segments", "cells", "positions", "file"};
+static const field *const type_fields[] = {cloth_fields, rope_fields, tet_box_fields, NULL,
+                                           mesh_fields};
 static const int type_field_counts[] = {COUNT(cloth_fields), COUNT(rope_fields),
-                                        COUNT(tet_box_fields), 0};
+                                        COUNT(tet_box_fields), 0, COUNT(mesh_fields)};
 
-/* The cloth's named options. "bending" is a name, or true (springs) or false (none). */
-static int read_cloth_enums(ctx *c, const cJSON *obj, const char *key, pbd_cloth_desc *d)
+/* "bending": a name, or true (springs) or false (none); and "bending_compliance" only with
+ * some bending. */
+static int read_bending(ctx *c, const cJSON *obj, const char *key, pbd_bending *out)
 {
-    static const char *const orientations[] = {"xz", "xy", NULL};
-    static const char *const pins[] = {"none", "corners", "edge", NULL};
     static const char *const bendings[] = {"none", "springs", "dihedral", "isometric", NULL};
-    int orientation = 0, pin = 0, bending = (int)d->bending;
+    int bending = (int)*out;
     const cJSON *b = cJSON_GetObjectItemCaseSensitive(obj, "bending");
     char sub[KEY_MAX];
     if (b && cJSON_IsBool(b))
@@ -562,15 +573,24 @@ static int read_cloth_enums(ctx *c, const cJSON *obj, const char *key, pbd_cloth
     else if (b && !cJSON_IsString(b))
         return wrong_type(c, join(sub, key, "bending"), b,
                           "true, false, or one of: none, springs, dihedral, isometric");
-    if (opt_enum(c, obj, key, "orientation", orientations, &orientation) < 0 ||
-        opt_enum(c, obj, key, "pin", pins, &pin) < 0 ||
-        (b && cJSON_IsString(b) && opt_enum(c, obj, key, "bending", bendings, &bending) < 0))
+    if (b && cJSON_IsString(b) && opt_enum(c, obj, key, "bending", bendings, &bending) < 0)
         return -1;
-    d->bending = (pbd_bending)bending;
-    if (d->bending == PBD_BENDING_NONE &&
-        cJSON_GetObjectItemCaseSensitive(obj, "bending_compliance"))
+    *out = (pbd_bending)bending;
+    if (*out == PBD_BENDING_NONE && cJSON_GetObjectItemCaseSensitive(obj, "bending_compliance"))
         return fail(c, PBD_ERR_SCENE, join(sub, key, "bending_compliance"),
                     "found with no bending, expected \"bending\" too");
+    return 0;
+}
+
+/* The cloth's named options. */
+static int read_cloth_enums(ctx *c, const cJSON *obj, const char *key, pbd_cloth_desc *d)
+{
+    static const char *const orientations[] = {"xz", "xy", NULL};
+    static const char *const pins[] = {"none", "corners", "edge", NULL};
+    int orientation = 0, pin = 0;
+    if (opt_enum(c, obj, key, "orientation", orientations, &orientation) < 0 ||
+        opt_enum(c, obj, key, "pin", pins, &pin) < 0 || read_bending(c, obj, key, &d->bending))
+        return -1;
     d->orientation = orientation ? PBD_CLOTH_XY : PBD_CLOTH_XZ;
     d->pin = pin == 2 ? PBD_PIN_EDGE : pin == 1 ? PBD_PIN_CORNERS : PBD_PIN_NONE;
     return 0;
@@ -584,14 +604,95 @@ typedef struct body_read {
     pbd_rope_desc rope;
     pbd_tet_box_desc tet;
     pbd_particles_desc parts;
+    pbd_mesh_desc mesh_desc;
+    pbd_mesh mesh;          /* a mesh body's mesh, read with the body */
+    int64_t mesh_particles; /* and its counts, for the scene's totals */
+    int64_t mesh_constraints;
     lists l;
     body_opts opts;
 } body_read;
 
 static pbd_gen_common *body_common(body_read *b)
 {
-    void *const desc[] = {&b->cloth, &b->rope, &b->tet, &b->parts};
+    void *const desc[] = {&b->cloth, &b->rope, &b->tet, &b->parts, &b->mesh_desc};
     return desc[b->type];
+}
+
+/* A mesh body's own keys: "as" (required), "scale" (a number or three), "file" (read here,
+ * relative to the scene's folder), and the keys that belong to one "as" only. */
+static int read_mesh(ctx *c, const cJSON *obj, const char *key, body_read *b)
+{
+    static const char *const kinds[] = {"cloth", "soft", NULL};
+    static const char *const soft_only[] = {"volume", "volume_compliance", "young_modulus",
+                                            "poisson_ratio", NULL};
+    static const char *const cloth_only[] = {"bending", "bending_compliance", NULL};
+    char sub[KEY_MAX];
+    const char *file = NULL;
+    int as = 0;
+    pbd_mesh_desc *d = &b->mesh_desc;
+    int r = opt_enum(c, obj, key, "as", kinds, &as);
+    if (r <= 0)
+        return r < 0 ? -1
+                     : fail(c, PBD_ERR_SCENE, join(sub, key, "as"),
+                            "missing (required for type \"mesh\"; one of: cloth, soft)");
+    d->as = as ? PBD_MESH_SOFT : PBD_MESH_CLOTH;
+    for (const char *const *k = soft_only; *k; ++k)
+        if (!as && cJSON_GetObjectItemCaseSensitive(obj, *k))
+            return fail(c, PBD_ERR_SCENE, join(sub, key, *k),
+                        "found with \"as\": \"cloth\", expected it only with \"as\": \"soft\"");
+    for (const char *const *k = cloth_only; *k; ++k)
+        if (as && cJSON_GetObjectItemCaseSensitive(obj, *k))
+            return fail(c, PBD_ERR_SCENE, join(sub, key, *k),
+                        "found with \"as\": \"soft\", expected it only with \"as\": \"cloth\"");
+    if (as && !d->volume && cJSON_GetObjectItemCaseSensitive(obj, "volume_compliance"))
+        return fail(c, PBD_ERR_SCENE, join(sub, key, "volume_compliance"),
+                    "found without \"volume\": true, expected both or neither");
+    if (as && !(d->young_modulus > 0.0) && cJSON_GetObjectItemCaseSensitive(obj, "poisson_ratio"))
+        return fail(c, PBD_ERR_SCENE, join(sub, key, "poisson_ratio"),
+                    "found without \"young_modulus\", expected both or neither");
+    if (as && d->young_modulus > 0.0 && d->volume)
+        return fail(c, PBD_ERR_SCENE, join(sub, key, "volume"),
+                    "found with \"young_modulus\", expected one of them (a Neo-Hookean solid "
+                    "keeps its volume through poisson_ratio)");
+    if (!as && read_bending(c, obj, key, &d->bending))
+        return -1;
+    if (!as && d->bending == PBD_BENDING_SPRINGS &&
+        cJSON_GetObjectItemCaseSensitive(obj, "bending_compliance"))
+        return fail(c, PBD_ERR_SCENE, join(sub, key, "bending_compliance"),
+                    "found with \"bending\": springs, expected dihedral or isometric (a mesh's "
+                    "bending springs take the body's compliance)");
+    const cJSON *scale = cJSON_GetObjectItemCaseSensitive(obj, "scale");
+    const num_spec positive = POSITIVE;
+    join(sub, key, "scale");
+    if (scale && cJSON_IsNumber(scale)) {
+        if (read_numbers(c, scale, sub, 0, positive, (sink){d->scale, NULL, NULL}))
+            return -1;
+        d->scale[1] = d->scale[2] = d->scale[0];
+    } else if (scale && !cJSON_IsArray(scale)) {
+        return wrong_type(c, sub, scale, "a number or an array of 3 numbers");
+    } else if (scale && read_numbers(c, scale, sub, 3, positive, (sink){d->scale, NULL, NULL})) {
+        return -1;
+    }
+    if (opt_string(c, obj, key, "file", &file) < 0)
+        return -1;
+    join(sub, key, "file");
+    if (file[0] == '\0')
+        return fail(c, PBD_ERR_SCENE, sub, "found an empty string, expected a mesh file");
+    /* Relative to the scene's folder, so that a scene finds its meshes from any folder. */
+    int abs = file[0] == '/';
+    size_t len = (abs ? 0 : (size_t)c->dir_len) + strlen(file) + 1;
+    char *path = malloc(len);
+    if (!path)
+        return fail(c, PBD_ERR_MEMORY, sub, "out of memory");
+    snprintf(path, len, "%.*s%s", abs ? 0 : c->dir_len, c->dir, file);
+    pbd_error merr = {0};
+    pbd_status st = pbd_mesh_load(path, &b->mesh, &merr);
+    free(path);
+    if (st != PBD_OK)
+        return fail(c, st, sub, "%s", merr.message);
+    d->mesh = &b->mesh;
+    st = pbd_mesh_counts(d, &b->mesh_particles, &b->mesh_constraints, &merr);
+    return generated(c, key, st, &merr);
 }
 
 static int read_body(ctx *c, const cJSON *obj, const char *key, body_read *b)
@@ -618,9 +719,10 @@ static int read_body(ctx *c, const cJSON *obj, const char *key, body_read *b)
     b->rope = pbd_rope_desc_default();
     b->tet = pbd_tet_box_desc_default();
     b->parts = pbd_particles_desc_default();
+    b->mesh_desc = pbd_mesh_desc_default();
     b->opts = (body_opts){1};
     pbd_gen_common *com = body_common(b);
-    void *const desc[] = {&b->cloth, &b->rope, &b->tet, &b->parts};
+    void *const desc[] = {&b->cloth, &b->rope, &b->tet, &b->parts, &b->mesh_desc};
     const num_spec index = INT_IN(INT_MIN, INT_MAX);
     r = 0;
     if (read_fields(c, obj, key, common_fields, COUNT(common_fields), com) ||
@@ -629,7 +731,8 @@ static int read_body(ctx *c, const cJSON *obj, const char *key, body_read *b)
         opt_string(c, obj, key, "name", &com->name) < 0 ||
         read_fields(c, obj, key, type_fields[type], type_field_counts[type], desc[type]) ||
         (type == CLOTH && read_cloth_enums(c, obj, key, &b->cloth)) ||
-        (type == PARTICLES && read_particles(c, obj, key, &b->parts, &b->l)))
+        (type == PARTICLES && read_particles(c, obj, key, &b->parts, &b->l)) ||
+        (type == MESH && read_mesh(c, obj, key, b)))
         r = -1;
     if (r == 0 && type == TET_BOX && !(b->tet.young_modulus > 0.0) &&
         cJSON_GetObjectItemCaseSensitive(obj, "poisson_ratio"))
@@ -659,7 +762,10 @@ static void body_counts(const body_read *b, int64_t *particles, int64_t *constra
         pbd_rope_counts(&b->rope, particles, constraints);
     else if (b->type == TET_BOX)
         pbd_tet_box_counts(&b->tet, particles, constraints);
-    else {
+    else if (b->type == MESH) {
+        *particles = b->mesh_particles;
+        *constraints = b->mesh_constraints;
+    } else {
         *particles = b->parts.count;
         *constraints = b->parts.num_constraints;
     }
@@ -700,6 +806,7 @@ static int build_body(ctx *c, pbd_model *m, body_read *b, const char *key)
     pbd_status st = type == CLOTH     ? pbd_scene_add_cloth(m, &b->cloth, &gerr)
                     : type == ROPE    ? pbd_scene_add_rope(m, &b->rope, &gerr)
                     : type == TET_BOX ? pbd_scene_add_tet_box(m, &b->tet, &gerr)
+                    : type == MESH    ? pbd_scene_add_mesh(m, &b->mesh_desc, &gerr)
                                       : pbd_scene_add_particles(m, &b->parts, &gerr);
     int r = generated(c, key, st, &gerr);
     if (r == 0)
@@ -731,8 +838,10 @@ static int parse_bodies(ctx *c, const cJSON *bodies, pbd_model *m)
         char key[KEY_MAX];
         r = build_body(c, m, &b[j], at_index(key, "bodies", j));
     }
-    for (int j = 0; j < k; ++j)
+    for (int j = 0; j < k; ++j) {
         lists_free(&b[j].l);
+        pbd_mesh_free(&b[j].mesh);
+    }
     free(b);
     return r;
 }
@@ -976,7 +1085,12 @@ static void locate(const char *text, const char *at, int *line, int *column)
 static pbd_status parse(const char *json, size_t length, const char *name, pbd_scene *out,
                         pbd_error *err)
 {
-    ctx c = {name ? name : "scene", err, PBD_OK};
+    ctx c = {name ? name : "scene", "", 0, err, PBD_OK};
+    const char *slash = strrchr(c.file, '/');
+    if (slash && slash - c.file < INT_MAX) {
+        c.dir = c.file;
+        c.dir_len = (int)(slash - c.file) + 1;
+    }
     int line, column;
     memset(out, 0, sizeof *out);
     out->config = pbd_config_default();
@@ -1015,51 +1129,12 @@ pbd_status pbd_scene_load(const char *path, pbd_scene *out, pbd_error *err)
     if (path[0] == '@')
         return pbd_scene_builtin(path, out, err);
     memset(out, 0, sizeof *out);
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return pbd_error_set(err, PBD_ERR_IO, "%s: cannot read: %s", path, strerror(errno));
-    /* A file's size is checked before it is read, and a stream with no size (a device, a
-     * pipe) is read no further than the limit. */
-    struct stat fst;
-    if (fstat(fileno(f), &fst) == 0 && S_ISREG(fst.st_mode) &&
-        (uintmax_t)fst.st_size > PBD_MAX_SCENE_BYTES) {
-        fclose(f);
-        return pbd_error_set(err, PBD_ERR_SCENE,
-                             "%s: found a file of %ju bytes, expected a scene of at most %ju "
-                             "bytes",
-                             path, (uintmax_t)fst.st_size, (uintmax_t)PBD_MAX_SCENE_BYTES);
-    }
-    size_t len = 0, cap = 4096;
-    char *text = malloc(cap);
-    while (text) {
-        len += fread(text + len, 1, cap - 1 - len, f);
-        if (len < cap - 1)
-            break;
-        if (len > PBD_MAX_SCENE_BYTES) {
-            free(text);
-            fclose(f);
-            return pbd_error_set(err, PBD_ERR_SCENE,
-                                 "%s: found more than %ju bytes, expected a scene of at most "
-                                 "%ju bytes",
-                                 path, (uintmax_t)PBD_MAX_SCENE_BYTES,
-                                 (uintmax_t)PBD_MAX_SCENE_BYTES);
-        }
-        char *more = realloc(text, cap * 2);
-        if (!more)
-            free(text);
-        text = more;
-        cap *= 2;
-    }
-    int read_error = ferror(f) ? errno : 0;
-    fclose(f);
-    if (!text)
-        return pbd_error_set(err, PBD_ERR_MEMORY, "%s: out of memory", path);
-    if (read_error) {
-        free(text);
-        return pbd_error_set(err, PBD_ERR_IO, "%s: cannot read: %s", path, strerror(read_error));
-    }
-    text[len] = '\0';
-    pbd_status st = parse(text, len, path, out, err);
+    char *text;
+    size_t len;
+    pbd_status st = pbd_text_file_read(path, "a scene", 0, PBD_ERR_SCENE, &text, &len, err);
+    if (st != PBD_OK)
+        return st;
+    st = parse(text, len, path, out, err);
     free(text);
     return st;
 }

@@ -11,7 +11,7 @@ seconds=$2
 work=${3:-$build/fuzz-work}
 here=$(cd "$(dirname "$0")" && pwd)
 status=0
-for target in scene checkpoint; do
+for target in scene checkpoint mesh_obj mesh_tetgen mesh_msh; do
     exe=$build/fuzz_$target
     [ -x "$exe" ] || {
         echo "fuzz: $exe not built (configure with CC=clang -DPBD_FUZZ=ON)"

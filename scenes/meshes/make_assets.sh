@@ -1,0 +1,11 @@
+#!/bin/sh
+# Remakes the meshes in this folder (docs/meshes.md): Debian 12's python3, tetgen 1.5.0 and
+# gmsh 4.8.4. TetGen (AGPL) and Gmsh only prepare these files; pbd links neither.
+# usage: cd scenes/meshes && sh make_assets.sh
+set -eu
+python3 make_surfaces.py                      # torus.off, tablecloth.obj
+tetgen -Q -pq1.4a0.001 torus.off              # torus.1.node, .ele, .face
+for e in node ele face; do mv "torus.1.$e" "torus.$e"; done
+rm -f torus.off torus.1.edge torus.1.smesh
+gmsh -3 -format msh22 log.geo -o log22.msh >/dev/null
+gmsh -3 -format msh41 log.geo -o log41.msh >/dev/null

@@ -1,0 +1,16 @@
+/* Fuzz target: the Gmsh .msh parser. Any bytes are parsed as a .msh file; the checks are
+ * fuzz_mesh.h's. */
+#include <stdint.h>
+
+#include "fuzz_mesh.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    pbd_mesh_text t = {"fuzz.msh", (const char *)data, size};
+    pbd_mesh m;
+    pbd_error err = {0};
+    fuzz_mesh_check("fuzz_mesh_msh", pbd_mesh_parse_msh(&t, &m, &err), &m, &err);
+    return 0;
+}

@@ -1,0 +1,673 @@
+/* Meshes: every malformed file of tests/bad_meshes/ is refused in one line naming the file
+ * and the line; a valid file of each format gives exactly the built-in body it describes;
+ * OBJ welding keeps a cloth in one piece; "mesh" bodies take their transform and find their
+ * files next to the scene. */
+#define _POSIX_C_SOURCE 200809L
+
+#include <dirent.h>
+#include <limits.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "test_util.h"
+
+#include "mesh/mesh.h"
+#include "scene/generators.h"
+
+#define BAD_DIR  PBD_TESTS_DIR "/bad_meshes"
+#define MESH_DIR PBD_TESTS_DIR "/meshes"
+
+/* ---- malformed files ------------------------------------------------------------------ */
+
+typedef struct bad_mesh {
+    const char *load;    /* the file given to pbd_mesh_load */
+    const char *blamed;  /* the file the message must name */
+    int line;            /* and its line */
+    const char *message; /* what follows "FILE:LINE: " (a prefix) */
+} bad_mesh;
+
+static const bad_mesh bad[] = {
+    /* OBJ */
+    {"obj_index_range.obj", "obj_index_range.obj", 5, "found face index 4, expected 1 to 3"},
+    {"obj_zero_index.obj", "obj_zero_index.obj", 4, "found '0', expected a face corner"},
+    {"obj_nan.obj", "obj_nan.obj", 2, "found 'nan', expected a finite x coordinate"},
+    {"obj_huge.obj", "obj_huge.obj", 3,
+     "found '1e12', expected a y coordinate of magnitude at most 1e+09"},
+    {"obj_degenerate.obj", "obj_degenerate.obj", 5, "found a face with vertex 1 twice"},
+    {"obj_welded.obj", "obj_welded.obj", 6,
+     "found a face with vertices 2 and 4 at the same position"},
+    {"obj_two_corners.obj", "obj_two_corners.obj", 4,
+     "found a face of 2 vertices, expected at least 3"},
+    {"obj_no_faces.obj", "obj_no_faces.obj", 4, "found the end of the file with no faces"},
+    {"obj_bad_corner.obj", "obj_bad_corner.obj", 4, "found '1/1/1/1', expected a face corner"},
+    {"obj_unknown.obj", "obj_unknown.obj", 4, "found 'vertex', expected an OBJ statement"},
+    {"obj_freeform.obj", "obj_freeform.obj", 4, "found free-form geometry ('cstype')"},
+    {"obj_missing_z.obj", "obj_missing_z.obj", 2,
+     "found the end of the line, expected the z coordinate"},
+    {"obj_bad_number.obj", "obj_bad_number.obj", 2,
+     "found '0x', expected the y coordinate (a number)"},
+    /* TetGen */
+    {"tg_truncated.node", "tg_truncated.node", 5,
+     "found the end of the file after 4 points, expected 5 (declared on line 1)"},
+    {"tg_dimension.node", "tg_dimension.node", 1, "found 2, expected the dimension 3"},
+    {"tg_numbering.node", "tg_numbering.node", 4, "found point 4, expected point 3"},
+    {"tg_inf.node", "tg_inf.node", 5, "found 'inf', expected a finite y coordinate"},
+    {"tg_missing_marker.ele", "tg_missing_marker.node", 3,
+     "found the end of the line, expected a boundary marker"},
+    {"tg_index_range.node", "tg_index_range.ele", 3,
+     "found 6, expected a point number of the .node file in [1, 5]"},
+    {"tg_degenerate.node", "tg_degenerate.ele", 3, "found a tetrahedron with vertex 3 twice"},
+    {"tg_second_order.node", "tg_second_order.ele", 1,
+     "found 10 nodes per tetrahedron, expected 4"},
+    {"tg_extra.node", "tg_extra.ele", 3,
+     "found more lines after the 1 tetrahedra declared on "
+     "line 1"},
+    {"tg_count.node", "tg_count.ele", 3,
+     "found the end of the file after 2 tetrahedra, expected 3"},
+    {"tg_inner_face.node", "tg_inner_face.face", 3, "found triangle 2 3 4 inside the mesh"},
+    {"tg_not_a_face.node", "tg_not_a_face.face", 3,
+     "found triangle 1 2 5, which is no face of a tetrahedron"},
+    {"tg_nonmanifold.node", "tg_nonmanifold.ele", 4,
+     "found a tetrahedron with face 1 2 3, which two other tetrahedra have"},
+    {"tg_flat.node", "tg_flat.ele", 3,
+     "found a flat tetrahedron (vertices 1 2 3 5 in one plane), expected a tetrahedron with a "
+     "volume"},
+    /* Gmsh 2.2 */
+    {"msh22_no_format.msh", "msh22_no_format.msh", 1, "found '$Nodes', expected $MeshFormat"},
+    {"msh22_version.msh", "msh22_version.msh", 2, "found version '3.0', expected 2.2 or 4.1"},
+    {"msh22_binary.msh", "msh22_binary.msh", 2,
+     "found a binary .msh file, expected ASCII (binary .msh not supported; save as ASCII)"},
+    {"msh22_node_count.msh", "msh22_node_count.msh", 10,
+     "found '$EndNodes' after 4 nodes, expected 5 (declared on line 5)"},
+    {"msh22_unknown_node.msh", "msh22_unknown_node.msh", 13,
+     "found node tag 9, expected a tag of $Nodes"},
+    {"msh22_tet10.msh", "msh22_tet10.msh", 13,
+     "found element type 11 (10-node tetrahedron), expected 2 (triangle) or 4"},
+    {"msh22_degenerate.msh", "msh22_degenerate.msh", 14, "found a triangle with vertex 2 twice"},
+    {"msh22_elements_first.msh", "msh22_elements_first.msh", 4, "found $Elements before $Nodes"},
+    {"msh22_open_section.msh", "msh22_open_section.msh", 6,
+     "found the end of the file in section '$PhysicalNames' (line 4), expected "
+     "$EndPhysicalNames"},
+    {"msh22_no_elements.msh", "msh22_no_elements.msh", 14, "found no triangles or tetrahedra"},
+    {"msh22_huge.msh", "msh22_huge.msh", 8,
+     "found '-1e300', expected a y coordinate of magnitude at most 1e+09"},
+    /* Gmsh 4.1 */
+    {"msh41_binary.msh", "msh41_binary.msh", 2, "found a binary .msh file, expected ASCII"},
+    {"msh41_block_count.msh", "msh41_block_count.msh", 12,
+     "found 3 nodes in the blocks, expected 4 (declared on line 5)"},
+    {"msh41_tag_range.msh", "msh41_tag_range.msh", 10, "found 7, expected a node tag in [1, 4]"},
+    {"msh41_parametric.msh", "msh41_parametric.msh", 10,
+     "found the end of the line, expected a parametric coordinate"},
+    {"msh41_hexahedron.msh", "msh41_hexahedron.msh", 18, "found element type 5 (hexahedron)"},
+    {"msh41_duplicate_tag.msh", "msh41_duplicate_tag.msh", 10,
+     "found node tag 2 again (line 8), expected each tag once"},
+    {"msh41_truncated.msh", "msh41_truncated.msh", 19,
+     "found the end of the file, expected $EndElements"},
+    {"msh41_element_count.msh", "msh41_element_count.msh", 19,
+     "found 1 elements in the blocks, expected 2 (declared on line 17)"},
+};
+
+static int is_tetgen_part(const char *name)
+{
+    size_t n = strlen(name);
+    return (n > 4 && strcmp(name + n - 4, ".ele") == 0) ||
+           (n > 5 && strcmp(name + n - 5, ".face") == 0) ||
+           (n > 5 && strcmp(name + n - 5, ".node") == 0);
+}
+
+/* The table names every file of the folder (a TetGen set by any of its parts). */
+static void check_table_covers_folder(void)
+{
+    DIR *d = opendir(BAD_DIR);
+    expect(d != NULL, "cannot open %s", BAD_DIR);
+    int count = (int)(sizeof bad / sizeof bad[0]), files = 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        if (e->d_name[0] == '.')
+            continue;
+        ++files;
+        size_t stem = strcspn(e->d_name, ".");
+        int found = 0;
+        for (int i = 0; i < count && !found; ++i)
+            found = strcmp(bad[i].load, e->d_name) == 0 ||
+                    (is_tetgen_part(e->d_name) && strncmp(bad[i].load, e->d_name, stem) == 0 &&
+                     bad[i].load[stem] == '.');
+        expect(found, "%s/%s: not in the table of test_mesh.c", BAD_DIR, e->d_name);
+    }
+    closedir(d);
+    expect(files >= count, "found %d files in %s, the table has %d", files, BAD_DIR, count);
+}
+
+static void bad_meshes(void **state)
+{
+    (void)state;
+    check_table_covers_folder();
+    int formats[4] = {0, 0, 0, 0};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
+        char path[512], prefix[600];
+        pbd_mesh m;
+        pbd_error err = {0};
+        snprintf(path, sizeof path, "%s/%s", BAD_DIR, bad[i].load);
+        snprintf(prefix, sizeof prefix, "%s/%s:%d: %s", BAD_DIR, bad[i].blamed, bad[i].line,
+                 bad[i].message);
+        pbd_status st = pbd_mesh_load(path, &m, &err);
+        expect(st == PBD_ERR_SCENE, "%s: status %d (expected %d): %s", bad[i].load, (int)st,
+               (int)PBD_ERR_SCENE, err.message);
+        expect(strncmp(err.message, prefix, strlen(prefix)) == 0,
+               "%s:\n  message  %s\n  expected %s...", bad[i].load, err.message, prefix);
+        expect(strchr(err.message, '\n') == NULL, "%s: message of more than one line", bad[i].load);
+        expect(m.num_vertices == 0 && m.vertices == NULL && m.triangles == NULL && m.tets == NULL,
+               "%s: mesh not left empty (%d vertices)", bad[i].load, m.num_vertices);
+        formats[bad[i].load[0] == 'o'   ? 0
+                : bad[i].load[0] == 't' ? 1
+                : bad[i].load[4] == '2' ? 2
+                                        : 3]++;
+    }
+    for (int f = 0; f < 4; ++f)
+        expect(formats[f] >= 5, "format %d: %d malformed files, expected at least 5", f,
+               formats[f]);
+}
+
+/* What the files alone cannot hold: NUL bytes, a missing file, an unknown extension, an
+ * empty text, a FIFO (refused before it is opened, which would block). */
+static void bad_inputs(void **state)
+{
+    (void)state;
+    pbd_mesh m;
+    pbd_error err = {0};
+    pbd_mesh_text t = {"nul.obj", "v 0 0 0\nv 1 0 0\0\nv 0 1 0\nf 1 2 3\n", 32};
+    pbd_status st = pbd_mesh_parse_obj(&t, &m, &err);
+    expect(st == PBD_ERR_SCENE &&
+               strcmp(err.message, "nul.obj:2: found a NUL byte, expected text") == 0,
+           "status %d: %s", (int)st, err.message);
+    pbd_mesh_text empty = {"empty.msh", "", 0};
+    st = pbd_mesh_parse_msh(&empty, &m, &err);
+    expect(st == PBD_ERR_SCENE &&
+               strcmp(err.message,
+                      "empty.msh:1: found the end of the file, expected $MeshFormat") == 0,
+           "status %d: %s", (int)st, err.message);
+    st = pbd_mesh_load(BAD_DIR "/no_such_mesh.obj", &m, &err);
+    expect(st == PBD_ERR_IO && strstr(err.message, "no_such_mesh.obj: cannot read: No such file"),
+           "status %d: %s", (int)st, err.message);
+    st = pbd_mesh_load(BAD_DIR "/obj_nan.ply", &m, &err);
+    expect(st == PBD_ERR_SCENE && strstr(err.message, "obj_nan.ply: found no known extension, "
+                                                      "expected .obj, .node, .ele or .msh"),
+           "status %d: %s", (int)st, err.message);
+    /* a TetGen set that is not there */
+    st = pbd_mesh_load(PBD_TESTS_DIR "/meshes/cloth_2x2.node", &m, &err);
+    expect(st == PBD_ERR_IO && strstr(err.message, "cloth_2x2.node: cannot read"), "status %d: %s",
+           (int)st, err.message);
+    char dir[] = "/tmp/pbd_mesh_fifo_XXXXXX", fifo[64];
+    expect(mkdtemp(dir) != NULL, "mkdtemp %s", dir);
+    snprintf(fifo, sizeof fifo, "%s/pipe.obj", dir);
+    expect(mkfifo(fifo, 0600) == 0, "mkfifo %s", fifo);
+    st = pbd_mesh_load(fifo, &m, &err);
+    expect(st == PBD_ERR_IO && strstr(err.message, "found a special file, expected a regular file"),
+           "status %d: %s", (int)st, err.message);
+    unlink(fifo);
+    rmdir(dir);
+}
+
+/* ---- equal to the built-in bodies ------------------------------------------------------ */
+
+/* A scene of one body, with relative files found in tests/meshes/. */
+static void load_body(const char *body, pbd_scene *s)
+{
+    char json[2048];
+    pbd_error err = {0};
+    snprintf(json, sizeof json, "{\"gravity\": [0, 0, 0], \"bodies\": [%s]}", body);
+    pbd_status st = pbd_scene_parse(json, MESH_DIR "/scene.json", s, &err);
+    expect(st == PBD_OK, "%s: status %d: %s", body, (int)st, err.message);
+}
+
+static void same_positions(const pbd_model *a, const pbd_model *b, const char *what)
+{
+    expect(a->num_particles == b->num_particles, "%s: %d particles, built-in %d", what,
+           a->num_particles, b->num_particles);
+    for (int i = 0; i < a->num_particles; ++i)
+        expect(a->x[i].x == b->x[i].x && a->x[i].y == b->x[i].y && a->x[i].z == b->x[i].z &&
+                   a->x[i].w == b->x[i].w && a->v[i].w == b->v[i].w,
+               "%s: particle %d at (%g, %g, %g) w %g, built-in (%g, %g, %g) w %g", what, i,
+               (double)a->x[i].x, (double)a->x[i].y, (double)a->x[i].z, (double)a->x[i].w,
+               (double)b->x[i].x, (double)b->x[i].y, (double)b->x[i].z, (double)b->x[i].w);
+}
+
+static int pair_cmp(const void *pa, const void *pb)
+{
+    const int *a = pa, *b = pb;
+    return a[0] != b[0] ? (a[0] > b[0]) - (a[0] < b[0]) : (a[1] > b[1]) - (a[1] < b[1]);
+}
+
+/* The distance constraints as sorted (min, max) pairs (malloc'd), their rest lengths
+ * checked against the distances. */
+static int *distance_pairs(const pbd_model *m)
+{
+    int *p = malloc((size_t)(m->num_distance + 1) * 2 * sizeof *p);
+    expect(p != NULL, "out of memory for %d pairs", m->num_distance);
+    for (int c = 0; c < m->num_distance; ++c) {
+        int a = m->distance[c].a, b = m->distance[c].b;
+        p[2 * c] = a < b ? a : b;
+        p[2 * c + 1] = a < b ? b : a;
+        double dx = (double)m->x[a].x - m->x[b].x, dy = (double)m->x[a].y - m->x[b].y,
+               dz = (double)m->x[a].z - m->x[b].z;
+        assert_near(m->distance[c].rest, sqrt(dx * dx + dy * dy + dz * dz), 1e-6, "rest length");
+    }
+    qsort(p, (size_t)m->num_distance, 2 * sizeof *p, pair_cmp);
+    return p;
+}
+
+/* The unique edges of the model's surface triangles, as sorted pairs; *n their number. */
+static int *triangle_edges(const pbd_model *m, int *n)
+{
+    int *p = malloc((size_t)(m->num_triangles + 1) * 6 * sizeof *p), u = 0;
+    expect(p != NULL, "out of memory for %d triangles", m->num_triangles);
+    for (int t = 0; t < m->num_triangles; ++t)
+        for (int k = 0; k < 3; ++k) {
+            int a = m->triangles[3 * t + k], b = m->triangles[3 * t + (k + 1) % 3];
+            p[6 * t + 2 * k] = a < b ? a : b;
+            p[6 * t + 2 * k + 1] = a < b ? b : a;
+        }
+    qsort(p, 3 * (size_t)m->num_triangles, 2 * sizeof *p, pair_cmp);
+    for (int k = 0; k < 3 * m->num_triangles; ++k)
+        if (u == 0 || pair_cmp(p + 2 * k, p + 2 * (u - 1)) != 0) {
+            p[2 * u] = p[2 * k];
+            p[2 * u + 1] = p[2 * k + 1];
+            ++u;
+        }
+    *n = u;
+    return p;
+}
+
+static void same_pairs(const int *a, int na, const int *b, int nb, const char *what)
+{
+    expect(na == nb, "%s: %d constraints, expected %d", what, na, nb);
+    for (int k = 0; k < na; ++k)
+        expect(a[2 * k] == b[2 * k] && a[2 * k + 1] == b[2 * k + 1],
+               "%s: constraint %d joins %d-%d, expected %d-%d", what, k, a[2 * k], a[2 * k + 1],
+               b[2 * k], b[2 * k + 1]);
+}
+
+/* A triangle with its smallest index first, its winding kept. */
+static void rotate_min_first(const int *t, int *out)
+{
+    int k = t[0] < t[1] ? (t[0] < t[2] ? 0 : 2) : (t[1] < t[2] ? 1 : 2);
+    for (int i = 0; i < 3; ++i)
+        out[i] = t[(k + i) % 3];
+}
+
+static int tri_cmp(const void *pa, const void *pb)
+{
+    const int *a = pa, *b = pb;
+    for (int k = 0; k < 3; ++k)
+        if (a[k] != b[k])
+            return (a[k] > b[k]) - (a[k] < b[k]);
+    return 0;
+}
+
+/* Surfaces equal as sets of wound triangles (ordered: in the same order too). */
+static void same_triangles(const pbd_model *a, const pbd_model *b, int ordered, const char *what)
+{
+    expect(a->num_triangles == b->num_triangles, "%s: %d triangles, built-in %d", what,
+           a->num_triangles, b->num_triangles);
+    int n = a->num_triangles, *ta = malloc((size_t)n * 3 * sizeof *ta),
+        *tb = malloc((size_t)n * 3 * sizeof *tb);
+    expect(ta && tb, "out of memory for %d triangles", n);
+    for (int t = 0; t < n; ++t) {
+        rotate_min_first(a->triangles + 3 * t, ta + 3 * t);
+        rotate_min_first(b->triangles + 3 * t, tb + 3 * t);
+    }
+    if (!ordered) {
+        qsort(ta, (size_t)n, 3 * sizeof *ta, tri_cmp);
+        qsort(tb, (size_t)n, 3 * sizeof *tb, tri_cmp);
+    }
+    for (int t = 0; t < n; ++t)
+        expect(tri_cmp(ta + 3 * t, tb + 3 * t) == 0,
+               "%s: triangle %d is %d %d %d, built-in %d %d %d", what, t, ta[3 * t], ta[3 * t + 1],
+               ta[3 * t + 2], tb[3 * t], tb[3 * t + 1], tb[3 * t + 2]);
+    free(ta);
+    free(tb);
+}
+
+/* A 2 x 2-cell cloth as an OBJ (every corner form, a fanned quad, negative indices) gives the
+ * built-in cloth's particles in its order, its triangles in its order, and a distance
+ * constraint on each of their edges; with bending, the springs across the diagonals are the
+ * built-in's other shear diagonals. */
+static void obj_equals_cloth(void **state)
+{
+    (void)state;
+    pbd_scene mesh, grid, sheared;
+    load_body("{\"type\": \"mesh\", \"file\": \"cloth_2x2.obj\", \"as\": \"cloth\", \"bending\": "
+              "false, \"mass\": 2}",
+              &mesh);
+    load_body("{\"type\": \"cloth\", \"resolution\": [3, 3], \"shear\": false, \"bending\": "
+              "false, \"mass\": 2}",
+              &grid);
+    same_positions(&mesh.model, &grid.model, "cloth_2x2.obj");
+    same_triangles(&mesh.model, &grid.model, 1, "cloth_2x2.obj");
+    int ne, *edges = triangle_edges(&grid.model, &ne), *pairs = distance_pairs(&mesh.model);
+    same_pairs(pairs, mesh.model.num_distance, edges, ne, "cloth_2x2.obj edges");
+    expect(ne == 16, "%d edges, expected 12 structural and 4 diagonals", ne);
+    free(edges);
+    free(pairs);
+    pbd_scene_free(&mesh);
+
+    /* Bending: one spring per interior edge (8), and every built-in shear diagonal among
+     * the springs. */
+    load_body("{\"type\": \"mesh\", \"file\": \"cloth_2x2.obj\", \"as\": \"cloth\", \"mass\": 2}",
+              &mesh);
+    load_body("{\"type\": \"cloth\", \"resolution\": [3, 3], \"bending\": false, \"mass\": 2}",
+              &sheared);
+    expect(mesh.model.num_distance == 16 + 8, "%d constraints with bending, expected 24",
+           mesh.model.num_distance);
+    pairs = distance_pairs(&mesh.model);
+    int *shear = distance_pairs(&sheared.model);
+    for (int k = 0; k < sheared.model.num_distance; ++k)
+        expect(bsearch(shear + 2 * k, pairs, (size_t)mesh.model.num_distance, 2 * sizeof *pairs,
+                       pair_cmp) != NULL,
+               "built-in constraint %d-%d missing from the mesh cloth with bending", shear[2 * k],
+               shear[2 * k + 1]);
+    free(pairs);
+    free(shear);
+    pbd_scene_free(&mesh);
+    pbd_scene_free(&grid);
+    pbd_scene_free(&sheared);
+}
+
+/* The one-cell tet box as TetGen files (numbered from 1, attributes, markers, no .face;
+ * numbered from 0 with a .face wound either way) and as Gmsh 2.2 and 4.1 (tags from 101, a
+ * point and a line to skip, boundary triangles wound either way, parametric nodes): the
+ * built-in box's particles in its order, its distance constraints, its volume constraints
+ * in its order, and its surface wound outward. */
+static void tets_equal_tet_box(void **state)
+{
+    (void)state;
+    static const char *const files[] = {"box.node", "box0.ele", "box22.msh", "box41.msh"};
+    pbd_scene box;
+    load_body("{\"type\": \"tet_box\", \"cells\": [1, 1, 1], \"volume\": true, "
+              "\"volume_compliance\": 0.5, \"density\": 3}",
+              &box);
+    int *want = distance_pairs(&box.model);
+    for (int f = 0; f < 4; ++f) {
+        char body[256];
+        pbd_scene s;
+        snprintf(body, sizeof body,
+                 "{\"type\": \"mesh\", \"file\": \"%s\", \"as\": \"soft\", \"volume\": true, "
+                 "\"volume_compliance\": 0.5, \"density\": 3}",
+                 files[f]);
+        load_body(body, &s);
+        same_positions(&s.model, &box.model, files[f]);
+        int *pairs = distance_pairs(&s.model);
+        same_pairs(pairs, s.model.num_distance, want, box.model.num_distance, files[f]);
+        free(pairs);
+        expect(s.model.num_volume == 6, "%s: %d volume constraints", files[f], s.model.num_volume);
+        for (int v = 0; v < 6; ++v) {
+            const pbd_volume *a = &s.model.volume[v], *b = &box.model.volume[v];
+            expect(a->a == b->a && a->b == b->b && a->c == b->c && a->d == b->d &&
+                       a->rest == b->rest && a->compliance == b->compliance,
+                   "%s: volume %d (%d %d %d %d, %g), built-in (%d %d %d %d, %g)", files[f], v, a->a,
+                   a->b, a->c, a->d, (double)a->rest, b->a, b->b, b->c, b->d, (double)b->rest);
+        }
+        same_triangles(&s.model, &box.model, 0, files[f]);
+        pbd_scene_free(&s);
+    }
+    free(want);
+    pbd_scene_free(&box);
+}
+
+/* ---- welding ----------------------------------------------------------------------------- */
+
+static int find(int *parent, int i)
+{
+    while (parent[i] != i)
+        i = parent[i] = parent[parent[i]];
+    return i;
+}
+
+/* The number of pieces the distance constraints join the particles into. */
+static int pieces(const pbd_model *m)
+{
+    int *parent = malloc((size_t)m->num_particles * sizeof *parent), n = m->num_particles;
+    expect(parent != NULL, "out of memory for %d particles", n);
+    for (int i = 0; i < n; ++i)
+        parent[i] = i;
+    for (int c = 0; c < m->num_distance; ++c) {
+        int a = find(parent, m->distance[c].a), b = find(parent, m->distance[c].b);
+        if (a != b) {
+            parent[a] = b;
+            --n;
+        }
+    }
+    free(parent);
+    return n;
+}
+
+/* A cloth whose middle column is written twice (split vertices, as exporters write a UV
+ * seam) and a round cloth whose vt are cut along a seam: one piece each, every particle a
+ * position. */
+static void obj_welding(void **state)
+{
+    (void)state;
+    pbd_scene s;
+    load_body("{\"type\": \"mesh\", \"file\": \"seam.obj\", \"as\": \"cloth\", \"bending\": false}",
+              &s);
+    expect(s.model.num_particles == 9, "seam.obj: %d particles, expected 9 (12 v, 3 repeated)",
+           s.model.num_particles);
+    expect(pieces(&s.model) == 1, "seam.obj: %d pieces, expected 1", pieces(&s.model));
+    expect(s.model.num_distance == 16, "seam.obj: %d constraints, expected 16",
+           s.model.num_distance);
+    pbd_scene_free(&s);
+
+    pbd_mesh raw;
+    pbd_error err = {0};
+    pbd_status st = pbd_mesh_load(PBD_SCENES_DIR "/meshes/tablecloth.obj", &raw, &err);
+    expect(st == PBD_OK, "tablecloth.obj: %s", err.message);
+    expect(raw.num_vertices == 331 && raw.num_triangles == 600,
+           "tablecloth.obj: %d vertices, %d triangles", raw.num_vertices, raw.num_triangles);
+    pbd_mesh_desc d = pbd_mesh_desc_default();
+    d.mesh = &raw;
+    pbd_model m = {0};
+    st = pbd_scene_add_mesh(&m, &d, &err);
+    expect(st == PBD_OK, "tablecloth.obj: %s", err.message);
+    expect(pieces(&m) == 1, "tablecloth.obj: %d pieces, expected 1", pieces(&m));
+    pbd_model_free(&m);
+    pbd_mesh_free(&raw);
+}
+
+/* ---- transform and files ------------------------------------------------------------------ */
+
+/* Scale, then rotate (a rotation vector), then translate. */
+static void transform(void **state)
+{
+    (void)state;
+    pbd_scene s;
+    /* Vertex 3 (1-based) is (0.5, 0, -0.5): scaled (1, 0, -1.5), turned a quarter about +y
+     * (x, y, z) -> (z, y, -x): (-1.5, 0, -1), moved by (1, 2, 3): (-0.5, 2, 2). */
+    load_body("{\"type\": \"mesh\", \"file\": \"cloth_2x2.obj\", \"as\": \"cloth\", \"scale\": [2, "
+              "1, 3], \"rotate\": [0, 1.5707963267948966, 0], \"translate\": [1, 2, 3]}",
+              &s);
+    pbd_float4 x = s.model.x[2];
+    assert_near(x.x, -0.5, 1e-6, "x");
+    assert_near(x.y, 2.0, 1e-6, "y");
+    assert_near(x.z, 2.0, 1e-6, "z");
+    pbd_scene_free(&s);
+    /* A uniform scale, a turn about x by pi: (0.5, 0, -0.5) -> (1.5, 0, -1.5) -> (1.5, 0,
+     * 1.5). */
+    load_body("{\"type\": \"mesh\", \"file\": \"cloth_2x2.obj\", \"as\": \"cloth\", \"scale\": 3, "
+              "\"rotate\": [3.141592653589793, 0, 0]}",
+              &s);
+    x = s.model.x[2];
+    assert_near(x.x, 1.5, 1e-6, "x");
+    assert_near(x.y, 0.0, 1e-6, "y");
+    assert_near(x.z, 1.5, 1e-6, "z");
+    pbd_scene_free(&s);
+}
+
+/* Scene keys of mesh bodies: each error names the scene, the key and, for a file, the mesh
+ * file and its line. */
+static void mesh_keys(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *body, *message;
+        pbd_status status;
+    } cases[] = {
+        {"{\"type\": \"mesh\", \"file\": \"cloth_2x2.obj\"}",
+         "bodies[0].as: missing (required for type \"mesh\"; one of: cloth, soft)", PBD_ERR_SCENE},
+        {"{\"type\": \"mesh\", \"as\": \"soft\"}",
+         "bodies[0].file: missing (required for type \"mesh\")", PBD_ERR_SCENE},
+        {"{\"type\": \"mesh\", \"file\": \"cloth_2x2.obj\", \"as\": \"soft\"}",
+         "bodies[0].as: found a mesh with no tetrahedra, expected tetrahedra", PBD_ERR_SCENE},
+        {"{\"type\": \"mesh\", \"file\": \"cloth_2x2.obj\", \"as\": \"cloth\", \"volume\": true}",
+         "bodies[0].volume: found with \"as\": \"cloth\"", PBD_ERR_SCENE},
+        {"{\"type\": \"mesh\", \"file\": \"box.node\", \"as\": \"soft\", \"bending\": true}",
+         "bodies[0].bending: found with \"as\": \"soft\"", PBD_ERR_SCENE},
+        {"{\"type\": \"mesh\", \"file\": \"box.node\", \"as\": \"soft\", \"scale\": 0}",
+         "bodies[0].scale: found 0, expected a number > 0", PBD_ERR_SCENE},
+        {"{\"type\": \"mesh\", \"file\": \"box.node\", \"as\": \"soft\", \"scale\": \"big\"}",
+         "bodies[0].scale: found a string, expected a number or an array of 3 numbers",
+         PBD_ERR_SCENE},
+        {"{\"type\": \"mesh\", \"file\": \"box.node\", \"as\": \"soft\", \"translate\": [2e9, 0, "
+         "0]}",
+         "bodies[0].scale: found mesh vertex 0 (from 0) at (2e+09, -0.5, -0.5) m", PBD_ERR_SCENE},
+        {"{\"type\": \"mesh\", \"file\": \"box.node\", \"as\": \"soft\", \"colour\": 1}",
+         "bodies[0].colour: unknown key", PBD_ERR_SCENE},
+        {"{\"type\": \"mesh\", \"file\": \"../bad_meshes/obj_nan.obj\", \"as\": \"cloth\"}",
+         "bodies[0].file: " PBD_TESTS_DIR "/meshes/../bad_meshes/obj_nan.obj:2: found 'nan'",
+         PBD_ERR_SCENE},
+        {"{\"type\": \"mesh\", \"file\": \"nothing.obj\", \"as\": \"cloth\"}",
+         "bodies[0].file: " PBD_TESTS_DIR "/meshes/nothing.obj: cannot read", PBD_ERR_IO},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+        char json[1024], want[1024];
+        pbd_scene s;
+        pbd_error err = {0};
+        snprintf(json, sizeof json, "{\"bodies\": [%s]}", cases[i].body);
+        snprintf(want, sizeof want, "%s/scene.json: %s", MESH_DIR, cases[i].message);
+        pbd_status st = pbd_scene_parse(json, MESH_DIR "/scene.json", &s, &err);
+        expect(st == cases[i].status && strncmp(err.message, want, strlen(want)) == 0,
+               "%s:\n  status %d (expected %d)\n  message  %s\n  expected %s...", cases[i].body,
+               (int)st, (int)cases[i].status, err.message, want);
+        expect(s.model.num_particles == 0, "%s: scene not left empty", cases[i].body);
+    }
+}
+
+static void write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    expect(f != NULL, "cannot write %s", path);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* A scene and its mesh in a folder of their own load from any working directory. */
+static void relative_path(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/pbd_mesh_scene_XXXXXX", scene[128], mesh[128], cwd[PATH_MAX];
+    expect(mkdtemp(dir) != NULL, "mkdtemp %s", dir);
+    expect(getcwd(cwd, sizeof cwd) != NULL, "getcwd %s", cwd);
+    snprintf(scene, sizeof scene, "%s/scene.json", dir);
+    snprintf(mesh, sizeof mesh, "%s/triangle.obj", dir);
+    write_file(scene, "{\"bodies\": [{\"type\": \"mesh\", \"file\": \"triangle.obj\", \"as\": "
+                      "\"cloth\"}]}");
+    write_file(mesh, "v 0 0 0\nv 1 0 0\nv 0 0 1\nf 1 2 3\n");
+    static const char *const from[] = {"/", "..", NULL};
+    for (int k = 0; k < 3; ++k) {
+        pbd_scene s;
+        pbd_error err = {0};
+        const char *path = scene;
+        if (from[k] && from[k][0] == '/')
+            expect(chdir("/") == 0, "chdir %s", "/");
+        if (from[k] && from[k][0] == '.') {
+            expect(chdir("/tmp") == 0, "chdir %s", "/tmp");
+            path = scene + 5; /* "pbd_mesh_scene_XXXXXX/scene.json" */
+        }
+        if (!from[k]) {
+            expect(chdir(dir) == 0, "chdir %s", dir);
+            path = "scene.json";
+        }
+        pbd_status st = pbd_scene_load(path, &s, &err);
+        expect(chdir(cwd) == 0, "chdir %s", cwd);
+        expect(st == PBD_OK && s.model.num_particles == 3 && s.model.num_distance == 3,
+               "%s from %s: status %d, %d particles: %s", path, from[k] ? from[k] : dir, (int)st,
+               s.model.num_particles, err.message);
+        pbd_scene_free(&s);
+    }
+    unlink(scene);
+    unlink(mesh);
+    rmdir(dir);
+}
+
+/* Bending elements and Neo-Hookean elements come from the mesh as from the built-in bodies:
+ * the OBJ cloth with dihedral or isometric bending has the grid cloth's records, in its
+ * order (the same triangles); the one-cell box as TetGen and Gmsh files with a Young's
+ * modulus has the tet box's Neo-Hookean records and no edges. */
+static void bending_and_elastic_meshes(void **state)
+{
+    (void)state;
+    static const char *const kinds[] = {"dihedral", "isometric"};
+    for (int k = 0; k < 2; ++k) {
+        char body[256];
+        pbd_scene mesh, grid;
+        snprintf(body, sizeof body,
+                 "{\"type\": \"mesh\", \"file\": \"cloth_2x2.obj\", \"as\": \"cloth\", "
+                 "\"bending\": \"%s\", \"bending_compliance\": 0.25, \"mass\": 2}",
+                 kinds[k]);
+        load_body(body, &mesh);
+        snprintf(body, sizeof body,
+                 "{\"type\": \"cloth\", \"resolution\": [3, 3], \"shear\": false, \"bending\": "
+                 "\"%s\", \"bending_compliance\": 0.25, \"mass\": 2}",
+                 kinds[k]);
+        load_body(body, &grid);
+        const pbd_model *a = &mesh.model, *b = &grid.model;
+        int n = k ? a->num_isometric : a->num_dihedral, nb = k ? b->num_isometric : b->num_dihedral;
+        expect(n == 8 && nb == 8, "%s: %d elements, built-in %d, expected one an inner edge (8)",
+               kinds[k], n, nb);
+        const void *ra = k ? (const void *)a->isometric : (const void *)a->dihedral;
+        const void *rb = k ? (const void *)b->isometric : (const void *)b->dihedral;
+        size_t size = k ? sizeof *a->isometric : sizeof *a->dihedral;
+        expect(memcmp(ra, rb, (size_t)n * size) == 0, "%s: the records differ from the grid's",
+               kinds[k]);
+        expect(a->num_distance == 16, "%s: %d distance constraints, expected the 16 edges",
+               kinds[k], a->num_distance);
+        pbd_scene_free(&mesh);
+        pbd_scene_free(&grid);
+    }
+    static const char *const files[] = {"box.node", "box22.msh", "box41.msh"};
+    pbd_scene box;
+    load_body("{\"type\": \"tet_box\", \"cells\": [1, 1, 1], \"young_modulus\": 5000, "
+              "\"poisson_ratio\": 0.3, \"density\": 3}",
+              &box);
+    for (int f = 0; f < 3; ++f) {
+        char body[256];
+        pbd_scene s;
+        snprintf(body, sizeof body,
+                 "{\"type\": \"mesh\", \"file\": \"%s\", \"as\": \"soft\", \"young_modulus\": "
+                 "5000, \"poisson_ratio\": 0.3, \"density\": 3}",
+                 files[f]);
+        load_body(body, &s);
+        expect(s.model.num_neo_hookean == 6 && box.model.num_neo_hookean == 6,
+               "%s: %d Neo-Hookean elements, built-in %d, expected 6", files[f],
+               s.model.num_neo_hookean, box.model.num_neo_hookean);
+        expect(s.model.num_distance == 0, "%s: %d distance constraints, expected none", files[f],
+               s.model.num_distance);
+        expect(memcmp(s.model.neo_hookean, box.model.neo_hookean,
+                      6 * sizeof *s.model.neo_hookean) == 0,
+               "%s: the Neo-Hookean records differ from the tet box's", files[f]);
+        pbd_scene_free(&s);
+    }
+    pbd_scene_free(&box);
+}
+
+static const struct CMUnitTest tests[] = {
+    cmocka_unit_test(bad_meshes),
+    cmocka_unit_test(bad_inputs),
+    cmocka_unit_test(obj_equals_cloth),
+    cmocka_unit_test(tets_equal_tet_box),
+    cmocka_unit_test(obj_welding),
+    cmocka_unit_test(transform),
+    cmocka_unit_test(mesh_keys),
+    cmocka_unit_test(relative_path),
+    cmocka_unit_test(bending_and_elastic_meshes),
+};
+
+PBD_TEST_MAIN("mesh", tests)
