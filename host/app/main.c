@@ -132,6 +132,14 @@ static void on_signal(int sig)
     interrupted = sig;
 }
 
+/* How a run stopped by `sig` is reported. */
+static const char *stopped_by(int sig)
+{
+    return sig == SIGINT    ? "interrupted (SIGINT)"
+           : sig == SIGTERM ? "terminated (SIGTERM)"
+                            : "hung up (SIGHUP)";
+}
+
 /* Handles SIGINT, SIGTERM and SIGHUP with sigaction (not one-shot: a second Ctrl-C is noted
  * again, not fatal). Called before the device opens and again after, since an OpenCL
  * implementation may install handlers of its own when it starts (PoCL's LLVM does). */
@@ -526,16 +534,6 @@ static void apply_overrides(const options *o, pbd_config *c)
         c->velocity_update = (pbd_velocity_update)o->velocity_update;
 }
 
-static int create_solver(const options *o, const pbd_scene *scene, int profile, pbd_solver **solver,
-                         pbd_error *err)
-{
-    pbd_solver_desc d = o->desc;
-    d.profile = profile;
-    if (pbd_solver_create(&scene->model, &scene->config, &d, solver, err) != PBD_OK)
-        return fail(err);
-    return EXIT_OK;
-}
-
 static int write_stats(pbd_solver *s, FILE *f, long step, double time, pbd_body_stats *buf, int nb,
                        pbd_error *err)
 {
@@ -611,8 +609,19 @@ static int cmd_run(const options *o)
         goto done;
     const pbd_model *m = &scene.model;
     const pbd_config *c = &scene.config;
-    if ((rc = create_solver(o, &scene, 0, &solver, &err)))
+    /* A signal while the device opens can fail its program build (PoCL's compiler is
+     * interrupted): that run was stopped, not broken. */
+    pbd_solver_desc d = o->desc;
+    if (pbd_solver_create(&scene.model, &scene.config, &d, &solver, &err) != PBD_OK) {
+        if (interrupted) {
+            fprintf(stderr, "pbd: %s while the device opened; no output files written\n",
+                    stopped_by(interrupted));
+            rc = 128 + interrupted;
+        } else {
+            rc = fail(&err);
+        }
         goto done;
+    }
     catch_signals(); /* again, now that the device is open */
     if (!o->quiet)
         fprintf(stderr, "pbd: device: %s\n", pbd_solver_device_name(solver));
@@ -712,10 +721,7 @@ static int cmd_run(const options *o)
         fputc('\n', stderr);
     if (interrupted) {
         fprintf(stderr, "pbd: %s after %ld frames; no output files written\n",
-                interrupted == SIGINT    ? "interrupted (SIGINT)"
-                : interrupted == SIGTERM ? "terminated (SIGTERM)"
-                                         : "hung up (SIGHUP)",
-                done_frames);
+                stopped_by(interrupted), done_frames);
         rc = 128 + interrupted; /* the shell's code for a death by that signal */
         goto done;
     }
