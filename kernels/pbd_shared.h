@@ -536,22 +536,23 @@ PBD_INLINE void pbd_dihedral_project(PBD_GLOBAL pbd_float4 *p, PBD_GLOBAL pbd_fl
     float e2 = ex * ex + ey * ey + ez * ez;
     if (!(q1 > 1e-24f) || !(q2 > 1e-24f) || !(e2 > PBD_MIN_LENGTH * PBD_MIN_LENGTH))
         return;
-    float el = pbd_sqrtf(e2);
+    float el = pbd_sqrtf(e2), inv_el = 1.0f / el, inv_q1 = 1.0f / q1, inv_q2 = 1.0f / q2;
     /* theta from (n2 x n1) . e / |e| and n1 . n2, both scaled by |n1| |n2| */
     float sx = n2y * n1z - n2z * n1y, sy = n2z * n1x - n2x * n1z, sz = n2x * n1y - n2y * n1x;
-    float theta = pbd_atan2f((sx * ex + sy * ey + sz * ez) / el, n1x * n2x + n1y * n2y + n1z * n2z);
+    float theta =
+        pbd_atan2f((sx * ex + sy * ey + sz * ez) * inv_el, n1x * n2x + n1y * n2y + n1z * n2z);
     float cval = theta - r.rest;
     if (cval > 3.1415927f)
         cval -= 6.2831853f;
     else if (cval < -3.1415927f)
         cval += 6.2831853f;
-    float m1x = n1x / q1, m1y = n1y / q1, m1z = n1z / q1;
-    float m2x = n2x / q2, m2y = n2y / q2, m2z = n2z / q2;
+    float m1x = n1x * inv_q1, m1y = n1y * inv_q1, m1z = n1z * inv_q1;
+    float m2x = n2x * inv_q2, m2y = n2y * inv_q2, m2z = n2z * inv_q2;
     /* projections onto the edge direction of (c - b), (d - b), (c - a), (d - a) */
-    float pcb = (cb[0] * ex + cb[1] * ey + cb[2] * ez) / el;
-    float pdb = (db[0] * ex + db[1] * ey + db[2] * ez) / el;
-    float pca = (ca[0] * ex + ca[1] * ey + ca[2] * ez) / el;
-    float pda = (da[0] * ex + da[1] * ey + da[2] * ez) / el;
+    float pcb = (cb[0] * ex + cb[1] * ey + cb[2] * ez) * inv_el;
+    float pdb = (db[0] * ex + db[1] * ey + db[2] * ez) * inv_el;
+    float pca = (ca[0] * ex + ca[1] * ey + ca[2] * ez) * inv_el;
+    float pda = (da[0] * ex + da[1] * ey + da[2] * ez) * inv_el;
     float g[12] = {pcb * m1x + pdb * m2x,
                    pcb * m1y + pdb * m2y,
                    pcb * m1z + pdb * m2z,
@@ -625,9 +626,10 @@ PBD_INLINE void pbd_tet_gradients(pbd_neo_hookean r, const float *pf, float *g)
  * (columns f1 x f2, f2 x f0, f0 x f1), C_D = |F| with dC_D/dF = F / |F|, solved together:
  *   [g_H.W g_H + a_H   g_H.W g_D      ] [dl_H]   [-C_H - a_H l_H]
  *   [g_D.W g_H         g_D.W g_D + a_D] [dl_D] = [-C_D - a_D l_D]
- * (a = compliance / h^2). The determinant is formed from non-negative terms (Lagrange's
- * identity for the Gram part), since at rest the two gradients are parallel and a difference
- * of products would cancel. The multipliers are lambda[2c] (H) and lambda[2c + 1] (D). */
+ * (a = compliance / h^2). At rest the two gradients are parallel, so the determinant rests
+ * on the compliances: the solver refuses elements so stiff that a_D < g_D.W g_D there
+ * (check_neo_hookean), which keeps it well away from cancelling. The multipliers are
+ * lambda[2c] (H) and lambda[2c + 1] (D). */
 PBD_INLINE void pbd_neo_hookean_project(PBD_GLOBAL pbd_float4 *p, PBD_GLOBAL pbd_float4 *dx,
                                         PBD_GLOBAL const pbd_neo_hookean *records,
                                         PBD_GLOBAL float *lambda, int c, float inv_h2,
@@ -656,23 +658,15 @@ PBD_INLINE void pbd_neo_hookean_project(PBD_GLOBAL pbd_float4 *p, PBD_GLOBAL pbd
         pf[k] = f[k] / norm;
     pbd_tet_gradients(r, pf, gd);
     pbd_float4 x[4] = {p[r.a], p[r.b], p[r.c], p[r.d]};
-    /* sqrt(w)-weighted gradients: the Gram entries are plain dot products of these */
-    float u[12], v[12], hh = 0.0f, hd = 0.0f, dd = 0.0f, gram = 0.0f;
+    float hh = 0.0f, hd = 0.0f, dd = 0.0f;
     for (int k = 0; k < 12; ++k) {
-        float sw = pbd_sqrtf(x[k / 3].w);
-        u[k] = sw * gh[k];
-        v[k] = sw * gd[k];
-        hh += u[k] * u[k];
-        hd += u[k] * v[k];
-        dd += v[k] * v[k];
+        float w = x[k / 3].w;
+        hh += w * gh[k] * gh[k];
+        hd += w * gh[k] * gd[k];
+        dd += w * gd[k] * gd[k];
     }
-    for (int a = 0; a < 12; ++a)
-        for (int b = a + 1; b < 12; ++b) {
-            float t = u[a] * v[b] - u[b] * v[a];
-            gram += t * t;
-        }
     float ah = r.compliance_h * inv_h2, ad = r.compliance * inv_h2;
-    float det = gram + ah * dd + ad * hh + ah * ad;
+    float det = (hh + ah) * (dd + ad) - hd * hd;
     if (!(det > 0.0f))
         return;
     float bh = -(det_f - r.gamma) - ah * lh, bd = -norm - ad * ld;
