@@ -163,13 +163,12 @@ enum {
 
 /* A static collider. 32 bytes. */
 typedef struct pbd_collider {
-    int kind;          /* PBD_COLLIDER_* */
-    float friction;    /* Coulomb friction coefficient, >= 0; 0 (frictionless) until contacts
-                          with friction are solved */
-    float restitution; /* coefficient of restitution, [0, 1]; 0 until they are */
-    int pad;           /* 0 */
-    pbd_float4 shape;  /* plane: unit normal n (xyz) and offset (w), particles keep
-                          n.x >= offset; sphere: centre (xyz, m) and radius (w, m, > 0) */
+    int kind;               /* PBD_COLLIDER_* */
+    float friction;         /* static Coulomb coefficient mu_s, >= 0 (0: frictionless) */
+    float restitution;      /* coefficient of restitution, [0, 1]; 0 until it is solved */
+    float friction_kinetic; /* kinetic Coulomb coefficient mu_k, [0, mu_s] */
+    pbd_float4 shape;       /* plane: unit normal n (xyz) and offset (w), particles keep
+                               n.x >= offset; sphere: centre (xyz, m) and radius (w, m, > 0) */
 } pbd_collider;
 
 #endif

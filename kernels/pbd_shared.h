@@ -269,15 +269,43 @@ PBD_INLINE pbd_float4 pbd_collide_one(pbd_float4 p, int kind, pbd_float4 shape)
     return p;
 }
 
-/* Pushes a free particle out of every collider, in list order. Pinned particles (inverse
- * mass 0) stay where they are. */
-PBD_INLINE pbd_float4 pbd_collide(pbd_float4 p, PBD_GLOBAL const pbd_collider *colliders,
-                                  int num_colliders)
+/* Coulomb friction of a contact (Macklin et al. 2014, eq. 24-25): the collision moved the
+ * particle from p0 to p1 (its depth, along the normal); the particle's motion over the
+ * substep so far, p1 - x, has a tangential part dt. Static: |dt| < mu_s depth, the
+ * particle keeps its place (dt removed); kinetic: dt shrinks by mu_k depth. The normal is
+ * the push's direction, so every kind gets friction without a function of its own. */
+PBD_INLINE pbd_float4 pbd_friction(pbd_float4 p0, pbd_float4 p1, pbd_float4 x,
+                                   PBD_GLOBAL const pbd_collider *c)
+{
+    if (!(c->friction > 0.0f))
+        return p1;
+    float nx = p1.x - p0.x, ny = p1.y - p0.y, nz = p1.z - p0.z;
+    float depth = pbd_sqrtf(nx * nx + ny * ny + nz * nz);
+    if (!(depth > 0.0f))
+        return p1;
+    nx = nx / depth, ny = ny / depth, nz = nz / depth;
+    float mx = p1.x - x.x, my = p1.y - x.y, mz = p1.z - x.z;
+    float mn = mx * nx + my * ny + mz * nz;
+    float tx = mx - mn * nx, ty = my - mn * ny, tz = mz - mn * nz;
+    float lt = pbd_sqrtf(tx * tx + ty * ty + tz * tz);
+    float k = lt < c->friction * depth ? 1.0f
+              : lt > 0.0f
+                  ? (c->friction_kinetic * depth < lt ? c->friction_kinetic * depth / lt : 1.0f)
+                  : 0.0f;
+    return PBD_F4(p1.x - k * tx, p1.y - k * ty, p1.z - k * tz, p1.w);
+}
+
+/* Pushes a free particle out of every collider, in list order, with friction against its
+ * position x at the substep's start. Pinned particles (inverse mass 0) stay where they are. */
+PBD_INLINE pbd_float4 pbd_collide(pbd_float4 p, pbd_float4 x,
+                                  PBD_GLOBAL const pbd_collider *colliders, int num_colliders)
 {
     if (p.w <= 0.0f)
         return p;
-    for (int k = 0; k < num_colliders; ++k)
-        p = pbd_collide_one(p, colliders[k].kind, colliders[k].shape);
+    for (int k = 0; k < num_colliders; ++k) {
+        pbd_float4 q = pbd_collide_one(p, colliders[k].kind, colliders[k].shape);
+        p = pbd_friction(p, q, x, &colliders[k]);
+    }
     return p;
 }
 
@@ -325,13 +353,15 @@ PBD_INLINE pbd_float4 pbd_add_displacement(pbd_float4 dx, pbd_float4 p0, pbd_flo
     return PBD_F4(dx.x + (p1.x - p0.x), dx.y + (p1.y - p0.y), dx.z + (p1.z - p0.z), 0.0f);
 }
 
-/* Particle i's position p0 collided with the colliders, stored in p[i]; with `track`, the
- * collision's displacement is added to dx[i]. Every collision stage does this per particle. */
+/* Particle i's position p0 collided with the colliders (friction against x[i], its position
+ * at the substep's start), stored in p[i]; with `track`, the collision's displacement is
+ * added to dx[i]. Every collision stage does this per particle. */
 PBD_INLINE void pbd_collide_particle(PBD_GLOBAL pbd_float4 *p, PBD_GLOBAL pbd_float4 *dx, int i,
-                                     pbd_float4 p0, PBD_GLOBAL const pbd_collider *colliders,
-                                     int num_colliders, int track)
+                                     pbd_float4 p0, PBD_GLOBAL const pbd_float4 *x,
+                                     PBD_GLOBAL const pbd_collider *colliders, int num_colliders,
+                                     int track)
 {
-    pbd_float4 p1 = pbd_collide(p0, colliders, num_colliders);
+    pbd_float4 p1 = pbd_collide(p0, x[i], colliders, num_colliders);
     p[i] = p1;
     if (track)
         dx[i] = pbd_add_displacement(dx[i], p0, p1);

@@ -101,20 +101,20 @@ static void distance_degenerate(void **state)
 
 static pbd_collider plane(float nx, float ny, float nz, float offset)
 {
-    return (pbd_collider){PBD_COLLIDER_PLANE, 0.0f, 0.0f, 0, F4(nx, ny, nz, offset)};
+    return (pbd_collider){PBD_COLLIDER_PLANE, 0.0f, 0.0f, 0.0f, F4(nx, ny, nz, offset)};
 }
 
 static void collide_planes_math(void **state)
 {
     (void)state;
     pbd_collider planes[2] = {plane(0, 1, 0, 0), plane(1, 0, 0, -1)}; /* y >= 0, x >= -1 */
-    pbd_float4 p = pbd_collide(F4(-3, -0.5f, 2, 1), planes, 2);
+    pbd_float4 p = pbd_collide(F4(-3, -0.5f, 2, 1), F4(-3, -0.5f, 2, 1), planes, 2);
     assert_near(p.x, -1.0, 0.0, "x pushed to the wall");
     assert_near(p.y, 0.0, 0.0, "y pushed to the floor");
     assert_near(p.z, 2.0, 0.0, "z unchanged");
-    p = pbd_collide(F4(-3, -0.5f, 2, 0), planes, 2);
+    p = pbd_collide(F4(-3, -0.5f, 2, 0), F4(-3, -0.5f, 2, 0), planes, 2);
     assert_near(p.y, -0.5, 0.0, "a pinned particle is not moved");
-    p = pbd_collide(F4(0, 0.25f, 0, 1), planes, 2);
+    p = pbd_collide(F4(0, 0.25f, 0, 1), F4(0, 0.25f, 0, 1), planes, 2);
     assert_near(p.y, 0.25, 0.0, "a particle above the floor is not moved");
 }
 
@@ -123,16 +123,16 @@ static void collide_planes_math(void **state)
 static void collide_sphere_math(void **state)
 {
     (void)state;
-    pbd_collider s = {PBD_COLLIDER_SPHERE, 0.0f, 0.0f, 0, F4(1, 2, 3, 2)};
-    pbd_float4 p = pbd_collide(F4(1, 2.5f, 3, 1), &s, 1);
+    pbd_collider s = {PBD_COLLIDER_SPHERE, 0.0f, 0.0f, 0.0f, F4(1, 2, 3, 2)};
+    pbd_float4 p = pbd_collide(F4(1, 2.5f, 3, 1), F4(1, 2.5f, 3, 1), &s, 1);
     assert_near(p.y, 4.0, 1e-6, "pushed out along +y to the radius");
     assert_near(p.x, 1.0, 0.0, "x unchanged");
-    p = pbd_collide(F4(1 + 0.6f, 2 + 0.8f, 3, 1), &s, 1);
+    p = pbd_collide(F4(1 + 0.6f, 2 + 0.8f, 3, 1), F4(1 + 0.6f, 2 + 0.8f, 3, 1), &s, 1);
     assert_near(p.x, 1.0 + 1.2, 1e-6, "radially: x");
     assert_near(p.y, 2.0 + 1.6, 1e-6, "radially: y");
-    p = pbd_collide(F4(1, 5, 3, 1), &s, 1);
+    p = pbd_collide(F4(1, 5, 3, 1), F4(1, 5, 3, 1), &s, 1);
     assert_near(p.y, 5.0, 0.0, "outside: not moved");
-    p = pbd_collide(F4(1, 2, 3, 1), &s, 1);
+    p = pbd_collide(F4(1, 2, 3, 1), F4(1, 2, 3, 1), &s, 1);
     assert_near(p.y, 2.0, 0.0, "the centre: not moved");
 }
 
@@ -687,6 +687,35 @@ static void neo_hookean_math(void **state)
     pbd_model_free(&m);
 }
 
+/* Coulomb friction of a contact with the floor: a particle that came from x = (0, 0.1, 0)
+ * and was predicted 0.04 m into the floor and 0.01 m sideways sticks with mu_s 0.5 (0.01 <
+ * 0.5 x 0.04: back over its start, on the floor); with mu_s = mu_k = 0.1 its sideways
+ * motion shrinks by 0.1 x 0.04; with mu_k 0 (mu_s 0.1) it keeps it all; a frictionless floor
+ * gives the plane's own result bit for bit. */
+static void friction_math(void **state)
+{
+    (void)state;
+    pbd_collider floor = plane(0, 1, 0, 0);
+    pbd_float4 x = F4(0, 0.1f, 0, 1), p = F4(0.01f, -0.04f, 0, 1);
+    pbd_float4 q = pbd_collide(p, x, &floor, 1), plain = pbd_collide_plane(p, floor.shape);
+    expect(q.x == plain.x && q.y == plain.y && q.z == plain.z, "frictionless: (%g, %g)",
+           (double)q.x, (double)q.y);
+    floor.friction = 0.5f;
+    floor.friction_kinetic = 0.5f;
+    q = pbd_collide(p, x, &floor, 1);
+    assert_near(q.x, 0.0, 1e-7, "static: back over its start");
+    assert_near(q.y, 0.0, 1e-7, "static: on the floor");
+    floor.friction = floor.friction_kinetic = 0.1f;
+    q = pbd_collide(p, x, &floor, 1);
+    assert_near(q.x, 0.01 - 0.1 * 0.04, 1e-7, "kinetic: sideways motion less mu_k depth");
+    floor.friction_kinetic = 0.0f;
+    q = pbd_collide(p, x, &floor, 1);
+    assert_near(q.x, 0.01, 1e-7, "mu_k 0: sideways motion kept");
+    pbd_float4 pinned = F4(0.01f, -0.04f, 0, 0);
+    q = pbd_collide(pinned, x, &floor, 1);
+    expect(q.x == pinned.x && q.y == pinned.y, "a pinned particle moved");
+}
+
 static void predict_and_update(void **state)
 {
     (void)state;
@@ -752,7 +781,7 @@ static void gather_average(void **state)
     p[0].y = -200.0f;
     q = pbd_gather(p, 0, gain, slots, other, 0, 0, 1.0f);
     assert_near(q.y, -200.0, 0.0, "no constraints: unchanged");
-    pbd_float4 dx = pbd_add_displacement(F4(1, 0, 0, 0), q, pbd_collide(q, &floor, 1));
+    pbd_float4 dx = pbd_add_displacement(F4(1, 0, 0, 0), q, pbd_collide(q, q, &floor, 1));
     assert_near(dx.y, 100.0, 0.0, "the collision's displacement is recorded");
     assert_near(dx.x, 1.0, 0.0, "and added to what was there");
 }
@@ -905,6 +934,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(isometric_math),
     cmocka_unit_test(projection_invariants),
     cmocka_unit_test(neo_hookean_math),
+    cmocka_unit_test(friction_math),
     cmocka_unit_test(predict_and_update),
     cmocka_unit_test(gather_average),
     cmocka_unit_test(particle_sums),

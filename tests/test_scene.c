@@ -165,6 +165,8 @@ static const bad_scene bad[] = {
                           "dihedral, isometric"},
     {"bending_type.json", ": bodies[0].bending: found a number, expected true, false, or one of: "
                           "none, springs, dihedral, isometric"},
+    {"kinetic_friction_above_static.json",
+     ": planes[0].kinetic_friction: found 0.3, expected at most the static friction 0.2"},
     {"poisson_alone.json",
      ": bodies[0].poisson_ratio: found without \"young_modulus\", expected both or neither"},
     {"poisson_range.json", ": bodies[0].poisson_ratio: found 0.5, expected a number in [0, 0.49]"},

@@ -178,7 +178,7 @@ int pbd_model_add_triangle(pbd_model *m, int a, int b, int c)
 
 int pbd_model_add_plane(pbd_model *m, float nx, float ny, float nz, float offset)
 {
-    pbd_collider c = {PBD_COLLIDER_PLANE, 0.0f, 0.0f, 0, {nx, ny, nz, offset}};
+    pbd_collider c = {PBD_COLLIDER_PLANE, 0.0f, 0.0f, 0.0f, {nx, ny, nz, offset}};
     return pbd_model_add_collider(m, &c);
 }
 
@@ -314,13 +314,16 @@ static pbd_status validate_collider(const pbd_collider *c, int k, pbd_error *err
     if (c->kind < 0 || c->kind >= PBD_COLLIDER_COUNT)
         return pbd_error_set(err, PBD_ERR_MODEL, "collider %d: kind %d (expected 0 .. %d)", k,
                              c->kind, PBD_COLLIDER_COUNT - 1);
-    if (!finite4(s) || !bounded3(s) || !(fabsf(s.w) <= PBD_MAX_COORD) || !(c->friction >= 0.0f) ||
+    if (!finite4(s) || !bounded3(s) || !(fabsf(s.w) <= PBD_MAX_COORD) ||
+        !(c->friction >= 0.0f && c->friction <= 100.0f) ||
+        !(c->friction_kinetic >= 0.0f && c->friction_kinetic <= c->friction) ||
         !(c->restitution >= 0.0f) || !(c->restitution <= 1.0f))
         return pbd_error_set(err, PBD_ERR_MODEL,
                              "collider %d (%s): a shape beyond 1e9 m or not finite, or friction "
-                             "%g, restitution %g (expected >= 0, [0, 1])",
+                             "%g static and %g kinetic, restitution %g (expected [0, 100], [0, "
+                             "static], [0, 1])",
                              k, collider_names[c->kind], (double)c->friction,
-                             (double)c->restitution);
+                             (double)c->friction_kinetic, (double)c->restitution);
     if (c->kind == PBD_COLLIDER_PLANE) {
         double n = sqrt((double)s.x * s.x + (double)s.y * s.y + (double)s.z * s.z);
         if (fabs(n - 1.0) > 1e-5)

@@ -864,7 +864,32 @@ static const field config_fields[] = {
     {"damping_k", 'f', 0, {0.0, 1.0, 0, 0, 0}, offsetof(pbd_config, damping_k)},
 };
 
-static const char *const plane_keys[] = {"normal", "offset", NULL};
+static const char *const plane_keys[] = {"normal", "offset", "friction", "kinetic_friction", NULL};
+
+/* A collider's "friction" (static, mu_s in [0, 100]) and "kinetic_friction" (mu_k in
+ * [0, mu_s], default mu_s). */
+static int read_friction(ctx *c, const cJSON *obj, const char *key, pbd_collider *col)
+{
+    static const field friction_fields[] = {
+        {"friction", 'f', 0, {0.0, 100.0, 0, 0, 0}, offsetof(pbd_collider, friction)},
+        {"kinetic_friction",
+         'f',
+         0,
+         {0.0, 100.0, 0, 0, 0},
+         offsetof(pbd_collider, friction_kinetic)},
+    };
+    char sub[KEY_MAX];
+    col->friction_kinetic = -1.0f;
+    if (read_fields(c, obj, key, friction_fields, 2, col))
+        return -1;
+    if (col->friction_kinetic < 0.0f)
+        col->friction_kinetic = col->friction;
+    if (col->friction_kinetic > col->friction)
+        return fail(c, PBD_ERR_SCENE, join(sub, key, "kinetic_friction"),
+                    "found %g, expected at most the static friction %g",
+                    (double)col->friction_kinetic, (double)col->friction);
+    return 0;
+}
 
 static int parse_planes(ctx *c, const cJSON *root, pbd_model *m)
 {
@@ -903,8 +928,15 @@ static int parse_planes(ctx *c, const cJSON *root, pbd_model *m)
         if (!(len > 0.0))
             return fail(c, PBD_ERR_SCENE, join(sub, key, "normal"),
                         "found [0, 0, 0], expected a non-zero vector");
-        if (pbd_model_add_plane(m, (float)(n[0] / len), (float)(n[1] / len), (float)(n[2] / len),
-                                (float)offset))
+        pbd_collider col = {
+            PBD_COLLIDER_PLANE,
+            0.0f,
+            0.0f,
+            0.0f,
+            {(float)(n[0] / len), (float)(n[1] / len), (float)(n[2] / len), (float)offset}};
+        if (read_friction(c, p, key, &col))
+            return -1;
+        if (pbd_model_add_collider(m, &col))
             return fail(c, PBD_ERR_MEMORY, key, "out of memory");
     }
     return 0;
@@ -939,7 +971,7 @@ static int object_entry(ctx *c, const cJSON *e, const char *name, int k, const c
     return 0;
 }
 
-static const char *const sphere_keys[] = {"center", "radius", NULL};
+static const char *const sphere_keys[] = {"center", "radius", "friction", "kinetic_friction", NULL};
 
 /* "spheres": [{"center": [x, y, z], "radius": r}], static sphere colliders. */
 static int parse_spheres(ctx *c, const cJSON *root, pbd_model *m)
@@ -952,14 +984,15 @@ static int parse_spheres(ctx *c, const cJSON *root, pbd_model *m)
     {
         char key[KEY_MAX], sub[KEY_MAX];
         const num_spec any = ANY_FLOAT, positive = POSITIVE;
-        pbd_collider col = {PBD_COLLIDER_SPHERE, 0.0f, 0.0f, 0, {0.0f, 0.0f, 0.0f, 0.0f}};
+        pbd_collider col = {PBD_COLLIDER_SPHERE, 0.0f, 0.0f, 0.0f, {0.0f, 0.0f, 0.0f, 0.0f}};
         float centre[3];
         if (object_entry(c, s, "spheres", k++, sphere_keys, 2, "a sphere", key))
             return -1;
         if (read_numbers(c, cJSON_GetObjectItemCaseSensitive(s, "center"), join(sub, key, "center"),
                          3, any, (sink){centre, NULL, NULL}) ||
             read_numbers(c, cJSON_GetObjectItemCaseSensitive(s, "radius"), join(sub, key, "radius"),
-                         0, positive, (sink){&col.shape.w, NULL, NULL}))
+                         0, positive, (sink){&col.shape.w, NULL, NULL}) ||
+            read_friction(c, s, key, &col))
             return -1;
         col.shape.x = centre[0];
         col.shape.y = centre[1];

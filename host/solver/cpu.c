@@ -117,7 +117,7 @@ static pbd_status cpu_project(void *impl, int type, int reset, pbd_error *err)
 static void collide_one(cpu_impl *c, int i, pbd_float4 p0)
 {
     const pbd_plan *pl = c->plan;
-    pbd_collide_particle(c->p, c->dx, i, p0, pl->colliders, pl->num_colliders, pl->track);
+    pbd_collide_particle(c->p, c->dx, i, p0, c->x, pl->colliders, pl->num_colliders, pl->track);
 }
 
 static pbd_status cpu_collide(void *impl, pbd_error *err)

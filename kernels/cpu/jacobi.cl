@@ -17,6 +17,7 @@ __kernel void jacobi_fused16(__global const pbd_float4 *particle_p,
                              __global const float *ell_rest, __global const float *ell_compliance,
                              __global float *ell_lambda, float omega, float inv_h2,
                              int reset_lambda, __global pbd_float4 *particle_dx,
+                             __global const pbd_float4 *particle_x,
                              __global const pbd_collider *colliders, int num_colliders, int track,
                              int num_particles)
 {
@@ -55,9 +56,9 @@ __kernel void jacobi_fused16(__global const pbd_float4 *particle_p,
     py = some ? py + f * sy : py;
     pz = some ? pz + f * sz : pz;
     /* Without colliders this is store8 (the host tracks displacements only with them). */
-    collide_store8(particle_out, particle_dx, i0, n0, px.lo, py.lo, pz.lo, pw.lo, colliders,
-                   num_colliders, track);
+    collide_store8(particle_out, particle_dx, particle_x, i0, n0, px.lo, py.lo, pz.lo, pw.lo,
+                   colliders, num_colliders, track);
     if (n > 8)
-        collide_store8(particle_out, particle_dx, i0 + 8, n - 8, px.hi, py.hi, pz.hi, pw.hi,
-                       colliders, num_colliders, track);
+        collide_store8(particle_out, particle_dx, particle_x, i0 + 8, n - 8, px.hi, py.hi, pz.hi,
+                       pw.hi, colliders, num_colliders, track);
 }

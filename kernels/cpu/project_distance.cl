@@ -171,7 +171,8 @@ __kernel void project_gs_blocks(__global pbd_float4 *particle_p,
                                 __global const int *block_runs, int num_colors,
                                 __global const int *block_first, int num_blocks, float inv_h2,
                                 int reset_lambda, __global const pbd_collider *colliders,
-                                int num_colliders, __global pbd_float4 *particle_dx, int track)
+                                int num_colliders, __global pbd_float4 *particle_dx,
+                                __global const pbd_float4 *particle_x, int track)
 {
     int b = get_global_id(0);
     if (b >= num_blocks)
@@ -186,6 +187,7 @@ __kernel void project_gs_blocks(__global pbd_float4 *particle_p,
         float8 x, y, z, w;
         int n = min(8, end - i);
         load8(particle_p, i, n, &x, &y, &z, &w);
-        collide_store8(particle_p, particle_dx, i, n, x, y, z, w, colliders, num_colliders, track);
+        collide_store8(particle_p, particle_dx, particle_x, i, n, x, y, z, w, colliders,
+                       num_colliders, track);
     }
 }

@@ -163,16 +163,17 @@ VEC8_INLINE void store8(__global pbd_float4 *a, int i, int n, float8 x, float8 y
     store_raw8(a, i, 0, n, lo, hi);
 }
 
-/* pbd_collide for eight particles held as components: planes as vectors, lane by lane, the
- * same operations as pbd_collide_plane; any other kind through its scalar function
- * (pbd_collide_one), one lane at a time. */
-VEC8_INLINE void collide8(float8 *x, float8 *y, float8 *z, float8 w,
+/* pbd_collide for eight particles held as components (their positions at the substep's
+ * start in x0[]): frictionless planes as vectors, lane by lane, the same operations as
+ * pbd_collide_plane; any other collider through its scalar functions (pbd_collide_one and
+ * pbd_friction), one lane at a time. */
+VEC8_INLINE void collide8(float8 *x, float8 *y, float8 *z, float8 w, const float4 *x0,
                           __global const pbd_collider *colliders, int num_colliders)
 {
     int8 movable = !(w <= 0.0f);
     for (int k = 0; k < num_colliders; ++k) {
         float4 pl = colliders[k].shape;
-        if (colliders[k].kind == PBD_COLLIDER_PLANE) {
+        if (colliders[k].kind == PBD_COLLIDER_PLANE && !(colliders[k].friction > 0.0f)) {
             float8 d = pl.x * *x + pl.y * *y + pl.z * *z - pl.w;
             int8 hit = movable & (d < 0.0f);
             *x = hit ? *x - d * pl.x : *x;
@@ -188,7 +189,9 @@ VEC8_INLINE void collide8(float8 *x, float8 *y, float8 *z, float8 w,
         for (int j = 0; j < 8; ++j) {
             if (ws[j] <= 0.0f)
                 continue;
-            float4 q = pbd_collide_one((float4)(xs[j], ys[j], zs[j], ws[j]), colliders[k].kind, pl);
+            float4 q0 = (float4)(xs[j], ys[j], zs[j], ws[j]);
+            float4 q =
+                pbd_friction(q0, pbd_collide_one(q0, colliders[k].kind, pl), x0[j], &colliders[k]);
             xs[j] = q.x;
             ys[j] = q.y;
             zs[j] = q.z;
@@ -201,13 +204,16 @@ VEC8_INLINE void collide8(float8 *x, float8 *y, float8 *z, float8 w,
 
 /* pbd_collide_particle for particles i .. i + n - 1 (n <= 8) at x, y, z, w: collided, stored
  * to p, and with `track` their displacements added to dx. */
-VEC8_INLINE void collide_store8(__global pbd_float4 *p, __global pbd_float4 *dx, int i, int n,
-                                float8 x, float8 y, float8 z, float8 w,
-                                __global const pbd_collider *colliders, int num_colliders,
-                                int track)
+VEC8_INLINE void collide_store8(__global pbd_float4 *p, __global pbd_float4 *dx,
+                                __global const pbd_float4 *px0, int i, int n, float8 x, float8 y,
+                                float8 z, float8 w, __global const pbd_collider *colliders,
+                                int num_colliders, int track)
 {
     float8 x1 = x, y1 = y, z1 = z;
-    collide8(&x1, &y1, &z1, w, colliders, num_colliders);
+    float4 x0[8];
+    for (int j = 0; j < 8; ++j)
+        x0[j] = px0[i + (j < n ? j : n - 1)];
+    collide8(&x1, &y1, &z1, w, x0, colliders, num_colliders);
     store8(p, i, n, x1, y1, z1, w);
     if (track) {
         float8 dxx, dxy, dxz, dxw;

@@ -6,7 +6,7 @@ __kernel void gather_jacobi(__global const pbd_float4 *particle_p,
                             __global pbd_float4 *particle_out, __global const float *distance_gain,
                             __global const int *csr_offsets, __global const int *csr_slots,
                             __global const int *csr_other, float omega,
-                            __global pbd_float4 *particle_dx,
+                            __global pbd_float4 *particle_dx, __global const pbd_float4 *particle_x,
                             __global const pbd_collider *colliders, int num_colliders, int track,
                             int num_particles)
 {
@@ -15,5 +15,6 @@ __kernel void gather_jacobi(__global const pbd_float4 *particle_p,
         return;
     pbd_float4 p0 = pbd_gather(particle_p, i, distance_gain, csr_slots, csr_other, csr_offsets[i],
                                csr_offsets[i + 1], omega);
-    pbd_collide_particle(particle_out, particle_dx, i, p0, colliders, num_colliders, track);
+    pbd_collide_particle(particle_out, particle_dx, i, p0, particle_x, colliders, num_colliders,
+                         track);
 }
