@@ -346,6 +346,61 @@ PBD_INLINE pbd_float4 pbd_update_particle(int i, PBD_GLOBAL pbd_float4 *x,
     return vn;
 }
 
+/* Below this distance (m) from a collider's surface after the solve a particle is in contact
+ * with it, for restitution (the collisions leave contacts on the surface, to rounding). */
+#define PBD_CONTACT_SLOP 1e-5f
+
+/* Signed distance of p from a collider's surface (> 0 outside) and the outward normal n. */
+PBD_INLINE float pbd_collider_distance(pbd_float4 p, int kind, pbd_float4 s, float *n)
+{
+    if (kind == PBD_COLLIDER_SPHERE) {
+        float dx = p.x - s.x, dy = p.y - s.y, dz = p.z - s.z;
+        float len = pbd_sqrtf(dx * dx + dy * dy + dz * dz);
+        if (!(len >= PBD_MIN_LENGTH))
+            return 1.0f; /* the centre: no direction, no contact */
+        n[0] = dx / len, n[1] = dy / len, n[2] = dz / len;
+        return len - s.w;
+    }
+    n[0] = s.x, n[1] = s.y, n[2] = s.z; /* the plane */
+    return s.x * p.x + s.y * p.y + s.z * p.z - s.w;
+}
+
+/* The velocity update with restitution (Müller et al. 2020, sec. 3.6, for particles): after
+ * pbd_update_particle, a particle left in contact with a collider of restitution e that it
+ * approached faster than 2 |g| h (before the solve: v + h g) leaves it at e times that speed
+ * along the normal. The velocity change is an external impulse (dx += dv h, with `track`). */
+PBD_INLINE void pbd_update_bounce(int i, PBD_GLOBAL pbd_float4 *x, PBD_GLOBAL const pbd_float4 *p,
+                                  PBD_GLOBAL pbd_float4 *v, PBD_GLOBAL pbd_float4 *xp,
+                                  PBD_GLOBAL pbd_float4 *vp, PBD_GLOBAL pbd_float4 *dx, int bdf2,
+                                  int keep_prev, float inv_h, float damping,
+                                  PBD_GLOBAL const pbd_collider *colliders, int num_colliders,
+                                  float gx, float gy, float gz, float h, int track)
+{
+    pbd_float4 vo = v[i], pos;
+    pbd_float4 vn = pbd_update_particle(i, x, p, v, xp, vp, bdf2, keep_prev, inv_h, damping, &pos);
+    if (!(pos.w > 0.0f))
+        return;
+    float ux = vo.x + h * gx, uy = vo.y + h * gy, uz = vo.z + h * gz;
+    float slow = 2.0f * h * pbd_sqrtf(gx * gx + gy * gy + gz * gz);
+    float bx = 0.0f, by = 0.0f, bz = 0.0f;
+    for (int k = 0; k < num_colliders; ++k) {
+        float e = colliders[k].restitution, n[3];
+        if (!(e > 0.0f) || !(pbd_collider_distance(pos, colliders[k].kind, colliders[k].shape, n) <=
+                             PBD_CONTACT_SLOP))
+            continue;
+        float before = n[0] * ux + n[1] * uy + n[2] * uz,
+              now = n[0] * vn.x + n[1] * vn.y + n[2] * vn.z;
+        float gain = -e * before - now;
+        if (before < -slow && gain > 0.0f) {
+            vn.x += gain * n[0], vn.y += gain * n[1], vn.z += gain * n[2];
+            bx += gain * n[0], by += gain * n[1], bz += gain * n[2];
+        }
+    }
+    v[i] = vn;
+    if (track)
+        dx[i] = PBD_F4(dx[i].x + bx * h, dx[i].y + by * h, dx[i].z + bz * h, 0.0f);
+}
+
 /* Records a collision's displacement (p1 - p0) in dx, the impulse J = m dx / h that the
  * momentum tracker adds to the body's P_r and L_r. */
 PBD_INLINE pbd_float4 pbd_add_displacement(pbd_float4 dx, pbd_float4 p0, pbd_float4 p1)

@@ -1518,6 +1518,48 @@ static void friction_on_slope(void **state)
     }
 }
 
+/* Restitution: a particle dropped from 1 m onto a floor of restitution 0.5 rises to
+ * e^2 h = 0.25 m within 5 % (4 and 20 substeps); its velocity reversal is an impulse the
+ * tracker sees (P = P_r); the device gives the CPU reference's bits on both variants. */
+static void restitution_bounce(void **state)
+{
+    (void)state;
+    const int substeps[2] = {4, 20};
+    for (int k = 0; k < 2; ++k) {
+        char json[512];
+        snprintf(json, sizeof json,
+                 "{\"dt\": 0.016666666666666666, \"substeps\": %d, \"iterations\": 2, "
+                 "\"planes\": [{\"normal\": [0, 1, 0], \"offset\": 0, \"restitution\": 0.5}], "
+                 "\"bodies\": [{\"type\": \"particles\", \"positions\": [[0, 1, 0]]}]}",
+                 substeps[k]);
+        pbd_scene sc = {0};
+        pbd_error err = {0};
+        assert_int_equal(pbd_scene_parse(json, "bounce", &sc, &err), PBD_OK);
+        pbd_solver *sv = make_solver(&sc, PBD_BACKEND_CPU);
+        double apex = 0.0, low = 1.0;
+        for (int f = 0; f < 150; ++f) {
+            pbd_float4 x;
+            assert_int_equal(pbd_solver_step(sv, 1, &err), PBD_OK);
+            assert_int_equal(pbd_solver_read(sv, &x, NULL, &err), PBD_OK);
+            low = fmin(low, x.y);
+            if (low < 0.01)
+                apex = fmax(apex, x.y);
+        }
+        pbd_body_stats st;
+        pbd_body_momentum mo;
+        assert_int_equal(pbd_solver_stats(sv, &st, &err), PBD_OK);
+        assert_int_equal(pbd_solver_momentum(sv, &mo, &err), PBD_OK);
+        print_message("%2d substeps: rose to %.4f m after the bounce (0.25); P %.4g, P_r %.4g\n",
+                      substeps[k], apex, st.p[1], mo.p_r[1]);
+        expect(fabs(apex / 0.25 - 1.0) < 0.05, "rebound to %g m, expected 0.25", apex);
+        expect(fabs(st.p[1] - mo.p_r[1]) < 1e-6, "P %g, P_r %g", st.p[1], mo.p_r[1]);
+        pbd_solver_destroy(sv);
+        pair_result pr = run_pair(&sc.model, &sc.config, 60);
+        pair_check_free(&pr);
+        pbd_scene_free(&sc);
+    }
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(coloring_valid),
     cmocka_unit_test(coloring_validator_rejects),
@@ -1551,6 +1593,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(xpbd_iteration_independent),
     cmocka_unit_test(neo_hookean_too_stiff),
     pbd_device_test(friction_on_slope),
+    pbd_device_test(restitution_bounce),
 };
 
 PBD_TEST_MAIN("solver", tests)

@@ -864,10 +864,11 @@ static const field config_fields[] = {
     {"damping_k", 'f', 0, {0.0, 1.0, 0, 0, 0}, offsetof(pbd_config, damping_k)},
 };
 
-static const char *const plane_keys[] = {"normal", "offset", "friction", "kinetic_friction", NULL};
+static const char *const plane_keys[] = {"normal",           "offset",      "friction",
+                                         "kinetic_friction", "restitution", NULL};
 
-/* A collider's "friction" (static, mu_s in [0, 100]) and "kinetic_friction" (mu_k in
- * [0, mu_s], default mu_s). */
+/* A collider's "friction" (static, mu_s in [0, 100]), "kinetic_friction" (mu_k in [0, mu_s],
+ * default mu_s) and "restitution" ([0, 1]). */
 static int read_friction(ctx *c, const cJSON *obj, const char *key, pbd_collider *col)
 {
     static const field friction_fields[] = {
@@ -877,10 +878,11 @@ static int read_friction(ctx *c, const cJSON *obj, const char *key, pbd_collider
          0,
          {0.0, 100.0, 0, 0, 0},
          offsetof(pbd_collider, friction_kinetic)},
+        {"restitution", 'f', 0, {0.0, 1.0, 0, 0, 0}, offsetof(pbd_collider, restitution)},
     };
     char sub[KEY_MAX];
     col->friction_kinetic = -1.0f;
-    if (read_fields(c, obj, key, friction_fields, 2, col))
+    if (read_fields(c, obj, key, friction_fields, 3, col))
         return -1;
     if (col->friction_kinetic < 0.0f)
         col->friction_kinetic = col->friction;
@@ -971,7 +973,8 @@ static int object_entry(ctx *c, const cJSON *e, const char *name, int k, const c
     return 0;
 }
 
-static const char *const sphere_keys[] = {"center", "radius", "friction", "kinetic_friction", NULL};
+static const char *const sphere_keys[] = {"center",           "radius",      "friction",
+                                          "kinetic_friction", "restitution", NULL};
 
 /* "spheres": [{"center": [x, y, z], "radius": r}], static sphere colliders. */
 static int parse_spheres(ctx *c, const cJSON *root, pbd_model *m)

@@ -298,7 +298,7 @@ static pbd_status cl_update(void *impl, int bdf2, int keep_prev, pbd_error *err)
     size_t n = (size_t)c->plan->num_particles, runs = (n + PBD_PARTICLE_RUN - 1) / PBD_PARTICLE_RUN;
     if (c->fused)
         status = launch(c, PBD_STAGE_UPDATE, nseg, serial_local(c, nseg), err);
-    else if (cpu_variant(c)) /* CPU devices: update_runs, a run a work-item */
+    else if (cpu_variant(c) && !c->plan->bounce) /* CPU devices: update_runs, a run a work-item */
         status = launch(c, PBD_STAGE_UPDATE, runs, serial_local(c, runs), err);
     else
         status = launch(c, PBD_STAGE_UPDATE, n, c->wg, err);
@@ -754,7 +754,7 @@ static pbd_status choose_kernels(cl_impl *c, pbd_plan *plan, const pbd_solver_de
     /* CPU variant with fp64 sums: the velocity update also sums for the correction, and
      * solves each body (its last segment's work-item), so a substep's correction costs no
      * launch of its own. */
-    c->fused = cpu && plan->momentum_active && !float_sums;
+    c->fused = cpu && plan->momentum_active && !float_sums && !plan->bounce;
     const char *names[PBD_STAGE_COUNT];
     for (int k = 0; k < PBD_STAGE_COUNT; ++k)
         names[k] = pbd_stage_names[k];
@@ -762,7 +762,9 @@ static pbd_status choose_kernels(cl_impl *c, pbd_plan *plan, const pbd_solver_de
         names[PBD_STAGE_REDUCE] = "body_reduce_serial";
     if (plan->solve_serial)
         names[PBD_STAGE_SOLVE] = "body_solve_serial";
-    if (c->fused) {
+    if (plan->bounce) {
+        names[PBD_STAGE_UPDATE] = "update_bounce"; /* both variants, a particle a work-item */
+    } else if (c->fused) {
         names[PBD_STAGE_UPDATE] = "update_reduce_serial";
         plan->momentum_launches = 0;
     } else if (cpu) {

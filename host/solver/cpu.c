@@ -169,7 +169,12 @@ static pbd_status cpu_update(void *impl, int bdf2, int keep_prev, pbd_error *err
     const pbd_plan *pl = c->plan;
     double t0 = now_ms();
     pbd_float4 pos;
-    for (int i = 0; i < pl->num_particles; ++i)
+    const float *g = pl->cfg.gravity;
+    for (int i = 0; i < pl->num_particles && pl->bounce; ++i)
+        pbd_update_bounce(i, c->x, c->p, c->v, c->xp, c->vp, c->dx, bdf2, keep_prev, pl->inv_h,
+                          pl->point_damping, pl->colliders, pl->num_colliders, g[0], g[1], g[2],
+                          pl->h, pl->track);
+    for (int i = 0; i < pl->num_particles && !pl->bounce; ++i)
         pbd_update_particle(i, c->x, c->p, c->v, c->xp, c->vp, bdf2, keep_prev, pl->inv_h,
                             pl->point_damping, &pos);
     charge(c, PBD_STAGE_UPDATE, t0);

@@ -36,6 +36,9 @@ PARAMS(jacobi_fused16, "particle_p", "particle_out", "ell_start", "ell_other", "
        "particle_x", "colliders", "num_colliders", "track", "num_particles")
 PARAMS(update_velocity, "particle_x", "particle_p", "particle_v", "particle_xp", "particle_vp",
        "inv_h", "damping", "bdf2", "keep_prev", "num_particles")
+PARAMS(update_bounce, "particle_x", "particle_p", "particle_v", "particle_xp", "particle_vp",
+       "particle_dx", "inv_h", "damping", "bdf2", "keep_prev", "colliders", "num_colliders", "gx",
+       "gy", "gz", "h", "track", "num_particles")
 PARAMS(update_runs, "particle_x", "particle_p", "particle_v", "particle_xp", "particle_vp", "inv_h",
        "damping", "bdf2", "keep_prev", "num_particles")
 PARAMS(update_reduce_serial, "segments", "particle_x", "particle_p", "particle_v", "particle_xp",
@@ -70,6 +73,7 @@ const pbd_kernel_params pbd_kernel_param_table[] = {
     ENTRY(gather_jacobi),
     ENTRY(jacobi_fused16),
     ENTRY(update_velocity),
+    ENTRY(update_bounce),
     ENTRY(update_runs),
     ENTRY(update_reduce_serial),
     ENTRY(body_reduce),

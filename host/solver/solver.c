@@ -475,6 +475,8 @@ pbd_status pbd_plan_build(const pbd_model *m, const pbd_config *cfg, pbd_plan *p
     /* Something external moves particles: a collider, or a constraint the world takes part
      * in. */
     plan->external = plan->num_colliders > 0;
+    for (int k = 0; k < m->num_colliders; ++k)
+        plan->bounce |= m->colliders[k].restitution > 0.0f;
     for (int t = 0; t < PBD_CONSTRAINT_COUNT; ++t)
         plan->external |= pbd_constraint_types[t].world && plan->type[t].count > 0;
 

@@ -52,6 +52,7 @@ typedef struct pbd_plan {
                           (momentum_active, and something external acts on the particles) */
     int external;      /* 1: something external (a collider, an attachment) may move particles:
                           the reductions read dx */
+    int bounce;        /* 1: a collider has restitution: the update is pbd_update_bounce */
     /* Block Gauss-Seidel (a fixed order of the same colours): the particles are cut into
      * num_blocks ranges of indices. The first boundary_colors colours hold the constraints
      * whose ends lie in different blocks; the others hold those within one block, sorted by

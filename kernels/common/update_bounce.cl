@@ -1,0 +1,18 @@
+/* The velocity update with restitution, for scenes with a bouncing collider: each particle's
+ * pbd_update_bounce (pbd_update_particle, then the bounce off the colliders it rests on). Both
+ * variants run it in place of their own update, a particle a work-item. Built after
+ * pbd_shared.h. */
+__kernel void update_bounce(__global pbd_float4 *particle_x, __global const pbd_float4 *particle_p,
+                            __global pbd_float4 *particle_v, __global pbd_float4 *particle_xp,
+                            __global pbd_float4 *particle_vp, __global pbd_float4 *particle_dx,
+                            float inv_h, float damping, int bdf2, int keep_prev,
+                            __global const pbd_collider *colliders, int num_colliders, float gx,
+                            float gy, float gz, float h, int track, int num_particles)
+{
+    int i = get_global_id(0);
+    if (i >= num_particles)
+        return;
+    pbd_update_bounce(i, particle_x, particle_p, particle_v, particle_xp, particle_vp, particle_dx,
+                      bdf2, keep_prev, inv_h, damping, colliders, num_colliders, gx, gy, gz, h,
+                      track);
+}
