@@ -230,8 +230,9 @@ PBD_INLINE float pbd_distance_error(pbd_float4 pa, pbd_float4 pb, float rest)
 
 /* Plane (n, offset): a particle with n.p < offset moves along n onto the plane: the
  * unilateral constraint of Müller 2007 sec. 3.4. */
-PBD_INLINE pbd_float4 pbd_collide_plane(pbd_float4 p, pbd_float4 pl)
+PBD_INLINE pbd_float4 pbd_collide_plane(pbd_float4 p, PBD_GLOBAL const pbd_collider *c)
 {
+    pbd_float4 pl = c->shape;
     float d = pl.x * p.x + pl.y * p.y + pl.z * p.z - pl.w;
     if (d < 0.0f) {
         p.x = p.x - d * pl.x;
@@ -243,8 +244,9 @@ PBD_INLINE pbd_float4 pbd_collide_plane(pbd_float4 p, pbd_float4 pl)
 
 /* Sphere (centre c, radius r): a particle inside moves radially onto the surface. One at
  * the centre has no direction and stays (PBD_MIN_LENGTH). */
-PBD_INLINE pbd_float4 pbd_collide_sphere(pbd_float4 p, pbd_float4 s)
+PBD_INLINE pbd_float4 pbd_collide_sphere(pbd_float4 p, PBD_GLOBAL const pbd_collider *c)
 {
+    pbd_float4 s = c->shape;
     float dx = p.x - s.x, dy = p.y - s.y, dz = p.z - s.z;
     float len = pbd_sqrtf(dx * dx + dy * dy + dz * dz);
     if (len < s.w && len >= PBD_MIN_LENGTH) {
@@ -256,13 +258,101 @@ PBD_INLINE pbd_float4 pbd_collide_sphere(pbd_float4 p, pbd_float4 s)
     return p;
 }
 
-/* p collided with one collider of `kind` and `shape`. */
-PBD_INLINE pbd_float4 pbd_collide_one(pbd_float4 p, int kind, pbd_float4 shape)
+/* v rotated by the unit quaternion q (conjugate: by its inverse): v + 2 w (u x v) +
+ * 2 u x (u x v), u = (q.x, q.y, q.z) (negated for the inverse), w = q.w. */
+PBD_INLINE void pbd_rotate(pbd_float4 q, int conjugate, const float *v, float *out)
 {
-    switch (kind) {
+    float s = conjugate ? -1.0f : 1.0f, ux = s * q.x, uy = s * q.y, uz = s * q.z;
+    float tx = 2.0f * (uy * v[2] - uz * v[1]), ty = 2.0f * (uz * v[0] - ux * v[2]),
+          tz = 2.0f * (ux * v[1] - uy * v[0]);
+    out[0] = v[0] + q.w * tx + (uy * tz - uz * ty);
+    out[1] = v[1] + q.w * ty + (uz * tx - ux * tz);
+    out[2] = v[2] + q.w * tz + (ux * ty - uy * tx);
+}
+
+/* Oriented box (centre c, half extents e, orientation q): in the box's frame,
+ * l = q^-1 (p - c); the signed distance along axis k is |l_k| - e_k. Returns the distance
+ * (> 0 outside: the length of the outside part; <= 0 inside: the largest, the face nearest)
+ * and the outward normal in n (world). */
+PBD_INLINE float pbd_box_distance(pbd_float4 p, PBD_GLOBAL const pbd_collider *c, float *n)
+{
+    float r[3] = {p.x - c->shape.x, p.y - c->shape.y, p.z - c->shape.z}, l[3], d[3], m[3];
+    const float e[3] = {c->shape2.x, c->shape2.y, c->shape2.z};
+    pbd_rotate(c->shape3, 1, r, l);
+    int face = 0;
+    float out = 0.0f;
+    for (int k = 0; k < 3; ++k) {
+        d[k] = pbd_fabsf(l[k]) - e[k];
+        if (d[k] > d[face])
+            face = k;
+        float o = d[k] > 0.0f ? d[k] : 0.0f;
+        out += o * o;
+        m[k] = d[k] > 0.0f ? (l[k] < 0.0f ? -d[k] : d[k]) : 0.0f;
+    }
+    if (out > 0.0f) { /* outside: the normal from the box's nearest point */
+        float len = pbd_sqrtf(out);
+        for (int k = 0; k < 3; ++k)
+            m[k] = m[k] / len;
+        pbd_rotate(c->shape3, 0, m, n);
+        return len;
+    }
+    for (int k = 0; k < 3; ++k)
+        m[k] = k == face ? (l[k] < 0.0f ? -1.0f : 1.0f) : 0.0f;
+    pbd_rotate(c->shape3, 0, m, n);
+    return d[face];
+}
+
+/* Box: a particle inside moves out through the nearest face. */
+PBD_INLINE pbd_float4 pbd_collide_box(pbd_float4 p, PBD_GLOBAL const pbd_collider *c)
+{
+    float n[3];
+    float d = pbd_box_distance(p, c, n);
+    if (d < 0.0f) {
+        p.x = p.x - d * n[0];
+        p.y = p.y - d * n[1];
+        p.z = p.z - d * n[2];
+    }
+    return p;
+}
+
+/* Capsule (axis a-b, radius r): the distance to the axis's nearest point, minus r, and the
+ * outward normal. A particle on the axis has no direction (1 returned: no contact). */
+PBD_INLINE float pbd_capsule_distance(pbd_float4 p, PBD_GLOBAL const pbd_collider *c, float *n)
+{
+    float ax = c->shape.x, ay = c->shape.y, az = c->shape.z;
+    float bx = c->shape2.x - ax, by = c->shape2.y - ay, bz = c->shape2.z - az;
+    float px = p.x - ax, py = p.y - ay, pz = p.z - az;
+    float bb = bx * bx + by * by + bz * bz;
+    float t = bb > 0.0f ? (px * bx + py * by + pz * bz) / bb : 0.0f;
+    t = t < 0.0f ? 0.0f : t > 1.0f ? 1.0f : t;
+    float dx = px - t * bx, dy = py - t * by, dz = pz - t * bz;
+    float len = pbd_sqrtf(dx * dx + dy * dy + dz * dz);
+    if (!(len >= PBD_MIN_LENGTH))
+        return 1.0f;
+    n[0] = dx / len, n[1] = dy / len, n[2] = dz / len;
+    return len - c->shape.w;
+}
+
+/* Capsule: a particle inside moves radially from the axis onto the surface. */
+PBD_INLINE pbd_float4 pbd_collide_capsule(pbd_float4 p, PBD_GLOBAL const pbd_collider *c)
+{
+    float n[3];
+    float d = pbd_capsule_distance(p, c, n);
+    if (d < 0.0f) {
+        p.x = p.x - d * n[0];
+        p.y = p.y - d * n[1];
+        p.z = p.z - d * n[2];
+    }
+    return p;
+}
+
+/* p collided with one collider. */
+PBD_INLINE pbd_float4 pbd_collide_one(pbd_float4 p, PBD_GLOBAL const pbd_collider *c)
+{
+    switch (c->kind) {
 #define PBD_X_COLLIDE_CASE(id, name)                                                               \
     case PBD_COLLIDER_##id:                                                                        \
-        return pbd_collide_##name(p, shape);
+        return pbd_collide_##name(p, c);
         PBD_COLLIDER_LIST(PBD_X_COLLIDE_CASE)
 #undef PBD_X_COLLIDE_CASE
     }
@@ -303,7 +393,7 @@ PBD_INLINE pbd_float4 pbd_collide(pbd_float4 p, pbd_float4 x,
     if (p.w <= 0.0f)
         return p;
     for (int k = 0; k < num_colliders; ++k) {
-        pbd_float4 q = pbd_collide_one(p, colliders[k].kind, colliders[k].shape);
+        pbd_float4 q = pbd_collide_one(p, &colliders[k]);
         p = pbd_friction(p, q, x, &colliders[k]);
     }
     return p;
@@ -351,8 +441,14 @@ PBD_INLINE pbd_float4 pbd_update_particle(int i, PBD_GLOBAL pbd_float4 *x,
 #define PBD_CONTACT_SLOP 1e-5f
 
 /* Signed distance of p from a collider's surface (> 0 outside) and the outward normal n. */
-PBD_INLINE float pbd_collider_distance(pbd_float4 p, int kind, pbd_float4 s, float *n)
+PBD_INLINE float pbd_collider_distance(pbd_float4 p, PBD_GLOBAL const pbd_collider *c, float *n)
 {
+    int kind = c->kind;
+    pbd_float4 s = c->shape;
+    if (kind == PBD_COLLIDER_BOX)
+        return pbd_box_distance(p, c, n);
+    if (kind == PBD_COLLIDER_CAPSULE)
+        return pbd_capsule_distance(p, c, n);
     if (kind == PBD_COLLIDER_SPHERE) {
         float dx = p.x - s.x, dy = p.y - s.y, dz = p.z - s.z;
         float len = pbd_sqrtf(dx * dx + dy * dy + dz * dz);
@@ -385,8 +481,7 @@ PBD_INLINE void pbd_update_bounce(int i, PBD_GLOBAL pbd_float4 *x, PBD_GLOBAL co
     float bx = 0.0f, by = 0.0f, bz = 0.0f;
     for (int k = 0; k < num_colliders; ++k) {
         float e = colliders[k].restitution, n[3];
-        if (!(e > 0.0f) || !(pbd_collider_distance(pos, colliders[k].kind, colliders[k].shape, n) <=
-                             PBD_CONTACT_SLOP))
+        if (!(e > 0.0f) || !(pbd_collider_distance(pos, &colliders[k], n) <= PBD_CONTACT_SLOP))
             continue;
         float before = n[0] * ux + n[1] * uy + n[2] * uz,
               now = n[0] * vn.x + n[1] * vn.y + n[2] * vn.z;

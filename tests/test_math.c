@@ -101,7 +101,7 @@ static void distance_degenerate(void **state)
 
 static pbd_collider plane(float nx, float ny, float nz, float offset)
 {
-    return (pbd_collider){PBD_COLLIDER_PLANE, 0.0f, 0.0f, 0.0f, F4(nx, ny, nz, offset)};
+    return (pbd_collider){.kind = PBD_COLLIDER_PLANE, .shape = F4(nx, ny, nz, offset)};
 }
 
 static void collide_planes_math(void **state)
@@ -123,7 +123,7 @@ static void collide_planes_math(void **state)
 static void collide_sphere_math(void **state)
 {
     (void)state;
-    pbd_collider s = {PBD_COLLIDER_SPHERE, 0.0f, 0.0f, 0.0f, F4(1, 2, 3, 2)};
+    pbd_collider s = {.kind = PBD_COLLIDER_SPHERE, .shape = F4(1, 2, 3, 2)};
     pbd_float4 p = pbd_collide(F4(1, 2.5f, 3, 1), F4(1, 2.5f, 3, 1), &s, 1);
     assert_near(p.y, 4.0, 1e-6, "pushed out along +y to the radius");
     assert_near(p.x, 1.0, 0.0, "x unchanged");
@@ -697,7 +697,7 @@ static void friction_math(void **state)
     (void)state;
     pbd_collider floor = plane(0, 1, 0, 0);
     pbd_float4 x = F4(0, 0.1f, 0, 1), p = F4(0.01f, -0.04f, 0, 1);
-    pbd_float4 q = pbd_collide(p, x, &floor, 1), plain = pbd_collide_plane(p, floor.shape);
+    pbd_float4 q = pbd_collide(p, x, &floor, 1), plain = pbd_collide_plane(p, &floor);
     expect(q.x == plain.x && q.y == plain.y && q.z == plain.z, "frictionless: (%g, %g)",
            (double)q.x, (double)q.y);
     floor.friction = 0.5f;
@@ -714,6 +714,48 @@ static void friction_math(void **state)
     pbd_float4 pinned = F4(0.01f, -0.04f, 0, 0);
     q = pbd_collide(pinned, x, &floor, 1);
     expect(q.x == pinned.x && q.y == pinned.y, "a pinned particle moved");
+}
+
+/* Boxes: a particle inside an axis-aligned box leaves through its nearest face; turned 90
+ * degrees about z the box moves it along the turned axis; outside, nothing moves; the
+ * distance outside a corner is the length to the corner. Capsules: a particle inside moves
+ * radially from the axis, past an end from the end's centre; one on the axis stays. */
+static void box_capsule_math(void **state)
+{
+    (void)state;
+    pbd_collider box = {.kind = PBD_COLLIDER_BOX,
+                        .shape = F4(1, 2, 3, 0),
+                        .shape2 = F4(0.5f, 1.0f, 2.0f, 0),
+                        .shape3 = F4(0, 0, 0, 1)};
+    pbd_float4 p = pbd_collide_one(F4(1.3f, 2.1f, 3.2f, 1), &box);
+    assert_near(p.x, 1.5, 1e-6, "through the nearest face (+x, 0.2 away)");
+    assert_near(p.y, 2.1, 1e-6, "y kept");
+    p = pbd_collide_one(F4(1.1f, 1.2f, 3.0f, 1), &box);
+    assert_near(p.y, 1.0, 1e-6, "through -y (0.2 away)");
+    p = pbd_collide_one(F4(2.0f, 2.0f, 3.0f, 1), &box);
+    expect(p.x == 2.0f && p.y == 2.0f && p.z == 3.0f, "outside moved to (%g, %g, %g)", (double)p.x,
+           (double)p.y, (double)p.z);
+    float n[3];
+    double d = pbd_collider_distance(F4(1.8f, 3.4f, 3.0f, 1), &box, n);
+    assert_near(d, sqrt(0.3 * 0.3 + 0.4 * 0.4), 1e-6, "distance to the corner's edge");
+    assert_near(n[0], 0.6, 1e-6, "normal x");
+    assert_near(n[1], 0.8, 1e-6, "normal y");
+    /* turned 90 degrees about z: the half extent 0.5 now lies along y */
+    box.shape3 = F4(0, 0, (float)sin(3.14159265358979 / 4), (float)cos(3.14159265358979 / 4));
+    p = pbd_collide_one(F4(1.0f, 2.3f, 3.0f, 1), &box);
+    assert_near(p.y, 2.5, 1e-6, "turned: through the face at y + 0.5");
+    assert_near(p.x, 1.0, 1e-6, "turned: x kept");
+    pbd_collider cap = {
+        .kind = PBD_COLLIDER_CAPSULE, .shape = F4(0, 0, 0, 0.5f), .shape2 = F4(2, 0, 0, 0)};
+    p = pbd_collide_one(F4(1.0f, 0.3f, 0.0f, 1), &cap);
+    assert_near(p.y, 0.5, 1e-6, "radially from the axis");
+    assert_near(p.x, 1.0, 1e-6, "along the axis kept");
+    p = pbd_collide_one(F4(2.3f, 0.0f, 0.0f, 1), &cap);
+    assert_near(p.x, 2.5, 1e-6, "past an end: from the end's centre");
+    p = pbd_collide_one(F4(1.0f, 0.0f, 0.0f, 1), &cap);
+    expect(p.x == 1.0f && p.y == 0.0f && p.z == 0.0f, "on the axis moved");
+    p = pbd_collide_one(F4(1.0f, 0.7f, 0.0f, 1), &cap);
+    expect(p.y == 0.7f && p.x == 1.0f, "outside moved to (%g, %g)", (double)p.x, (double)p.y);
 }
 
 static void predict_and_update(void **state)
@@ -935,6 +977,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(projection_invariants),
     cmocka_unit_test(neo_hookean_math),
     cmocka_unit_test(friction_math),
+    cmocka_unit_test(box_capsule_math),
     cmocka_unit_test(predict_and_update),
     cmocka_unit_test(gather_average),
     cmocka_unit_test(particle_sums),

@@ -72,6 +72,7 @@ static const good_scene good[] = {
     {"tethered_curtain.json", 64 * 64, 0, 1, 64, 1},
     {"draped_sheet.json", 48 * 48, 47 * 48 * 2 + 47 * 47 * 2, 1, 2, 2},
     {"soft_cubes.json", 4 * 125, 0, 4, 0, 1},
+    {"cloth_shapes.json", 48 * 48, 47 * 48 * 2 + 47 * 47 * 2, 1, 0, 3},
     /* Mesh bodies: the counts of the files in scenes/meshes/ (TetGen, OBJ, Gmsh 4.1). */
     {"soft_torus.json", 472, 2437, 1, 0, 1},
     {"tablecloth.json", 331, 1800, 1, 1, 2},
@@ -165,6 +166,8 @@ static const bad_scene bad[] = {
                           "dihedral, isometric"},
     {"bending_type.json", ": bodies[0].bending: found a number, expected true, false, or one of: "
                           "none, springs, dihedral, isometric"},
+    {"box_size.json", ": boxes[0].size[1]: found 0, expected a number > 0"},
+    {"capsule_radius.json", ": capsules[0].radius: missing (required for a capsule)"},
     {"kinetic_friction_above_static.json",
      ": planes[0].kinetic_friction: found 0.3, expected at most the static friction 0.2"},
     {"poisson_alone.json",

@@ -12,7 +12,7 @@ _Static_assert(sizeof(pbd_float4) == 16, "pbd_float4 must match cl_float4");
 _Static_assert(_Alignof(pbd_float4) == 16, "pbd_float4 must be 16-byte aligned");
 _Static_assert(sizeof(pbd_distance) == 16, "pbd_distance is 16 bytes on both sides");
 _Static_assert(sizeof(pbd_attachment) == 32, "pbd_attachment is 32 bytes on both sides");
-_Static_assert(sizeof(pbd_collider) == 32, "pbd_collider is 32 bytes on both sides");
+_Static_assert(sizeof(pbd_collider) == 64, "pbd_collider is 64 bytes on both sides");
 _Static_assert(sizeof(pbd_segment) == 16, "pbd_segment is 16 bytes on both sides");
 
 const pbd_constraint_info pbd_constraint_types[PBD_CONSTRAINT_COUNT] = {
@@ -178,7 +178,7 @@ int pbd_model_add_triangle(pbd_model *m, int a, int b, int c)
 
 int pbd_model_add_plane(pbd_model *m, float nx, float ny, float nz, float offset)
 {
-    pbd_collider c = {PBD_COLLIDER_PLANE, 0.0f, 0.0f, 0.0f, {nx, ny, nz, offset}};
+    pbd_collider c = {.kind = PBD_COLLIDER_PLANE, .shape = {nx, ny, nz, offset}};
     return pbd_model_add_collider(m, &c);
 }
 
@@ -332,6 +332,23 @@ static pbd_status validate_collider(const pbd_collider *c, int k, pbd_error *err
     } else if (c->kind == PBD_COLLIDER_SPHERE && !(s.w > 0.0f)) {
         return pbd_error_set(err, PBD_ERR_MODEL, "sphere %d: radius %g (expected > 0)", k,
                              (double)s.w);
+    } else if (c->kind == PBD_COLLIDER_BOX) {
+        pbd_float4 e = c->shape2, q = c->shape3;
+        double qn =
+            sqrt((double)q.x * q.x + (double)q.y * q.y + (double)q.z * q.z + (double)q.w * q.w);
+        if (!finite4(e) || !(e.x > 0.0f && e.y > 0.0f && e.z > 0.0f) || !bounded3(e) ||
+            !finite4(q) || fabs(qn - 1.0) > 1e-5)
+            return pbd_error_set(err, PBD_ERR_MODEL,
+                                 "box %d: half extents (%g, %g, %g), orientation of length %g "
+                                 "(expected > 0 and within 1e9 m, a unit quaternion)",
+                                 k, (double)e.x, (double)e.y, (double)e.z, qn);
+    } else if (c->kind == PBD_COLLIDER_CAPSULE) {
+        if (!(s.w > 0.0f) || !finite4(c->shape2) || !bounded3(c->shape2))
+            return pbd_error_set(err, PBD_ERR_MODEL,
+                                 "capsule %d: radius %g, end (%g, %g, %g) (expected > 0, within "
+                                 "1e9 m)",
+                                 k, (double)s.w, (double)c->shape2.x, (double)c->shape2.y,
+                                 (double)c->shape2.z);
     }
     return PBD_OK;
 }

@@ -848,10 +848,11 @@ static int parse_bodies(ctx *c, const cJSON *bodies, pbd_model *m)
 
 /* ---- top level ---------------------------------------------------------------------------- */
 
-static const char *const top_keys[] = {
-    "description", "dt",      "substeps",    "iterations", "solver",    "omega",
-    "gravity",     "frames",  "momentum",    "damping",    "damping_k", "velocity_update",
-    "planes",      "spheres", "attachments", "bodies",     NULL};
+static const char *const top_keys[] = {"description", "dt",      "substeps",  "iterations",
+                                       "solver",      "omega",   "gravity",   "frames",
+                                       "momentum",    "damping", "damping_k", "velocity_update",
+                                       "planes",      "spheres", "boxes",     "capsules",
+                                       "attachments", "bodies",  NULL};
 
 static const field config_fields[] = {
     {"dt", 'f', 0, {1e-9, 10.0, 1, 0, 0}, offsetof(pbd_config, dt)}, /* PBD_MIN_SUBSTEP */
@@ -930,12 +931,9 @@ static int parse_planes(ctx *c, const cJSON *root, pbd_model *m)
         if (!(len > 0.0))
             return fail(c, PBD_ERR_SCENE, join(sub, key, "normal"),
                         "found [0, 0, 0], expected a non-zero vector");
-        pbd_collider col = {
-            PBD_COLLIDER_PLANE,
-            0.0f,
-            0.0f,
-            0.0f,
-            {(float)(n[0] / len), (float)(n[1] / len), (float)(n[2] / len), (float)offset}};
+        pbd_collider col = {.kind = PBD_COLLIDER_PLANE,
+                            .shape = {(float)(n[0] / len), (float)(n[1] / len), (float)(n[2] / len),
+                                      (float)offset}};
         if (read_friction(c, p, key, &col))
             return -1;
         if (pbd_model_add_collider(m, &col))
@@ -987,7 +985,7 @@ static int parse_spheres(ctx *c, const cJSON *root, pbd_model *m)
     {
         char key[KEY_MAX], sub[KEY_MAX];
         const num_spec any = ANY_FLOAT, positive = POSITIVE;
-        pbd_collider col = {PBD_COLLIDER_SPHERE, 0.0f, 0.0f, 0.0f, {0.0f, 0.0f, 0.0f, 0.0f}};
+        pbd_collider col = {.kind = PBD_COLLIDER_SPHERE};
         float centre[3];
         if (object_entry(c, s, "spheres", k++, sphere_keys, 2, "a sphere", key))
             return -1;
@@ -1000,6 +998,82 @@ static int parse_spheres(ctx *c, const cJSON *root, pbd_model *m)
         col.shape.x = centre[0];
         col.shape.y = centre[1];
         col.shape.z = centre[2];
+        if (pbd_model_add_collider(m, &col))
+            return fail(c, PBD_ERR_MEMORY, key, "out of memory");
+    }
+    return 0;
+}
+
+static const char *const box_keys[] = {"center",           "size",        "rotate", "friction",
+                                       "kinetic_friction", "restitution", NULL};
+
+/* "boxes": [{"center": [x, y, z], "size": [sx, sy, sz], "rotate": [rx, ry, rz]}]: oriented
+ * box colliders, the rotation a rotation vector (axis times angle, rad) as a mesh's. */
+static int parse_boxes(ctx *c, const cJSON *root, pbd_model *m)
+{
+    const cJSON *list, *b;
+    int r = opt_objects(c, root, "boxes", &list), k = 0;
+    if (r <= 0)
+        return r;
+    cJSON_ArrayForEach(b, list)
+    {
+        char key[KEY_MAX], sub[KEY_MAX];
+        const num_spec any = ANY_FLOAT, positive = POSITIVE;
+        pbd_collider col = {.kind = PBD_COLLIDER_BOX, .shape3 = {0.0f, 0.0f, 0.0f, 1.0f}};
+        float centre[3], size[3], rot[3] = {0.0f, 0.0f, 0.0f};
+        const cJSON *rv;
+        if (object_entry(c, b, "boxes", k++, box_keys, 2, "a box", key))
+            return -1;
+        if (read_numbers(c, cJSON_GetObjectItemCaseSensitive(b, "center"), join(sub, key, "center"),
+                         3, any, (sink){centre, NULL, NULL}) ||
+            read_numbers(c, cJSON_GetObjectItemCaseSensitive(b, "size"), join(sub, key, "size"), 3,
+                         positive, (sink){size, NULL, NULL}) ||
+            ((rv = cJSON_GetObjectItemCaseSensitive(b, "rotate")) &&
+             read_numbers(c, rv, join(sub, key, "rotate"), 3, any, (sink){rot, NULL, NULL})) ||
+            read_friction(c, b, key, &col))
+            return -1;
+        double angle =
+            sqrt((double)rot[0] * rot[0] + (double)rot[1] * rot[1] + (double)rot[2] * rot[2]);
+        double s = angle > 0.0 ? sin(0.5 * angle) / angle : 0.0;
+        col.shape = (pbd_float4){centre[0], centre[1], centre[2], 0.0f};
+        col.shape2 = (pbd_float4){0.5f * size[0], 0.5f * size[1], 0.5f * size[2], 0.0f};
+        col.shape3 = (pbd_float4){(float)(s * rot[0]), (float)(s * rot[1]), (float)(s * rot[2]),
+                                  (float)cos(0.5 * angle)};
+        if (pbd_model_add_collider(m, &col))
+            return fail(c, PBD_ERR_MEMORY, key, "out of memory");
+    }
+    return 0;
+}
+
+static const char *const capsule_keys[] = {
+    "start", "end", "radius", "friction", "kinetic_friction", "restitution", NULL};
+
+/* "capsules": [{"start": [x, y, z], "end": [x, y, z], "radius": r}]: capsule colliders (a
+ * segment grown by r; start may equal end: a sphere). */
+static int parse_capsules(ctx *c, const cJSON *root, pbd_model *m)
+{
+    const cJSON *list, *e;
+    int r = opt_objects(c, root, "capsules", &list), k = 0;
+    if (r <= 0)
+        return r;
+    cJSON_ArrayForEach(e, list)
+    {
+        char key[KEY_MAX], sub[KEY_MAX];
+        const num_spec any = ANY_FLOAT, positive = POSITIVE;
+        pbd_collider col = {.kind = PBD_COLLIDER_CAPSULE};
+        float a[3], b[3];
+        if (object_entry(c, e, "capsules", k++, capsule_keys, 3, "a capsule", key))
+            return -1;
+        if (read_numbers(c, cJSON_GetObjectItemCaseSensitive(e, "start"), join(sub, key, "start"),
+                         3, any, (sink){a, NULL, NULL}) ||
+            read_numbers(c, cJSON_GetObjectItemCaseSensitive(e, "end"), join(sub, key, "end"), 3,
+                         any, (sink){b, NULL, NULL}) ||
+            read_numbers(c, cJSON_GetObjectItemCaseSensitive(e, "radius"), join(sub, key, "radius"),
+                         0, positive, (sink){&col.shape.w, NULL, NULL}) ||
+            read_friction(c, e, key, &col))
+            return -1;
+        col.shape.x = a[0], col.shape.y = a[1], col.shape.z = a[2];
+        col.shape2 = (pbd_float4){b[0], b[1], b[2], 0.0f};
         if (pbd_model_add_collider(m, &col))
             return fail(c, PBD_ERR_MEMORY, key, "out of memory");
     }
@@ -1081,7 +1155,8 @@ static int parse_root(ctx *c, const cJSON *root, pbd_scene *out)
         opt_enum(c, root, "", "solver", solvers, &solver) < 0 ||
         opt_enum(c, root, "", "damping", dampings, &damping) < 0 ||
         opt_enum(c, root, "", "velocity_update", updates, &update) < 0 ||
-        parse_planes(c, root, &out->model) || parse_spheres(c, root, &out->model))
+        parse_planes(c, root, &out->model) || parse_spheres(c, root, &out->model) ||
+        parse_boxes(c, root, &out->model) || parse_capsules(c, root, &out->model))
         return -1;
     out->config.solver = solver ? PBD_SOLVER_JACOBI : PBD_SOLVER_GS;
     out->config.damping = (pbd_damping_kind)damping;

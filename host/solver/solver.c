@@ -457,7 +457,7 @@ pbd_status pbd_plan_build(const pbd_model *m, const pbd_config *cfg, pbd_plan *p
     if (m->num_colliders)
         memcpy(plan->colliders, m->colliders, (size_t)m->num_colliders * sizeof *plan->colliders);
     plan->colliders[m->num_colliders] =
-        (pbd_collider){PBD_COLLIDER_PLANE, 0.0f, 0.0f, 0.0f, {0.0f, 1.0f, 0.0f, 0.0f}};
+        (pbd_collider){.kind = PBD_COLLIDER_PLANE, .shape = {0.0f, 1.0f, 0.0f, 0.0f}};
 
     st = pbd_csr_build(m->num_particles, dist_ends, 2, n, &plan->csr_offsets, &plan->csr_slots,
                        cfg->solver == PBD_SOLVER_JACOBI ? &plan->csr_other : NULL, err);

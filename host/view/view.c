@@ -370,6 +370,9 @@ typedef struct scene_gl {
     int grid_vertices;
     GLuint sphere_vao, sphere_vbo, sphere_ebo;
     int sphere_indices;
+    GLuint cube_vao, cube_vbo, cube_ebo; /* [-1, 1]^3, for boxes */
+    GLuint tube_vao, tube_vbo, tube_ebo; /* a unit cylinder along z, 0 to 1: capsules */
+    int tube_indices;
 } scene_gl;
 
 typedef struct viewer {
@@ -396,6 +399,29 @@ typedef struct viewer {
 static const float palette[8][3] = {
     {0.85f, 0.33f, 0.24f}, {0.22f, 0.52f, 0.80f}, {0.30f, 0.70f, 0.35f}, {0.90f, 0.65f, 0.15f},
     {0.60f, 0.40f, 0.75f}, {0.20f, 0.70f, 0.70f}, {0.80f, 0.45f, 0.60f}, {0.55f, 0.55f, 0.55f}};
+
+/* A static mesh's vertex array: vertices (4 floats each) and triangle indices. */
+static void shape_buffers(GLuint *vao, GLuint *vbo, GLuint *ebo, const float *v, size_t vbytes,
+                          const int *idx, size_t ibytes)
+{
+    glGenVertexArrays(1, vao);
+    glBindVertexArray(*vao);
+    glGenBuffers(1, vbo);
+    glBindBuffer(GL_ARRAY_BUFFER, *vbo);
+    glBufferData(GL_ARRAY_BUFFER, (GLsizeiptr)vbytes, v, GL_STATIC_DRAW);
+    glEnableVertexAttribArray(0);
+    glVertexAttribPointer(0, 4, GL_FLOAT, GL_FALSE, 4 * sizeof(float), 0);
+    glGenBuffers(1, ebo);
+    glBindBuffer(GL_ELEMENT_ARRAY_BUFFER, *ebo);
+    glBufferData(GL_ELEMENT_ARRAY_BUFFER, (GLsizeiptr)ibytes, idx, GL_STATIC_DRAW);
+}
+
+static void cross(const float *a, const float *b, float *out)
+{
+    out[0] = a[1] * b[2] - a[2] * b[1];
+    out[1] = a[2] * b[0] - a[0] * b[2];
+    out[2] = a[0] * b[1] - a[1] * b[0];
+}
 
 static void scene_gl_init(scene_gl *g, const pbd_model *m, float extent, const float *center)
 {
@@ -507,15 +533,43 @@ static void scene_gl_init(scene_gl *g, const pbd_model *m, float extent, const f
     glBindBuffer(GL_ELEMENT_ARRAY_BUFFER, g->sphere_ebo);
     glBufferData(GL_ELEMENT_ARRAY_BUFFER, (GLsizeiptr)((size_t)ni * sizeof(int)), si,
                  GL_STATIC_DRAW);
+    /* A cube [-1, 1]^3 for boxes, and an open cylinder for capsules' sides. */
+    float cv[8 * 4];
+    for (int k = 0; k < 8; ++k) {
+        cv[4 * k] = k & 1 ? 1.0f : -1.0f;
+        cv[4 * k + 1] = k & 2 ? 1.0f : -1.0f;
+        cv[4 * k + 2] = k & 4 ? 1.0f : -1.0f;
+        cv[4 * k + 3] = 1.0f;
+    }
+    static const int ci[36] = {0, 2, 1, 1, 2, 3, 4, 5, 6, 5, 7, 6, 0, 1, 4, 1, 5, 4,
+                               2, 6, 3, 3, 6, 7, 0, 4, 2, 2, 4, 6, 1, 3, 5, 3, 7, 5};
+    shape_buffers(&g->cube_vao, &g->cube_vbo, &g->cube_ebo, cv, sizeof cv, ci, sizeof ci);
+    float tv[(SU + 1) * 2 * 4];
+    int ti[SU * 6];
+    for (int i = 0; i <= SU; ++i)
+        for (int e = 0; e < 2; ++e) {
+            float *p = tv + 4 * (2 * i + e);
+            p[0] = (float)cos(2.0 * PI * i / SU);
+            p[1] = (float)sin(2.0 * PI * i / SU);
+            p[2] = (float)e;
+            p[3] = 1.0f;
+        }
+    for (int i = 0; i < SU; ++i) {
+        int q = 2 * i, quad[6] = {q, q + 2, q + 1, q + 1, q + 2, q + 3};
+        memcpy(ti + 6 * i, quad, sizeof quad);
+    }
+    g->tube_indices = SU * 6;
+    shape_buffers(&g->tube_vao, &g->tube_vbo, &g->tube_ebo, tv, sizeof tv, ti, sizeof ti);
     glBindVertexArray(0);
 }
 
 static void scene_gl_free(scene_gl *g)
 {
-    GLuint bufs[6] = {g->vbo, g->tri_ebo, g->line_ebo, g->grid_vbo, g->sphere_vbo, g->sphere_ebo};
-    GLuint vaos[3] = {g->vao, g->grid_vao, g->sphere_vao};
-    glDeleteBuffers(6, bufs);
-    glDeleteVertexArrays(3, vaos);
+    GLuint bufs[10] = {g->vbo,        g->tri_ebo,  g->line_ebo, g->grid_vbo, g->sphere_vbo,
+                       g->sphere_ebo, g->cube_vbo, g->cube_ebo, g->tube_vbo, g->tube_ebo};
+    GLuint vaos[5] = {g->vao, g->grid_vao, g->sphere_vao, g->cube_vao, g->tube_vao};
+    glDeleteBuffers(10, bufs);
+    glDeleteVertexArrays(5, vaos);
     free(g->bodies);
 }
 
@@ -608,6 +662,15 @@ static void set_color(GLuint prog, const float *c)
 
 static const mat4 identity = {{1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1}};
 
+/* The unit sphere at c, scaled by r. */
+static void draw_ball(const scene_gl *g, GLint model_at, const float *c, float r)
+{
+    mat4 model = {{r, 0, 0, 0, 0, r, 0, 0, 0, 0, r, 0, c[0], c[1], c[2], 1}};
+    glUniformMatrix4fv(model_at, 1, GL_FALSE, model.m);
+    glBindVertexArray(g->sphere_vao);
+    glDrawElements(GL_TRIANGLES, g->sphere_indices, GL_UNSIGNED_INT, 0);
+}
+
 static void draw_scene(viewer *w, int k, int x0, int width, int height)
 {
     const sim *s = &w->sims[k];
@@ -653,18 +716,54 @@ static void draw_scene(viewer *w, int k, int x0, int width, int height)
     set_color(w->line_prog, grid);
     glBindVertexArray(g->grid_vao);
     glDrawArrays(GL_LINES, 0, g->grid_vertices);
-    /* Sphere colliders, shaded grey. */
+    /* Sphere, box and capsule colliders, shaded grey. */
     glUseProgram(w->mesh_prog);
-    glBindVertexArray(g->sphere_vao);
     const float grey[3] = {0.7f, 0.7f, 0.72f};
     set_color(w->mesh_prog, grey);
+    GLint model_at = glGetUniformLocation(w->mesh_prog, "model");
     for (int c = 0; c < m->num_colliders; ++c) {
-        if (m->colliders[c].kind != PBD_COLLIDER_SPHERE)
-            continue;
-        pbd_float4 sh = m->colliders[c].shape;
-        mat4 model = {{sh.w, 0, 0, 0, 0, sh.w, 0, 0, 0, 0, sh.w, 0, sh.x, sh.y, sh.z, 1}};
-        glUniformMatrix4fv(glGetUniformLocation(w->mesh_prog, "model"), 1, GL_FALSE, model.m);
-        glDrawElements(GL_TRIANGLES, g->sphere_indices, GL_UNSIGNED_INT, 0);
+        const pbd_collider *col = &m->colliders[c];
+        pbd_float4 sh = col->shape;
+        if (col->kind == PBD_COLLIDER_SPHERE) {
+            draw_ball(g, model_at, &sh.x, sh.w);
+        } else if (col->kind == PBD_COLLIDER_BOX) {
+            /* model = T R S: the quaternion's rotation matrix, columns scaled by the half
+             * extents */
+            pbd_float4 q = col->shape3, e = col->shape2;
+            float r[9] = {1 - 2 * (q.y * q.y + q.z * q.z), 2 * (q.x * q.y + q.z * q.w),
+                          2 * (q.x * q.z - q.y * q.w),     2 * (q.x * q.y - q.z * q.w),
+                          1 - 2 * (q.x * q.x + q.z * q.z), 2 * (q.y * q.z + q.x * q.w),
+                          2 * (q.x * q.z + q.y * q.w),     2 * (q.y * q.z - q.x * q.w),
+                          1 - 2 * (q.x * q.x + q.y * q.y)};
+            mat4 model = {{r[0] * e.x, r[1] * e.x, r[2] * e.x, 0, r[3] * e.y, r[4] * e.y,
+                           r[5] * e.y, 0, r[6] * e.z, r[7] * e.z, r[8] * e.z, 0, sh.x, sh.y, sh.z,
+                           1}};
+            glUniformMatrix4fv(model_at, 1, GL_FALSE, model.m);
+            glBindVertexArray(g->cube_vao);
+            glDrawElements(GL_TRIANGLES, 36, GL_UNSIGNED_INT, 0);
+        } else if (col->kind == PBD_COLLIDER_CAPSULE) {
+            const float *a = &sh.x, *b = &col->shape2.x;
+            draw_ball(g, model_at, a, sh.w);
+            draw_ball(g, model_at, b, sh.w);
+            /* the side: z along b - a, x and y any unit pair across it, scaled by r */
+            float z[3] = {b[0] - a[0], b[1] - a[1], b[2] - a[2]};
+            float len = sqrtf(z[0] * z[0] + z[1] * z[1] + z[2] * z[2]);
+            if (!(len > 0.0f))
+                continue;
+            float u[3] = {z[0] / len, z[1] / len, z[2] / len}, x[3], y[3];
+            float t[3] = {fabsf(u[0]) < 0.9f ? 1.0f : 0.0f, fabsf(u[0]) < 0.9f ? 0.0f : 1.0f, 0};
+            cross(u, t, x);
+            float xl = sqrtf(x[0] * x[0] + x[1] * x[1] + x[2] * x[2]);
+            for (int j = 0; j < 3; ++j)
+                x[j] /= xl;
+            cross(u, x, y);
+            float r = sh.w;
+            mat4 model = {{x[0] * r, x[1] * r, x[2] * r, 0, y[0] * r, y[1] * r, y[2] * r, 0, z[0],
+                           z[1], z[2], 0, a[0], a[1], a[2], 1}};
+            glUniformMatrix4fv(model_at, 1, GL_FALSE, model.m);
+            glBindVertexArray(g->tube_vao);
+            glDrawElements(GL_TRIANGLES, g->tube_indices, GL_UNSIGNED_INT, 0);
+        }
     }
     glBindVertexArray(0);
 }

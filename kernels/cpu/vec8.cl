@@ -190,8 +190,7 @@ VEC8_INLINE void collide8(float8 *x, float8 *y, float8 *z, float8 w, const float
             if (ws[j] <= 0.0f)
                 continue;
             float4 q0 = (float4)(xs[j], ys[j], zs[j], ws[j]);
-            float4 q =
-                pbd_friction(q0, pbd_collide_one(q0, colliders[k].kind, pl), x0[j], &colliders[k]);
+            float4 q = pbd_friction(q0, pbd_collide_one(q0, &colliders[k]), x0[j], &colliders[k]);
             xs[j] = q.x;
             ys[j] = q.y;
             zs[j] = q.z;
