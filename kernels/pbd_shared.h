@@ -302,17 +302,23 @@ PBD_INLINE float pbd_box_distance(pbd_float4 p, PBD_GLOBAL const pbd_collider *c
     return d[face];
 }
 
-/* Box: a particle inside moves out through the nearest face. */
-PBD_INLINE pbd_float4 pbd_collide_box(pbd_float4 p, PBD_GLOBAL const pbd_collider *c)
+/* p moved out along the unit normal n by the depth -d, where d < 0 (inside). */
+PBD_INLINE pbd_float4 pbd_push_out(pbd_float4 p, float d, const float *n)
 {
-    float n[3];
-    float d = pbd_box_distance(p, c, n);
     if (d < 0.0f) {
         p.x = p.x - d * n[0];
         p.y = p.y - d * n[1];
         p.z = p.z - d * n[2];
     }
     return p;
+}
+
+/* Box: a particle inside moves out through the nearest face. */
+PBD_INLINE pbd_float4 pbd_collide_box(pbd_float4 p, PBD_GLOBAL const pbd_collider *c)
+{
+    float n[3];
+    float d = pbd_box_distance(p, c, n);
+    return pbd_push_out(p, d, n);
 }
 
 /* Capsule (axis a-b, radius r): the distance to the axis's nearest point, minus r, and the
@@ -338,12 +344,7 @@ PBD_INLINE pbd_float4 pbd_collide_capsule(pbd_float4 p, PBD_GLOBAL const pbd_col
 {
     float n[3];
     float d = pbd_capsule_distance(p, c, n);
-    if (d < 0.0f) {
-        p.x = p.x - d * n[0];
-        p.y = p.y - d * n[1];
-        p.z = p.z - d * n[2];
-    }
-    return p;
+    return pbd_push_out(p, d, n);
 }
 
 /* p collided with one collider. */
