@@ -377,7 +377,9 @@ pbd_status pbd_solver_gl_attach(pbd_solver *s, unsigned buffer, pbd_error *err);
 /* Copies the positions into the attached buffer on the device (acquire, copy, release) and
  * waits for it. The caller has finished its OpenGL commands on the buffer (glFinish). */
 pbd_status pbd_solver_gl_positions(pbd_solver *s, pbd_error *err);
+/* Colours of every constraint type together, and of `type` alone. */
 int pbd_solver_num_colors(const pbd_solver *s);
+int pbd_solver_type_colors(const pbd_solver *s, int type);
 /* Launches (or, on the CPU, stage passes) per frame. */
 long pbd_solver_launches_per_frame(const pbd_solver *s);
 /* Per-kernel device times since creation or the last reset (profile = 1 only). *out points

@@ -762,13 +762,18 @@ static int cmd_run(const options *o)
         printf("particles    %d in %d bod%s\n", m->num_particles, m->num_bodies,
                m->num_bodies == 1 ? "y" : "ies");
         printf("constraints ");
+        int types = 0;
         for (int t = 0; t < PBD_CONSTRAINT_COUNT; ++t) {
             int n = 0;
             pbd_model_constraints(m, t, &n);
             if (n > 0 || t == PBD_CONSTRAINT_DISTANCE)
-                printf(" %d %s,", n, pbd_constraint_types[t].name);
+                printf(" %d %s (%d colours),", n, pbd_constraint_types[t].name,
+                       pbd_solver_type_colors(solver, t));
+            types += n > 0;
         }
-        printf(" %d colours, %d colliders\n", pbd_solver_num_colors(solver), m->num_colliders);
+        if (types > 1)
+            printf(" %d colours in all,", pbd_solver_num_colors(solver));
+        printf(" %d colliders\n", m->num_colliders);
         printf("solver       %s, %d iterations, %d substeps, dt %g s\n",
                c->solver == PBD_SOLVER_GS ? "gauss-seidel" : "jacobi", c->iterations, c->substeps,
                (double)c->dt);

@@ -824,6 +824,11 @@ int pbd_solver_num_colors(const pbd_solver *s)
     return pbd_plan_num_colors(&s->plan);
 }
 
+int pbd_solver_type_colors(const pbd_solver *s, int type)
+{
+    return type >= 0 && type < PBD_CONSTRAINT_COUNT ? s->plan.type[type].num_colors : 0;
+}
+
 long pbd_solver_launches_per_frame(const pbd_solver *s)
 {
     return pbd_step_launches(&s->plan);
