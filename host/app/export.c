@@ -3,6 +3,8 @@
  * and the topology, which is the same every frame and built once). */
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -27,6 +29,11 @@ typedef struct buffer {
     size_t len, cap;
 } buffer;
 
+typedef struct export_slot {
+    long frame;
+    pbd_float4 *x, *v; /* num_particles each */
+} export_slot;
+
 struct pbd_export {
     pbd_export_format format;
     char *dir;
@@ -43,15 +50,29 @@ struct pbd_export {
     buffer buf;                /* the frame being written */
     buffer vtu_head, vtu_tail; /* VTU: XML before the data; the topology blocks after it */
     long written;              /* frames written */
-    int failed;
-    int finished;
-    char *path; /* room for any file name in dir */
+    int failed;                /* a frame failed: nothing more is written */
+    int finished;              /* pbd_export_finish ran */
+    char *path;                /* room for any file name in dir */
     size_t path_size;
     buffer pvd; /* series.pvd's DataSet lines, one per frame written */
     long pvd_listed;
     double pvd_time; /* when series.pvd was last rewritten, s */
     pbd_output pc2;
     long pc2_samples;
+    /* Frames are written on a thread of their own, so that the solver steps on while a
+     * frame goes to disk: the main thread copies a frame into a free slot (of two) and
+     * queues it. Under mu: queued, head, stop, drop, failed, reported; werr is the
+     * writer's until it has failed. */
+    int threaded;
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    export_slot slots[2];
+    int head, queued; /* the queued frames are slots[head], slots[(head + 1) % 2] */
+    int stop;         /* the writer ends once the queue is empty */
+    int drop;         /* ... or at once */
+    int reported;     /* the failure was returned to the caller */
+    pbd_error werr;   /* the writer's failure */
 };
 
 static double now_s(void)
@@ -627,6 +648,108 @@ static void pc2_header(char *h, int points, long first, long every, long samples
     put_u32(p, (uint32_t)samples);
 }
 
+/* Writes one frame (on the writer thread). On failure the frame's temporary file is gone
+ * and the message names the file and the frame. */
+static pbd_status write_frame(pbd_export *e, long frame, const pbd_float4 *x, const pbd_float4 *v,
+                              pbd_error *err)
+{
+    int bad = 0;
+    pbd_status st = PBD_OK;
+    switch (e->format) {
+    case PBD_EXPORT_OBJ:
+    case PBD_EXPORT_PLY:
+        bad = e->format == PBD_EXPORT_OBJ ? obj_frame(e, frame, x, 0) : ply_frame(e, frame, x);
+        if (!bad)
+            st = write_file(frame_path(e, frame, e->ext), frame, (const void *[]){e->buf.p},
+                            (size_t[]){e->buf.len}, 1, err);
+        break;
+    case PBD_EXPORT_VTK:
+        bad = vtu_frame(e, x, v);
+        if (!bad)
+            st = write_file(frame_path(e, frame, "vtu"), frame,
+                            (const void *[]){e->vtu_head.p, e->buf.p, e->vtu_tail.p},
+                            (size_t[]){e->vtu_head.len, e->buf.len, e->vtu_tail.len}, 3, err);
+        break;
+    case PBD_EXPORT_PC2:
+        if (e->written == 0 && (bad = obj_frame(e, frame, x, 1)) == 0)
+            st = write_file(frame_path(e, frame, "obj"), frame, (const void *[]){e->buf.p},
+                            (size_t[]){e->buf.len}, 1, err);
+        if (st == PBD_OK && !bad) {
+            size_t n = 12 * (size_t)e->n;
+            e->buf.len = 0;
+            bad = reserve(&e->buf, n);
+            if (!bad) {
+                char *p = e->buf.p;
+                for (int i = 0; i < e->n; ++i) {
+                    p = put_f32(p, x[i].x);
+                    p = put_f32(p, x[i].y);
+                    p = put_f32(p, x[i].z);
+                }
+                errno = 0;
+                if (fwrite(e->buf.p, 1, n, e->pc2.f) != n || fflush(e->pc2.f) != 0) {
+                    int en = errno ? errno : EIO;
+                    st = pbd_error_set(err, PBD_ERR_IO, "%s: write failed: %s (frame %ld)",
+                                       e->pc2.path, strerror(en), frame);
+                } else {
+                    e->pc2_samples++;
+                }
+            }
+        }
+        break;
+    }
+    if (bad)
+        st = pbd_error_set(err, PBD_ERR_MEMORY, "%s: out of memory (frame %ld)", e->dir, frame);
+    if (st != PBD_OK) {
+        pbd_output_abort(&e->pc2);
+        return st;
+    }
+    e->written++;
+    if (e->format == PBD_EXPORT_VTK) {
+        if (put_text(&e->pvd,
+                     "    <DataSet timestep=\"%.9g\" group=\"\" part=\"0\" "
+                     "file=\"frame_%0*ld.vtu\"/>\n",
+                     (double)frame * e->dt, e->width, frame) != 0)
+            return pbd_error_set(err, PBD_ERR_MEMORY, "%s: out of memory (frame %ld)", e->dir,
+                                 frame);
+        if ((e->pvd.len < PVD_EVERY_FRAME_BYTES || now_s() - e->pvd_time >= 1.0) &&
+            (st = pvd_write(e, 0, err)) != PBD_OK) {
+            /* A frame counts once it is listed: series.pvd keeps naming exactly the frame
+             * files in the folder. */
+            e->written--;
+            remove(frame_path(e, frame, "vtu"));
+            char msg[sizeof err->message];
+            snprintf(msg, sizeof msg, "%s", err->message);
+            return pbd_error_set(err, st, "%s (frame %ld)", msg, frame);
+        }
+    }
+    return PBD_OK;
+}
+
+/* The writer thread: writes the queued frames in order until told to stop. After a
+ * failure it writes nothing more. */
+static void *writer(void *arg)
+{
+    pbd_export *e = arg;
+    pthread_mutex_lock(&e->mu);
+    for (;;) {
+        while (e->queued == 0 && !e->stop)
+            pthread_cond_wait(&e->cv, &e->mu);
+        if (e->queued == 0 || e->drop)
+            break;
+        const export_slot *s = &e->slots[e->head];
+        int failed = e->failed;
+        pthread_mutex_unlock(&e->mu);
+        pbd_status st = failed ? PBD_OK : write_frame(e, s->frame, s->x, s->v, &e->werr);
+        pthread_mutex_lock(&e->mu);
+        e->failed |= st != PBD_OK;
+        e->head = (e->head + 1) % 2;
+        e->queued--;
+        pthread_cond_broadcast(&e->cv);
+    }
+    pthread_mutex_unlock(&e->mu);
+    return NULL;
+}
+
 /* ---- the interface ------------------------------------------------------------------------- */
 
 pbd_status pbd_export_open(pbd_export **out, const char *dir, pbd_export_format format,
@@ -697,6 +820,35 @@ pbd_status pbd_export_open(pbd_export **out, const char *dir, pbd_export_format 
         }
         fwrite(h, 1, sizeof h, e->pc2.f);
     }
+    for (int k = 0; k < 2; ++k) {
+        e->slots[k].x = malloc((size_t)e->n * sizeof(pbd_float4));
+        e->slots[k].v = malloc((size_t)e->n * sizeof(pbd_float4));
+        if (!e->slots[k].x || !e->slots[k].v) {
+            pbd_export_free(e);
+            return pbd_error_set(err, PBD_ERR_MEMORY, "%s: out of memory", dir);
+        }
+    }
+    /* The writer takes no signal: they are the main thread's, which stops the run. */
+    sigset_t block, old;
+    sigemptyset(&block);
+    sigaddset(&block, SIGINT);
+    sigaddset(&block, SIGTERM);
+    sigaddset(&block, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &block, &old);
+    int rc = pthread_mutex_init(&e->mu, NULL);
+    if (rc == 0 && (rc = pthread_cond_init(&e->cv, NULL)) != 0)
+        pthread_mutex_destroy(&e->mu);
+    if (rc == 0 && (rc = pthread_create(&e->thread, NULL, writer, e)) != 0) {
+        pthread_cond_destroy(&e->cv);
+        pthread_mutex_destroy(&e->mu);
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0) {
+        pbd_export_free(e);
+        return pbd_error_set(err, PBD_ERR_MEMORY, "%s: cannot start the writer thread: %s", dir,
+                             strerror(rc));
+    }
+    e->threaded = 1;
     *out = e;
     return PBD_OK;
 }
@@ -704,99 +856,63 @@ pbd_status pbd_export_open(pbd_export **out, const char *dir, pbd_export_format 
 pbd_status pbd_export_frame(pbd_export *e, long frame, const pbd_float4 *x, const pbd_float4 *v,
                             pbd_error *err)
 {
-    if (e->failed || e->finished)
-        return pbd_error_set(err, PBD_ERR_ARGUMENT, "%s: the export has %s", e->dir,
-                             e->failed ? "failed" : "finished");
-    int bad = 0;
-    pbd_status st = PBD_OK;
-    switch (e->format) {
-    case PBD_EXPORT_OBJ:
-    case PBD_EXPORT_PLY:
-        bad = e->format == PBD_EXPORT_OBJ ? obj_frame(e, frame, x, 0) : ply_frame(e, frame, x);
-        if (!bad)
-            st = write_file(frame_path(e, frame, e->ext), frame, (const void *[]){e->buf.p},
-                            (size_t[]){e->buf.len}, 1, err);
-        break;
-    case PBD_EXPORT_VTK:
-        bad = vtu_frame(e, x, v);
-        if (!bad)
-            st = write_file(frame_path(e, frame, "vtu"), frame,
-                            (const void *[]){e->vtu_head.p, e->buf.p, e->vtu_tail.p},
-                            (size_t[]){e->vtu_head.len, e->buf.len, e->vtu_tail.len}, 3, err);
-        break;
-    case PBD_EXPORT_PC2:
-        if (e->written == 0 && (bad = obj_frame(e, frame, x, 1)) == 0)
-            st = write_file(frame_path(e, frame, "obj"), frame, (const void *[]){e->buf.p},
-                            (size_t[]){e->buf.len}, 1, err);
-        if (st == PBD_OK && !bad) {
-            size_t n = 12 * (size_t)e->n;
-            bad = reserve(&e->buf, n);
-            if (!bad) {
-                char *p = e->buf.p;
-                for (int i = 0; i < e->n; ++i) {
-                    p = put_f32(p, x[i].x);
-                    p = put_f32(p, x[i].y);
-                    p = put_f32(p, x[i].z);
-                }
-                errno = 0;
-                if (fwrite(e->buf.p, 1, n, e->pc2.f) != n || fflush(e->pc2.f) != 0) {
-                    int en = errno ? errno : EIO;
-                    st = pbd_error_set(err, PBD_ERR_IO, "%s: write failed: %s (frame %ld)",
-                                       e->pc2.path, strerror(en), frame);
-                } else {
-                    e->pc2_samples++;
-                }
-            }
-        }
-        break;
+    pthread_mutex_lock(&e->mu);
+    while (e->queued == 2 && !e->failed)
+        pthread_cond_wait(&e->cv, &e->mu);
+    if (e->failed || e->stop) {
+        pbd_status st = e->failed ? e->werr.status : PBD_ERR_ARGUMENT;
+        if (e->failed)
+            e->reported = 1;
+        pthread_mutex_unlock(&e->mu);
+        if (st == PBD_ERR_ARGUMENT)
+            return pbd_error_set(err, st, "%s: the export has finished", e->dir);
+        return pbd_error_set(err, st, "%s", e->werr.message);
     }
-    if (bad)
-        st = pbd_error_set(err, PBD_ERR_MEMORY, "%s: out of memory (frame %ld)", e->dir, frame);
-    if (st != PBD_OK) {
-        e->failed = 1;
-        pbd_output_abort(&e->pc2);
-        return st;
-    }
-    e->written++;
-    if (e->format == PBD_EXPORT_VTK) {
-        if (put_text(&e->pvd,
-                     "    <DataSet timestep=\"%.9g\" group=\"\" part=\"0\" "
-                     "file=\"frame_%0*ld.vtu\"/>\n",
-                     (double)frame * e->dt, e->width, frame) != 0) {
-            e->failed = 1;
-            return pbd_error_set(err, PBD_ERR_MEMORY, "%s: out of memory (frame %ld)", e->dir,
-                                 frame);
-        }
-        if ((e->pvd.len < PVD_EVERY_FRAME_BYTES || now_s() - e->pvd_time >= 1.0) &&
-            (st = pvd_write(e, 0, err)) != PBD_OK) {
-            /* A frame counts once it is listed: series.pvd keeps naming exactly the frame
-             * files in the folder. */
-            e->failed = 1;
-            e->written--;
-            remove(frame_path(e, frame, "vtu"));
-            char msg[sizeof err->message];
-            snprintf(msg, sizeof msg, "%s", err->message);
-            return pbd_error_set(err, st, "%s (frame %ld)", msg, frame);
-        }
-    }
+    int k = (e->head + e->queued) % 2;
+    pthread_mutex_unlock(&e->mu);
+    /* The slot is the main thread's until it is queued. */
+    memcpy(e->slots[k].x, x, (size_t)e->n * sizeof *x);
+    memcpy(e->slots[k].v, v, (size_t)e->n * sizeof *v);
+    e->slots[k].frame = frame;
+    pthread_mutex_lock(&e->mu);
+    e->queued++;
+    pthread_cond_broadcast(&e->cv);
+    pthread_mutex_unlock(&e->mu);
     return PBD_OK;
+}
+
+/* Ends the writer: after what is queued is written, or at once (`drop`). */
+static void stop_writer(pbd_export *e, int drop)
+{
+    if (!e->threaded)
+        return;
+    pthread_mutex_lock(&e->mu);
+    e->stop = 1;
+    e->drop = drop;
+    pthread_cond_broadcast(&e->cv);
+    pthread_mutex_unlock(&e->mu);
+    pthread_join(e->thread, NULL);
+    pthread_cond_destroy(&e->cv);
+    pthread_mutex_destroy(&e->mu);
+    e->threaded = 0;
 }
 
 pbd_status pbd_export_finish(pbd_export *e, pbd_error *err)
 {
-    if (!e || e->failed || e->finished)
+    if (!e)
+        return PBD_OK;
+    stop_writer(e, 0);
+    if (e->failed && !e->reported) {
+        e->reported = 1;
+        return pbd_error_set(err, e->werr.status, "%s", e->werr.message);
+    }
+    if (e->failed || e->finished)
         return PBD_OK;
     e->finished = 1;
+    /* What spans frames is completed after the frames it names. The frame files themselves
+     * are renamed into place whole but not synced (see export.h). */
     pbd_status st = PBD_OK;
-    /* The frame files, renamed into place unsynced, go to disk before the run says it is
-     * done; whatever spans frames is completed and synced after them. */
-    for (long k = 0; k < e->written && st == PBD_OK; ++k) {
-        long frame = e->first + k * e->every;
-        if (e->format != PBD_EXPORT_PC2 || k == 0)
-            st = pbd_output_sync_path(
-                frame_path(e, frame, e->format == PBD_EXPORT_PC2 ? "obj" : e->ext), err);
-    }
-    if (st == PBD_OK && e->format == PBD_EXPORT_VTK && e->written > 0)
+    if (e->format == PBD_EXPORT_VTK && e->written > 0)
         st = pvd_write(e, 1, err);
     if (st == PBD_OK && e->format == PBD_EXPORT_PC2 && e->pc2.f) {
         char h[32];
@@ -810,7 +926,7 @@ pbd_status pbd_export_finish(pbd_export *e, pbd_error *err)
             st = pbd_output_commit(&e->pc2, err);
     }
     if (st != PBD_OK) {
-        e->failed = 1;
+        e->failed = e->reported = 1;
         pbd_output_abort(&e->pc2);
     }
     return st;
@@ -820,7 +936,12 @@ void pbd_export_free(pbd_export *e)
 {
     if (!e)
         return;
+    stop_writer(e, 1);
     pbd_output_abort(&e->pc2);
+    for (int k = 0; k < 2; ++k) {
+        free(e->slots[k].x);
+        free(e->slots[k].v);
+    }
     free(e->dir);
     free(e->path);
     free(e->bodies);

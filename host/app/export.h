@@ -3,9 +3,13 @@
  * line: the library writes no files.
  *
  * Every file is written under a temporary name and renamed into place when complete
- * (pbd_output_*), so no stop (a signal, a full disk, a crash) leaves a partial file under a
- * frame's name. Frame files are not synced one by one (a sync costs about as much as
- * writing a frame); pbd_export_finish syncs them all before the run reports success. */
+ * (pbd_output_*), so no stop (a signal, a full disk, a crash of the process) leaves a partial
+ * file under a frame's name. Frame files are not synced: a sync per frame costs more than
+ * writing the frame, and a run's frames can be gigabytes that the kernel writes back in its
+ * own time; series.pvd and positions.pc2 are synced when the export finishes.
+ *
+ * Frames are written on a thread of their own, two frames behind at most, so that the solver
+ * steps on while a frame goes to disk. */
 #ifndef PBD_APP_EXPORT_H
 #define PBD_APP_EXPORT_H
 
@@ -31,16 +35,17 @@ typedef struct pbd_export pbd_export;
 pbd_status pbd_export_open(pbd_export **out, const char *dir, pbd_export_format format,
                            const pbd_model *m, float dt, long first, long every, long last,
                            pbd_error *err);
-/* Writes frame `frame` (positions x, velocities v of every particle). On failure the
- * message names the file and the frame, its temporary file is gone, the frames written
- * before stay, and the export takes no more frames. */
+/* Queues frame `frame` (positions x, velocities v of every particle; copied) for writing,
+ * waiting while two frames are queued. A frame that failed to write is reported here (or by
+ * pbd_export_finish): the message names the file and the frame; its temporary file is gone,
+ * the frames written before stay, and the export writes nothing more. */
 pbd_status pbd_export_frame(pbd_export *e, long frame, const pbd_float4 *x, const pbd_float4 *v,
                             pbd_error *err);
-/* Completes what spans frames (series.pvd, positions.pc2: its sample count) with the frames
- * written so far, and syncs every file to disk. Also after a run stopped early: what was
- * exported stays readable. Does nothing after a failed frame. */
+/* Writes the queued frames, then completes what spans frames (series.pvd, positions.pc2 and
+ * its sample count) with the frames written, synced. Also after a run stopped early: what
+ * was exported stays readable. After a failed frame it only reports the failure, once. */
 pbd_status pbd_export_finish(pbd_export *e, pbd_error *err);
-/* Frames written so far. */
+/* Frames written (after pbd_export_finish). */
 long pbd_export_frames(const pbd_export *e);
 /* Removes any temporary file and frees; safe on NULL. */
 void pbd_export_free(pbd_export *e);

@@ -577,15 +577,27 @@ static int write_stats(pbd_solver *s, FILE *f, long step, double time, pbd_body_
  * statistics (one reduction where the state lives). A body whose sums are not finite, or
  * whose root-mean-square speed is beyond PBD_MAX_COORD m/s, stops the run; only then is the
  * state read back, to name the first particle at fault. Returns EXIT_OK or EXIT_FAIL. */
-static int guard(pbd_solver *s, const pbd_model *m, long frame, pbd_body_stats *st, int exporting,
-                 pbd_error *err)
+static int guard(pbd_solver *s, const pbd_model *m, long frame, pbd_body_stats *st,
+                 const pbd_float4 *read_x, const pbd_float4 *read_v, int exporting, pbd_error *err)
 {
     const char *kept = exporting ? "no output files written but the frames exported before it"
                                  : "no output files written";
-    if (pbd_solver_stats(s, st, err) != PBD_OK)
-        return fail(err);
     int bad = -1;
-    for (int b = 0; b < m->num_bodies && bad < 0; ++b) {
+    if (read_x) {
+        /* The state was read back (to export it): checked here, particle by particle. */
+        for (int i = 0; i < m->num_particles && bad < 0; ++i) {
+            float q[6] = {read_x[i].x, read_x[i].y, read_x[i].z,
+                          read_v[i].x, read_v[i].y, read_v[i].z};
+            for (int c = 0; c < 6; ++c)
+                if (!(fabsf(q[c]) <= PBD_MAX_COORD))
+                    bad = m->body[i];
+        }
+        if (bad < 0)
+            return EXIT_OK;
+    } else if (pbd_solver_stats(s, st, err) != PBD_OK) {
+        return fail(err);
+    }
+    for (int b = 0; b < m->num_bodies && bad < 0 && !read_x; ++b) {
         double sum = st[b].kinetic_energy + st[b].com[0] + st[b].com[1] + st[b].com[2] +
                      st[b].p[0] + st[b].p[1] + st[b].p[2] + st[b].l[0] + st[b].l[1] + st[b].l[2];
         double rms = st[b].mass > 0.0 ? sqrt(2.0 * st[b].kinetic_energy / st[b].mass) : 0.0;
@@ -745,7 +757,16 @@ static int cmd_run(const options *o)
         double per_frame = dt_chunk / (double)n;
         chunk = per_frame * 32.0 <= 0.02 ? 32 : per_frame >= 0.02 ? 1 : (long)(0.02 / per_frame);
         long frame = first + done_frames;
-        if ((rc = guard(solver, m, frame, sbuf, exp != NULL, &err)))
+        /* An exported frame is read back anyway: the guard checks it on the host, without
+         * the device's statistics, unless a statistics row needs them. */
+        int export_now = exp && done_frames % o->export_every == 0;
+        int stats_now = stats.f && frame % o->stats_every == 0;
+        if (export_now && pbd_solver_read(solver, x, v, &err) != PBD_OK) {
+            rc = fail(&err);
+            goto done;
+        }
+        if ((rc = guard(solver, m, frame, sbuf, export_now && !stats_now ? x : NULL, v, exp != NULL,
+                        &err)))
             goto done;
         if (o->hash_every && frame % o->hash_every == 0) {
             uint64_t h = 0;
@@ -756,11 +777,9 @@ static int cmd_run(const options *o)
             printf("hash %ld %016llx\n", frame, (unsigned long long)h);
         }
         /* The guard has just computed this state's statistics. */
-        if (stats.f && frame % o->stats_every == 0)
+        if (stats_now)
             pbd_stats_write_rows(stats.f, frame, (double)frame * c->dt, sbuf, m->num_bodies);
-        if (exp && done_frames % o->export_every == 0 &&
-            (pbd_solver_read(solver, x, v, &err) != PBD_OK ||
-             pbd_export_frame(exp, frame, x, v, &err) != PBD_OK)) {
+        if (export_now && pbd_export_frame(exp, frame, x, v, &err) != PBD_OK) {
             rc = fail(&err);
             goto done;
         }
