@@ -15,6 +15,7 @@
 #include "app/experiments.h"
 #include "app/export.h"
 #include "app/output.h"
+#include "app/plot.h"
 #include "pbd.h"
 #ifdef PBD_HAVE_VIEW
 #include "view/view.h"
@@ -31,6 +32,8 @@ static const char usage_text[] =
     "       pbd view SCENE [options]     the scene in a window (h: keys and mouse)\n"
     "       pbd devices                  list OpenCL platforms and devices\n"
     "       pbd experiments OUTDIR       the paper's experiments: CSV, table and PNG plots\n"
+    "       pbd plot STATS.csv OUT.png|OUT.pdf  kinetic energy, |P| and |L| per body over time\n"
+    "                                    from a --stats file\n"
     "\n"
     "options (override the scene's values):\n"
     "  --frames N          frames to run (pbd run; default: the scene's, else 300)\n"
@@ -131,6 +134,8 @@ typedef struct options {
     const char *csv;
     const char *json;
     const char *plot;
+    const char *plot_out; /* pbd plot's second argument */
+    int num_options;      /* options given (pbd plot takes none) */
 } options;
 
 /* The signal that asked the run to stop (SIGINT, SIGTERM, SIGHUP), or 0. */
@@ -453,12 +458,17 @@ static int parse_args(int argc, char **argv, options *o)
             return usage_error("unknown option '%s'", a);
         } else if (!o->scene) {
             o->scene = a;
+            o->num_options--;
+        } else if (strcmp(o->command, "plot") == 0 && !o->plot_out) {
+            o->plot_out = a;
+            o->num_options--;
         } else {
             return usage_error("unexpected argument '%s' (the scene is '%s')", a, o->scene);
         }
 #undef NEEDS_VALUE
         if (rc)
             return rc;
+        o->num_options++;
     }
     /* Two outputs never share a path. */
     const char *outs[3] = {o->stats, o->dump, o->save_state};
@@ -910,6 +920,20 @@ static void tweak_config(const void *ctx, pbd_config *c)
 static int cmd_bench(const options *o)
 {
     const char *scenes = o->scenes_dir ? o->scenes_dir : PBD_DEFAULT_SCENES;
+    /* A plot that cannot be drawn is refused before the suite runs, not after. */
+    size_t plot_len = o->plot ? strlen(o->plot) : 0;
+    if (o->plot && (plot_len < 4 || (strcmp(o->plot + plot_len - 4, ".png") != 0 &&
+                                     strcmp(o->plot + plot_len - 4, ".pdf") != 0)))
+        return usage_error("--plot: found '%s', expected a file name ending in .png or .pdf",
+                           o->plot);
+    if (o->plot && !pbd_plot_available()) {
+        fprintf(stderr,
+                "pbd: --plot %s: this build draws no plots (PLplot was not found): "
+                "install libplplot-dev and plplot-driver-cairo, then configure and build "
+                "again\n",
+                o->plot);
+        return EXIT_FAIL;
+    }
     if (o->suite) {
         if (o->scene)
             return usage_error("bench: give a SCENE or --suite, not both (found '%s')", o->scene);
@@ -930,6 +954,22 @@ static int cmd_bench(const options *o)
     }
     fprintf(stderr, "pbd: device: %s\n", row.device);
     return pbd_cli_bench_print(&row, o->csv, o->json);
+}
+
+static int cmd_plot(const options *o)
+{
+    if (!o->scene || !o->plot_out)
+        return usage_error("plot: expected STATS.csv OUT.png|OUT.pdf, found %s",
+                           o->scene ? "one argument" : "none");
+    if (o->num_options > 0)
+        return usage_error("plot: takes no options, found %d", o->num_options);
+    if (same_file(o->scene, o->plot_out))
+        return usage_error("plot: %s: the same file as the statistics, expected two paths",
+                           o->plot_out);
+    pbd_error err = {0};
+    int rc = pbd_plot_stats(o->scene, o->plot_out, &err) == PBD_OK ? EXIT_OK : fail(&err);
+    pbd_error_clear(&err);
+    return rc;
 }
 
 static int cmd_view(const options *o)
@@ -993,12 +1033,15 @@ int main(int argc, char **argv)
         return cmd_bench(&o);
     if (strcmp(o.command, "view") == 0)
         return cmd_view(&o);
+    if (strcmp(o.command, "plot") == 0)
+        return cmd_plot(&o);
     if (strcmp(o.command, "experiments") == 0) {
         if (!o.scene)
             return usage_error("experiments: missing OUTDIR (the folder to write to)");
         return pbd_cli_experiments(o.scene, o.scenes_dir ? o.scenes_dir : PBD_DEFAULT_SCENES,
                                    &o.desc, o.quick);
     }
-    return usage_error("unknown command '%s' (expected run, view, bench, devices or experiments)",
+    return usage_error("unknown command '%s' (expected run, view, bench, devices, experiments or "
+                       "plot)",
                        o.command);
 }
