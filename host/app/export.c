@@ -44,15 +44,19 @@ struct pbd_export {
     int n; /* particles */
     int num_bodies;
     pbd_body *bodies;
-    int *tris;                 /* surface triangles, 3 each, grouped by body */
-    int *tri_start;            /* body b's are tris[3 tri_start[b] .. 3 tri_start[b + 1]) */
-    float *normals;            /* 3 per particle */
-    buffer buf;                /* the frame being written */
-    buffer vtu_head, vtu_tail; /* VTU: XML before the data; the topology blocks after it */
-    long written;              /* frames written */
-    int failed;                /* a frame failed: nothing more is written */
-    int finished;              /* pbd_export_finish ran */
-    char *path;                /* room for any file name in dir */
+    int *tris;                       /* surface triangles, 3 each, grouped by body */
+    int *tri_start;                  /* body b's are tris[3 tri_start[b] .. 3 tri_start[b + 1]) */
+    float *normals;                  /* 3 per particle */
+    int *vertex_start, *vertex_tris; /* the triangles at each vertex (list_vertex_triangles) */
+    float *face_normals;             /* 3 per triangle */
+    buffer buf;                      /* the frame being written */
+    buffer vtu_head, vtu_tail;       /* VTU: XML before the data; the topology blocks after it */
+    buffer obj_elements;             /* OBJ: each body's faces or points (obj_prepare) */
+    size_t *obj_start;
+    long written; /* frames written */
+    int failed;   /* a frame failed: nothing more is written */
+    int finished; /* pbd_export_finish ran */
+    char *path;   /* room for any file name in dir */
     size_t path_size;
     buffer pvd; /* series.pvd's DataSet lines, one per frame written */
     long pvd_listed;
@@ -191,7 +195,11 @@ static char *put_float(char *p, float f, int digits)
         d = -d;
     }
     /* d = m 10^(e - digits + 1) with m of `digits` digits. Floats lie in [1.4e-45, 3.4e38]. */
-    int e = (int)floor(log10(d));
+    /* d is in [2^(be-1), 2^be): floor((be-1) log10 2) is log10(d) rounded down, or one
+     * less (log10 itself costs more than the rest of the conversion). */
+    int be = 0;
+    frexp(d, &be);
+    int e = (int)floor((be - 1) * 0.30102999566398120);
     uint64_t lo = (uint64_t)pow10[digits - 1], hi = (uint64_t)pow10[digits];
     uint64_t m = 0;
     for (int pass = 0; pass < 2; ++pass) {
@@ -199,7 +207,7 @@ static char *put_float(char *p, float f, int digits)
         double scaled = s >= 0 ? d * pow10[s] : d / pow10[-s];
         m = (uint64_t)(scaled + 0.5);
         if (m >= hi)
-            e++; /* log10 rounded up across a power of ten, or the rounding carried */
+            e++; /* the estimate was one low, or the rounding carried */
         else if (m < lo)
             e--;
         else
@@ -247,35 +255,62 @@ static char *put_float(char *p, float f, int digits)
 
 /* ---- the model's surfaces and tetrahedra ------------------------------------------------- */
 
-/* Area-weighted vertex normals of the surface triangles; 0 where a particle has none. */
+/* Area-weighted vertex normals of the surface triangles; 0 where a particle has none. Each
+ * triangle's normal (its cross product: twice its area long) is computed once, then each
+ * vertex sums those of its triangles through a list built once (vertex_tris): adding into
+ * the vertices triangle by triangle would chain every add through memory, since
+ * neighbouring triangles share vertices. */
 static void compute_normals(pbd_export *e, const pbd_float4 *x)
 {
-    float *nr = e->normals;
-    memset(nr, 0, (size_t)e->n * 3 * sizeof *nr);
     int nt = e->tri_start[e->num_bodies];
+    float *fn = e->face_normals;
     for (int t = 0; t < nt; ++t) {
         const int *q = e->tris + 3 * t;
         pbd_float4 a = x[q[0]], b = x[q[1]], c = x[q[2]];
         float ux = b.x - a.x, uy = b.y - a.y, uz = b.z - a.z;
         float vx = c.x - a.x, vy = c.y - a.y, vz = c.z - a.z;
-        float cx = uy * vz - uz * vy, cy = uz * vx - ux * vz, cz = ux * vy - uy * vx;
-        for (int k = 0; k < 3; ++k) {
-            float *o = nr + 3 * q[k];
-            o[0] += cx;
-            o[1] += cy;
-            o[2] += cz;
-        }
+        fn[3 * t] = uy * vz - uz * vy;
+        fn[3 * t + 1] = uz * vx - ux * vz;
+        fn[3 * t + 2] = ux * vy - uy * vx;
     }
     for (int i = 0; i < e->n; ++i) {
-        float *o = nr + 3 * i;
-        float len = sqrtf(o[0] * o[0] + o[1] * o[1] + o[2] * o[2]);
-        if (len > 0.0f) {
-            float s = 1.0f / len;
-            o[0] *= s;
-            o[1] *= s;
-            o[2] *= s;
+        float sx = 0.0f, sy = 0.0f, sz = 0.0f;
+        for (int k = e->vertex_start[i]; k < e->vertex_start[i + 1]; ++k) {
+            const float *f = fn + 3 * e->vertex_tris[k];
+            sx += f[0];
+            sy += f[1];
+            sz += f[2];
         }
+        float len = sqrtf(sx * sx + sy * sy + sz * sz);
+        float s = len > 0.0f ? 1.0f / len : 0.0f;
+        e->normals[3 * i] = sx * s;
+        e->normals[3 * i + 1] = sy * s;
+        e->normals[3 * i + 2] = sz * s;
     }
+}
+
+/* The triangles at each vertex, for compute_normals: vertex i's are
+ * vertex_tris[vertex_start[i] .. vertex_start[i + 1]). */
+static int list_vertex_triangles(pbd_export *e)
+{
+    int nt = e->tri_start[e->num_bodies];
+    e->vertex_start = calloc((size_t)e->n + 1, sizeof *e->vertex_start);
+    e->vertex_tris = malloc((size_t)(nt > 0 ? 3 * nt : 1) * sizeof *e->vertex_tris);
+    e->face_normals = malloc((size_t)(nt > 0 ? 3 * nt : 1) * sizeof *e->face_normals);
+    int *at = malloc(((size_t)e->n + 1) * sizeof *at);
+    if (!e->vertex_start || !e->vertex_tris || !e->face_normals || !at) {
+        free(at);
+        return -1;
+    }
+    for (int k = 0; k < 3 * nt; ++k)
+        e->vertex_start[e->tris[k] + 1]++;
+    for (int i = 0; i < e->n; ++i)
+        e->vertex_start[i + 1] += e->vertex_start[i];
+    memcpy(at, e->vertex_start, ((size_t)e->n + 1) * sizeof *at);
+    for (int k = 0; k < 3 * nt; ++k)
+        e->vertex_tris[at[e->tris[k]]++] = k / 3;
+    free(at);
+    return 0;
 }
 
 /* Groups the model's surface triangles by body (a counting sort: each body's in the model's
@@ -388,18 +423,65 @@ static pbd_status write_file(const char *path, long frame, const void *const *pa
     return st;
 }
 
+/* The OBJ elements of each body (its faces, or a point element), the same every frame:
+ * made once, copied into every frame. Body b's are obj_elements[obj_start[b] ..
+ * obj_start[b + 1]). */
+static int obj_prepare(pbd_export *e)
+{
+    buffer *b = &e->obj_elements;
+    e->obj_start = malloc(((size_t)e->num_bodies + 1) * sizeof *e->obj_start);
+    if (!e->obj_start)
+        return -1;
+    for (int bi = 0; bi < e->num_bodies; ++bi) {
+        const pbd_body *body = &e->bodies[bi];
+        e->obj_start[bi] = b->len;
+        int t0 = e->tri_start[bi], t1 = e->tri_start[bi + 1];
+        if (reserve(b, (size_t)(t1 - t0) * 72 + (size_t)body->count * 12 + 2) != 0)
+            return -1;
+        char *p = b->p + b->len;
+        if (t1 == t0) {
+            /* Points: no faces, so an element that names the vertices (MeshLab and
+             * Blender import the vertices either way). */
+            *p++ = 'p';
+            for (int i = body->first; i < body->first + body->count; ++i) {
+                *p++ = ' ';
+                p = put_uint(p, (unsigned long)i + 1);
+            }
+            *p++ = '\n';
+        }
+        for (int t = t0; t < t1; ++t) {
+            *p++ = 'f';
+            for (int c = 0; c < 3; ++c) {
+                unsigned long v = (unsigned long)e->tris[3 * t + c] + 1;
+                *p++ = ' ';
+                p = put_uint(p, v);
+                *p++ = '/';
+                *p++ = '/';
+                p = put_uint(p, v);
+            }
+            *p++ = '\n';
+        }
+        b->len = (size_t)(p - b->p);
+    }
+    e->obj_start[e->num_bodies] = b->len;
+    return 0;
+}
+
 static int obj_frame(pbd_export *e, long frame, const pbd_float4 *x, int one_object)
 {
     buffer *b = &e->buf;
     b->len = 0;
+    if (!e->obj_start && obj_prepare(e) != 0)
+        return -1;
     compute_normals(e, x);
     if (put_text(b, "# pbd frame %ld, time %.9g s\n", frame, (double)frame * e->dt) != 0 ||
         (one_object && put_text(b, "o pbd\n") != 0))
         return -1;
     for (int bi = 0; bi < e->num_bodies; ++bi) {
         const pbd_body *body = &e->bodies[bi];
+        size_t elements = e->obj_start[bi + 1] - e->obj_start[bi];
         if (put_text(b, "%s %s\n", one_object ? "g" : "o", body->name) != 0 ||
-            reserve(b, (size_t)body->count * 2 * 56) != 0)
+            reserve(b, (size_t)body->count * 2 * 56 + elements) != 0)
             return -1;
         char *p = b->p + b->len;
         for (int i = body->first; i < body->first + body->count; ++i) {
@@ -419,38 +501,8 @@ static int obj_frame(pbd_export *e, long frame, const pbd_float4 *x, int one_obj
             }
             *p++ = '\n';
         }
-        b->len = (size_t)(p - b->p);
-        int t0 = e->tri_start[bi], t1 = e->tri_start[bi + 1];
-        if (t1 == t0) {
-            /* Points: no faces, so an element that names the vertices (MeshLab and
-             * Blender import the vertices either way). */
-            if (put_text(b, "p") != 0 || reserve(b, (size_t)body->count * 12 + 1) != 0)
-                return -1;
-            p = b->p + b->len;
-            for (int i = body->first; i < body->first + body->count; ++i) {
-                *p++ = ' ';
-                p = put_uint(p, (unsigned long)i + 1);
-            }
-            *p++ = '\n';
-            b->len = (size_t)(p - b->p);
-            continue;
-        }
-        if (reserve(b, (size_t)(t1 - t0) * 72) != 0)
-            return -1;
-        p = b->p + b->len;
-        for (int t = t0; t < t1; ++t) {
-            *p++ = 'f';
-            for (int c = 0; c < 3; ++c) {
-                unsigned long v = (unsigned long)e->tris[3 * t + c] + 1;
-                *p++ = ' ';
-                p = put_uint(p, v);
-                *p++ = '/';
-                *p++ = '/';
-                p = put_uint(p, v);
-            }
-            *p++ = '\n';
-        }
-        b->len = (size_t)(p - b->p);
+        memcpy(p, e->obj_elements.p + e->obj_start[bi], elements);
+        b->len = (size_t)(p - b->p) + elements;
     }
     return 0;
 }
@@ -806,7 +858,7 @@ pbd_status pbd_export_open(pbd_export **out, const char *dir, pbd_export_format 
     if (e->bodies)
         memcpy(e->bodies, m->bodies, (size_t)m->num_bodies * sizeof *e->bodies);
     if (!e->dir || !e->path || !e->bodies || !e->normals || group_triangles(e, m) != 0 ||
-        (format == PBD_EXPORT_VTK && vtu_prepare(e, m) != 0)) {
+        list_vertex_triangles(e) != 0 || (format == PBD_EXPORT_VTK && vtu_prepare(e, m) != 0)) {
         pbd_export_free(e);
         return pbd_error_set(err, PBD_ERR_MEMORY, "%s: out of memory", dir);
     }
@@ -948,9 +1000,14 @@ void pbd_export_free(pbd_export *e)
     free(e->tris);
     free(e->tri_start);
     free(e->normals);
+    free(e->vertex_start);
+    free(e->vertex_tris);
+    free(e->face_normals);
     free(e->buf.p);
     free(e->vtu_head.p);
     free(e->vtu_tail.p);
+    free(e->obj_elements.p);
+    free(e->obj_start);
     free(e->pvd.p);
     free(e);
 }
