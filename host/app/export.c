@@ -52,6 +52,7 @@ struct pbd_export {
     buffer buf;                      /* the frame being written */
     buffer vtu_head, vtu_tail;       /* VTU: XML before the data; the topology blocks after it */
     buffer obj_elements;             /* OBJ: each body's faces or points (obj_prepare) */
+    buffer ply_faces;                /* PLY: the faces, the same every frame */
     size_t *obj_start;
     long written; /* frames written */
     int failed;   /* a frame failed: nothing more is written */
@@ -513,13 +514,25 @@ static int ply_frame(pbd_export *e, long frame, const pbd_float4 *x)
     b->len = 0;
     compute_normals(e, x);
     int nt = e->tri_start[e->num_bodies];
+    /* The faces are the same every frame: made once, written after the vertices. */
+    if (e->ply_faces.len == 0 && nt > 0) {
+        if (reserve(&e->ply_faces, (size_t)nt * 13) != 0)
+            return -1;
+        char *q = e->ply_faces.p;
+        for (int t = 0; t < nt; ++t) {
+            *q++ = 3;
+            for (int c = 0; c < 3; ++c)
+                q = put_u32(q, (uint32_t)e->tris[3 * t + c]);
+        }
+        e->ply_faces.len = (size_t)nt * 13;
+    }
     if (put_text(b,
                  "ply\nformat binary_little_endian 1.0\ncomment pbd frame %ld, time %.9g s\n"
                  "element vertex %d\nproperty float x\nproperty float y\nproperty float z\n"
                  "property float nx\nproperty float ny\nproperty float nz\nelement face %d\n"
                  "property list uchar int vertex_indices\nend_header\n",
                  frame, (double)frame * e->dt, e->n, nt) != 0 ||
-        reserve(b, (size_t)e->n * 24 + (size_t)nt * 13) != 0)
+        reserve(b, (size_t)e->n * 24) != 0)
         return -1;
     char *p = b->p + b->len;
     for (int i = 0; i < e->n; ++i) {
@@ -529,11 +542,6 @@ static int ply_frame(pbd_export *e, long frame, const pbd_float4 *x)
         p = put_f32(p, e->normals[3 * i]);
         p = put_f32(p, e->normals[3 * i + 1]);
         p = put_f32(p, e->normals[3 * i + 2]);
-    }
-    for (int t = 0; t < nt; ++t) {
-        *p++ = 3;
-        for (int c = 0; c < 3; ++c)
-            p = put_u32(p, (uint32_t)e->tris[3 * t + c]);
     }
     b->len = (size_t)(p - b->p);
     return 0;
@@ -712,8 +720,9 @@ static pbd_status write_frame(pbd_export *e, long frame, const pbd_float4 *x, co
     case PBD_EXPORT_PLY:
         bad = e->format == PBD_EXPORT_OBJ ? obj_frame(e, frame, x, 0) : ply_frame(e, frame, x);
         if (!bad)
-            st = write_file(frame_path(e, frame, e->ext), frame, (const void *[]){e->buf.p},
-                            (size_t[]){e->buf.len}, 1, err);
+            st = write_file(frame_path(e, frame, e->ext), frame,
+                            (const void *[]){e->buf.p, e->ply_faces.p},
+                            (size_t[]){e->buf.len, e->ply_faces.len}, 2, err);
         break;
     case PBD_EXPORT_VTK:
         bad = vtu_frame(e, x, v);
@@ -905,8 +914,8 @@ pbd_status pbd_export_open(pbd_export **out, const char *dir, pbd_export_format 
     return PBD_OK;
 }
 
-pbd_status pbd_export_frame(pbd_export *e, long frame, const pbd_float4 *x, const pbd_float4 *v,
-                            pbd_error *err)
+/* Waits for a free slot; returns its index, or -1 with the writer's failure in err. */
+static int free_slot(pbd_export *e, pbd_error *err)
 {
     pthread_mutex_lock(&e->mu);
     while (e->queued == 2 && !e->failed)
@@ -917,14 +926,38 @@ pbd_status pbd_export_frame(pbd_export *e, long frame, const pbd_float4 *x, cons
             e->reported = 1;
         pthread_mutex_unlock(&e->mu);
         if (st == PBD_ERR_ARGUMENT)
-            return pbd_error_set(err, st, "%s: the export has finished", e->dir);
-        return pbd_error_set(err, st, "%s", e->werr.message);
+            pbd_error_set(err, st, "%s: the export has finished", e->dir);
+        else
+            pbd_error_set(err, st, "%s", e->werr.message);
+        return -1;
     }
     int k = (e->head + e->queued) % 2;
     pthread_mutex_unlock(&e->mu);
-    /* The slot is the main thread's until it is queued. */
-    memcpy(e->slots[k].x, x, (size_t)e->n * sizeof *x);
-    memcpy(e->slots[k].v, v, (size_t)e->n * sizeof *v);
+    return k;
+}
+
+pbd_status pbd_export_buffers(pbd_export *e, pbd_float4 **x, pbd_float4 **v, pbd_error *err)
+{
+    int k = free_slot(e, err);
+    if (k < 0)
+        return err ? err->status : PBD_ERR_IO;
+    *x = e->slots[k].x;
+    *v = e->slots[k].v;
+    return PBD_OK;
+}
+
+pbd_status pbd_export_frame(pbd_export *e, long frame, const pbd_float4 *x, const pbd_float4 *v,
+                            pbd_error *err)
+{
+    int k = free_slot(e, err);
+    if (k < 0)
+        return err ? err->status : PBD_ERR_IO;
+    /* The slot is the main thread's until it is queued; the state may be in it already
+     * (pbd_export_buffers). */
+    if (x != e->slots[k].x)
+        memcpy(e->slots[k].x, x, (size_t)e->n * sizeof *x);
+    if (v != e->slots[k].v)
+        memcpy(e->slots[k].v, v, (size_t)e->n * sizeof *v);
     e->slots[k].frame = frame;
     pthread_mutex_lock(&e->mu);
     e->queued++;
@@ -1007,6 +1040,7 @@ void pbd_export_free(pbd_export *e)
     free(e->vtu_head.p);
     free(e->vtu_tail.p);
     free(e->obj_elements.p);
+    free(e->ply_faces.p);
     free(e->obj_start);
     free(e->pvd.p);
     free(e);

@@ -41,6 +41,10 @@ pbd_status pbd_export_open(pbd_export **out, const char *dir, pbd_export_format 
  * the frames written before stay, and the export writes nothing more. */
 pbd_status pbd_export_frame(pbd_export *e, long frame, const pbd_float4 *x, const pbd_float4 *v,
                             pbd_error *err);
+/* The arrays of the slot the next pbd_export_frame fills (num_particles each), waiting for
+ * one to be free: read the state into them and pass them to pbd_export_frame, which then
+ * copies nothing. */
+pbd_status pbd_export_buffers(pbd_export *e, pbd_float4 **x, pbd_float4 **v, pbd_error *err);
 /* Writes the queued frames, then completes what spans frames (series.pvd, positions.pc2 and
  * its sample count) with the frames written, synced. Also after a run stopped early: what
  * was exported stays readable. After a failed frame it only reports the failure, once. */

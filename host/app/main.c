@@ -655,6 +655,7 @@ static int cmd_run(const options *o)
     pbd_solver *solver = NULL;
     pbd_output stats = {0}, dump = {0}, save = {0};
     pbd_export *exp = NULL;
+    pbd_float4 *ex = NULL, *ev = NULL; /* an exported frame is read into the export's buffers */
     pbd_body_stats *sbuf = NULL;
     pbd_float4 *x = NULL, *v = NULL;
     void *state = NULL;
@@ -708,11 +709,11 @@ static int cmd_run(const options *o)
         goto done;
     }
     sbuf = calloc((size_t)m->num_bodies, sizeof *sbuf);
-    if (o->dump || o->export_dir) {
+    if (o->dump) {
         x = malloc((size_t)m->num_particles * sizeof *x);
         v = malloc((size_t)m->num_particles * sizeof *v);
     }
-    if (!sbuf || ((o->dump || o->export_dir) && (!x || !v))) {
+    if (!sbuf || (o->dump && (!x || !v))) {
         fprintf(stderr, "pbd: out of memory\n");
         rc = EXIT_FAIL;
         goto done;
@@ -721,8 +722,9 @@ static int cmd_run(const options *o)
     if (o->export_dir &&
         (pbd_export_open(&exp, o->export_dir, (pbd_export_format)o->export_format, m, c->dt, first,
                          o->export_every, first + c->frames, &err) != PBD_OK ||
-         pbd_solver_read(solver, x, v, &err) != PBD_OK ||
-         pbd_export_frame(exp, first, x, v, &err) != PBD_OK)) {
+         pbd_export_buffers(exp, &ex, &ev, &err) != PBD_OK ||
+         pbd_solver_read(solver, ex, ev, &err) != PBD_OK ||
+         pbd_export_frame(exp, first, ex, ev, &err) != PBD_OK)) {
         rc = fail(&err);
         goto done;
     }
@@ -771,12 +773,13 @@ static int cmd_run(const options *o)
          * the device's statistics, unless a statistics row needs them. */
         int export_now = exp && done_frames % o->export_every == 0;
         int stats_now = stats.f && frame % o->stats_every == 0;
-        if (export_now && pbd_solver_read(solver, x, v, &err) != PBD_OK) {
+        if (export_now && (pbd_export_buffers(exp, &ex, &ev, &err) != PBD_OK ||
+                           pbd_solver_read(solver, ex, ev, &err) != PBD_OK)) {
             rc = fail(&err);
             goto done;
         }
-        if ((rc = guard(solver, m, frame, sbuf, export_now && !stats_now ? x : NULL, v, exp != NULL,
-                        &err)))
+        if ((rc = guard(solver, m, frame, sbuf, export_now && !stats_now ? ex : NULL, ev,
+                        exp != NULL, &err)))
             goto done;
         if (o->hash_every && frame % o->hash_every == 0) {
             uint64_t h = 0;
@@ -789,7 +792,7 @@ static int cmd_run(const options *o)
         /* The guard has just computed this state's statistics. */
         if (stats_now)
             pbd_stats_write_rows(stats.f, frame, (double)frame * c->dt, sbuf, m->num_bodies);
-        if (export_now && pbd_export_frame(exp, frame, x, v, &err) != PBD_OK) {
+        if (export_now && pbd_export_frame(exp, frame, ex, ev, &err) != PBD_OK) {
             rc = fail(&err);
             goto done;
         }
