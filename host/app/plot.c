@@ -24,10 +24,6 @@
 #define MAX_SIZE        8192
 #define MAX_LEGEND      12 /* series in a legend; more are drawn without one */
 
-/* Tableau-like colours: distinguishable from each other and from the black frame. */
-static const unsigned palette[8] = {0x1f77b4, 0xd62728, 0x2ca02c, 0xff7f0e,
-                                    0x9467bd, 0x17becf, 0x8c564b, 0xe377c2};
-
 static int ends_with(const char *s, const char *tail)
 {
     size_t n = strlen(s), m = strlen(tail);
@@ -88,6 +84,10 @@ int pbd_plot_available(void)
 }
 
 #ifdef PBD_HAVE_PLPLOT
+
+/* Tableau-like colours: distinguishable from each other and from the black frame. */
+static const unsigned palette[8] = {0x1f77b4, 0xd62728, 0x2ca02c, 0xff7f0e,
+                                    0x9467bd, 0x17becf, 0x8c564b, 0xe377c2};
 
 /* Whether PLplot has the device `name` (its drivers are packages of their own). */
 static int have_device(const char *name)
