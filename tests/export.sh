@@ -19,6 +19,13 @@ fail() {
     echo "FAIL: $1"
     exit 1
 }
+wait_for() { # FILE: until it exists (10 s at most), so a signal comes after the export began
+    n=0
+    while [ ! -e "$1" ] && [ $n -lt 100 ]; do
+        sleep 0.1
+        n=$((n + 1))
+    done
+}
 run() { # FORMAT EXTRA...: 10 frames of the scene, every 5th exported, and the dump
     f=$1
     shift
@@ -56,7 +63,7 @@ grep -q "exported     3 frames (pc2, every 5) to pc2" out_pc2.txt || fail "pc2: 
 "$pbd" run "$scene" --backend cpu --frames 1000000 --export-every 400000 --export wide \
     --format ply --quiet --dt 0.0001 --iterations 1 --substeps 1 >/dev/null 2>&1 &
 pid=$!
-sleep 0.5
+wait_for wide/frame_0000000.ply
 kill -INT $pid
 wait $pid
 [ $? -eq 130 ] || fail "wide: expected exit 130"
@@ -110,6 +117,7 @@ fi
 "$pbd" run "$scene" --backend cpu --frames 1000000 --export sig --format vtk --export-every 500 \
     >/dev/null 2>sig.txt &
 pid=$!
+wait_for sig/frame_0000000.vtu
 sleep 1
 kill -INT $pid
 wait $pid

@@ -77,7 +77,7 @@ static const char usage_text[] =
     "                      quick, or soak (100,000 frames of the spinning box and the cloth,\n"
     "                      --bench-frames to change: finite state, flat memory, drift)\n"
     "  --csv FILE, --json FILE  the measurements as CSV / JSON\n"
-    "  --plot FILE         ms per step against particles for the cloth sweep (PNG)\n"
+    "  --plot FILE         ms per step against particles for the cloth sweep (.png or .pdf)\n"
     "view only:\n"
     "  --frames N --screenshot FILE.png  render after N frames, write a PNG, exit (no window\n"
     "                      shown: works under xvfb-run)\n"
