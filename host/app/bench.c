@@ -371,7 +371,7 @@ static int plot_sweep(const pbd_bench_row *rows, int n, const char *path)
                   .log_y = 1,
                   .log_x = 1};
     pbd_error err = {0};
-    if (pbd_plot_png(&p, path, &err) != PBD_OK) {
+    if (pbd_plot_write(&p, 1, path, &err) != PBD_OK) {
         fprintf(stderr, "pbd: %s\n", err.message);
         return 1;
     }

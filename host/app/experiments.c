@@ -138,7 +138,7 @@ static int figure3(const char *dir, const pbd_solver_desc *desc, int quick, pbd_
                          .series = s,
                          .num_series = VARIANTS};
         out_path(path, sizeof path, dir, pass ? "figure3_momentum.png" : "figure3_energy.png");
-        if (pbd_plot_png(&plot, path, err) != PBD_OK)
+        if (pbd_plot_write(&plot, 1, path, err) != PBD_OK)
             goto done;
     }
     printf("figure 3: after %.0f s, |L| kept %.4f / %.4f / %.4f (hard / soft / damped) with the "
@@ -201,7 +201,7 @@ static int spinning_box(const char *dir, const char *scenes, const pbd_solver_de
                          .num_series = 2};
         out_path(path, sizeof path, dir,
                  pass ? "spinning_box_linear.png" : "spinning_box_angular.png");
-        if (pbd_plot_png(&plot, path, err) != PBD_OK)
+        if (pbd_plot_write(&plot, 1, path, err) != PBD_OK)
             goto done;
     }
     printf("spinning box: after %d steps |L| %.6g with the correction, %.6g without (of %.6g); "

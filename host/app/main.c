@@ -13,7 +13,9 @@
 
 #include "app/bench.h"
 #include "app/experiments.h"
+#include "app/export.h"
 #include "app/output.h"
+#include "app/plot.h"
 #include "pbd.h"
 #ifdef PBD_HAVE_VIEW
 #include "view/view.h"
@@ -30,6 +32,8 @@ static const char usage_text[] =
     "       pbd view SCENE [options]     the scene in a window (h: keys and mouse)\n"
     "       pbd devices                  list OpenCL platforms and devices\n"
     "       pbd experiments OUTDIR       the paper's experiments: CSV, table and PNG plots\n"
+    "       pbd plot STATS.csv OUT.png|OUT.pdf  kinetic energy, |P| and |L| per body over time\n"
+    "                                    from a --stats file\n"
     "\n"
     "options (override the scene's values):\n"
     "  --frames N          frames to run (pbd run; default: the scene's, else 300)\n"
@@ -57,6 +61,11 @@ static const char usage_text[] =
     "  --hash              print \"hash FRAME HEX\" after every frame: a 64-bit hash of every\n"
     "                      position and velocity (two runs agree bit for bit: equal hashes)\n"
     "  --hash-every N      the same every N frames\n"
+    "  --export DIR        write frame 0 and every --export-every frames to DIR (created if\n"
+    "                      missing) for Blender, ParaView, MeshLab: needs --format\n"
+    "  --format obj|ply|vtk|pc2  OBJ or binary PLY per frame, VTK .vtu per frame and\n"
+    "                      series.pvd, or a Blender point cache positions.pc2 (docs/exports.md)\n"
+    "  --export-every N    default 1\n"
     "  --save-state FILE   write a checkpoint after the last frame\n"
     "  --load-state FILE   continue from a checkpoint of the same scene and options: --frames\n"
     "                      more frames, numbered from the scene's start\n"
@@ -68,7 +77,7 @@ static const char usage_text[] =
     "                      quick, or soak (100,000 frames of the spinning box and the cloth,\n"
     "                      --bench-frames to change: finite state, flat memory, drift)\n"
     "  --csv FILE, --json FILE  the measurements as CSV / JSON\n"
-    "  --plot FILE         ms per step against particles for the cloth sweep (PNG)\n"
+    "  --plot FILE         ms per step against particles for the cloth sweep (.png or .pdf)\n"
     "view only:\n"
     "  --frames N --screenshot FILE.png  render after N frames, write a PNG, exit (no window\n"
     "                      shown: works under xvfb-run)\n"
@@ -102,6 +111,9 @@ typedef struct options {
     const char *stats;
     long stats_every;
     const char *dump;
+    const char *export_dir; /* --export DIR, or NULL */
+    int export_format;      /* -1 or a pbd_export_format */
+    long export_every;
     long hash_every; /* --hash: print the state's hash every this many frames; 0: never */
     const char *save_state;
     const char *load_state;
@@ -122,6 +134,8 @@ typedef struct options {
     const char *csv;
     const char *json;
     const char *plot;
+    const char *plot_out; /* pbd plot's second argument */
+    int num_options;      /* options given (pbd plot takes none) */
 } options;
 
 /* The signal that asked the run to stop (SIGINT, SIGTERM, SIGHUP), or 0. */
@@ -152,6 +166,9 @@ static void catch_signals(void)
     const int sigs[3] = {SIGINT, SIGTERM, SIGHUP};
     for (int k = 0; k < 3; ++k)
         sigaction(sigs[k], &sa, NULL);
+    /* A file size limit (ulimit -f) fails the write, which is reported, instead of killing
+     * the process with a core dump. */
+    signal(SIGXFSZ, SIG_IGN);
 }
 
 /* Whether a and b name one file: the same path, or the same existing file. */
@@ -220,6 +237,7 @@ static const struct {
     const char *option, *commands; /* commands: space-separated, each followed by a space */
 } option_scope[] = {
     {"--stats", "run "},          {"--stats-every", "run "}, {"--dump", "run "},
+    {"--export", "run "},         {"--format", "run "},      {"--export-every", "run "},
     {"--hash", "run "},           {"--hash-every", "run "},  {"--save-state", "run "},
     {"--load-state", "run "},     {"--quiet", "run "},       {"--runs", "bench "},
     {"--bench-frames", "bench "}, {"--suite", "bench "},     {"--csv", "bench "},
@@ -258,6 +276,8 @@ static int parse_args(int argc, char **argv, options *o)
     o->velocity_update = -1;
     o->drag_particle = -1;
     o->stats_every = 1;
+    o->export_format = -1;
+    o->export_every = 1;
     o->runs = 5;
     if (argc < 2)
         return usage_error("missing command");
@@ -352,6 +372,16 @@ static int parse_args(int argc, char **argv, options *o)
         } else if (strcmp(a, "--stats-every") == 0) {
             NEEDS_VALUE;
             rc = parse_long(a, val, 1, 100000000, &o->stats_every);
+        } else if (strcmp(a, "--export") == 0) {
+            NEEDS_VALUE;
+            o->export_dir = val;
+        } else if (strcmp(a, "--format") == 0) {
+            NEEDS_VALUE;
+            if ((o->export_format = pbd_export_format_parse(val)) < 0)
+                return usage_error("--format: found '%s', expected obj, ply, vtk or pc2", val);
+        } else if (strcmp(a, "--export-every") == 0) {
+            NEEDS_VALUE;
+            rc = parse_long(a, val, 1, 100000000, &o->export_every);
         } else if (strcmp(a, "--hash") == 0) {
             o->hash_every = o->hash_every ? o->hash_every : 1;
         } else if (strcmp(a, "--hash-every") == 0) {
@@ -428,12 +458,17 @@ static int parse_args(int argc, char **argv, options *o)
             return usage_error("unknown option '%s'", a);
         } else if (!o->scene) {
             o->scene = a;
+            o->num_options--;
+        } else if (strcmp(o->command, "plot") == 0 && !o->plot_out) {
+            o->plot_out = a;
+            o->num_options--;
         } else {
             return usage_error("unexpected argument '%s' (the scene is '%s')", a, o->scene);
         }
 #undef NEEDS_VALUE
         if (rc)
             return rc;
+        o->num_options++;
     }
     /* Two outputs never share a path. */
     const char *outs[3] = {o->stats, o->dump, o->save_state};
@@ -443,6 +478,11 @@ static int parse_args(int argc, char **argv, options *o)
             if (outs[i] && outs[j] && same_file(outs[i], outs[j]))
                 return usage_error("%s %s: the same file as %s, expected two different paths",
                                    out_names[j], outs[j], out_names[i]);
+    if (o->export_dir && o->export_format < 0)
+        return usage_error("--export %s: missing --format obj, ply, vtk or pc2", o->export_dir);
+    if (!o->export_dir && (o->export_format >= 0 || o->export_every != 1))
+        return usage_error("--%s: found without --export DIR",
+                           o->export_format >= 0 ? "format" : "export-every");
     if (o->desc.float_sums && o->desc.backend == PBD_BACKEND_CPU)
         return usage_error("--float-sums: found with --backend cpu, expected the OpenCL backend "
                            "(the CPU reference sums in double)");
@@ -547,12 +587,27 @@ static int write_stats(pbd_solver *s, FILE *f, long step, double time, pbd_body_
  * statistics (one reduction where the state lives). A body whose sums are not finite, or
  * whose root-mean-square speed is beyond PBD_MAX_COORD m/s, stops the run; only then is the
  * state read back, to name the first particle at fault. Returns EXIT_OK or EXIT_FAIL. */
-static int guard(pbd_solver *s, const pbd_model *m, long frame, pbd_body_stats *st, pbd_error *err)
+static int guard(pbd_solver *s, const pbd_model *m, long frame, pbd_body_stats *st,
+                 const pbd_float4 *read_x, const pbd_float4 *read_v, int exporting, pbd_error *err)
 {
-    if (pbd_solver_stats(s, st, err) != PBD_OK)
-        return fail(err);
+    const char *kept = exporting ? "no output files written but the frames exported before it"
+                                 : "no output files written";
     int bad = -1;
-    for (int b = 0; b < m->num_bodies && bad < 0; ++b) {
+    if (read_x) {
+        /* The state was read back (to export it): checked here, particle by particle. */
+        for (int i = 0; i < m->num_particles && bad < 0; ++i) {
+            float q[6] = {read_x[i].x, read_x[i].y, read_x[i].z,
+                          read_v[i].x, read_v[i].y, read_v[i].z};
+            for (int c = 0; c < 6; ++c)
+                if (!(fabsf(q[c]) <= PBD_MAX_COORD))
+                    bad = m->body[i];
+        }
+        if (bad < 0)
+            return EXIT_OK;
+    } else if (pbd_solver_stats(s, st, err) != PBD_OK) {
+        return fail(err);
+    }
+    for (int b = 0; b < m->num_bodies && bad < 0 && !read_x; ++b) {
         double sum = st[b].kinetic_energy + st[b].com[0] + st[b].com[1] + st[b].com[2] +
                      st[b].p[0] + st[b].p[1] + st[b].p[2] + st[b].l[0] + st[b].l[1] + st[b].l[2];
         double rms = st[b].mass > 0.0 ? sqrt(2.0 * st[b].kinetic_energy / st[b].mass) : 0.0;
@@ -578,15 +633,15 @@ static int guard(pbd_solver *s, const pbd_model *m, long frame, pbd_body_stats *
         }
         fprintf(stderr,
                 "pbd: frame %ld: body %d (%s), particle %d: position (%g, %g, %g) m, velocity "
-                "(%g, %g, %g) m/s: not finite or beyond %g; stopping, no output files written\n",
+                "(%g, %g, %g) m/s: not finite or beyond %g; stopping, %s\n",
                 frame, bad, b->name, i - b->first, (double)x[i].x, (double)x[i].y, (double)x[i].z,
-                (double)v[i].x, (double)v[i].y, (double)v[i].z, (double)PBD_MAX_COORD);
+                (double)v[i].x, (double)v[i].y, (double)v[i].z, (double)PBD_MAX_COORD, kept);
     } else {
         fprintf(stderr,
                 "pbd: frame %ld: body %d (%s): kinetic energy %g J, momentum (%g, %g, %g): not "
-                "finite or beyond %g m/s; stopping, no output files written\n",
+                "finite or beyond %g m/s; stopping, %s\n",
                 frame, bad, b->name, st[bad].kinetic_energy, st[bad].p[0], st[bad].p[1],
-                st[bad].p[2], (double)PBD_MAX_COORD);
+                st[bad].p[2], (double)PBD_MAX_COORD, kept);
     }
     free(x);
     free(v);
@@ -599,6 +654,8 @@ static int cmd_run(const options *o)
     pbd_error err = {0};
     pbd_solver *solver = NULL;
     pbd_output stats = {0}, dump = {0}, save = {0};
+    pbd_export *exp = NULL;
+    pbd_float4 *ex = NULL, *ev = NULL; /* an exported frame is read into the export's buffers */
     pbd_body_stats *sbuf = NULL;
     pbd_float4 *x = NULL, *v = NULL;
     void *state = NULL;
@@ -652,9 +709,23 @@ static int cmd_run(const options *o)
         goto done;
     }
     sbuf = calloc((size_t)m->num_bodies, sizeof *sbuf);
-    if (!sbuf) {
+    if (o->dump) {
+        x = malloc((size_t)m->num_particles * sizeof *x);
+        v = malloc((size_t)m->num_particles * sizeof *v);
+    }
+    if (!sbuf || (o->dump && (!x || !v))) {
         fprintf(stderr, "pbd: out of memory\n");
         rc = EXIT_FAIL;
+        goto done;
+    }
+    /* Frames first, first + every, ...: frame numbers count from the scene's start. */
+    if (o->export_dir &&
+        (pbd_export_open(&exp, o->export_dir, (pbd_export_format)o->export_format, m, c->dt, first,
+                         o->export_every, first + c->frames, &err) != PBD_OK ||
+         pbd_export_buffers(exp, &ex, &ev, &err) != PBD_OK ||
+         pbd_solver_read(solver, ex, ev, &err) != PBD_OK ||
+         pbd_export_frame(exp, first, ex, ev, &err) != PBD_OK)) {
+        rc = fail(&err);
         goto done;
     }
     if (stats.f) {
@@ -682,6 +753,10 @@ static int cmd_run(const options *o)
             long to_hash = o->hash_every - (first + done_frames) % o->hash_every;
             n = n < to_hash ? n : to_hash;
         }
+        if (exp) {
+            long to_export = o->export_every - done_frames % o->export_every;
+            n = n < to_export ? n : to_export;
+        }
         double t0 = now_s();
         if (pbd_solver_step(solver, (int)n, &err) != PBD_OK ||
             pbd_solver_finish(solver, &err) != PBD_OK) {
@@ -694,7 +769,17 @@ static int cmd_run(const options *o)
         double per_frame = dt_chunk / (double)n;
         chunk = per_frame * 32.0 <= 0.02 ? 32 : per_frame >= 0.02 ? 1 : (long)(0.02 / per_frame);
         long frame = first + done_frames;
-        if ((rc = guard(solver, m, frame, sbuf, &err)))
+        /* An exported frame is read back anyway: the guard checks it on the host, without
+         * the device's statistics, unless a statistics row needs them. */
+        int export_now = exp && done_frames % o->export_every == 0;
+        int stats_now = stats.f && frame % o->stats_every == 0;
+        if (export_now && (pbd_export_buffers(exp, &ex, &ev, &err) != PBD_OK ||
+                           pbd_solver_read(solver, ex, ev, &err) != PBD_OK)) {
+            rc = fail(&err);
+            goto done;
+        }
+        if ((rc = guard(solver, m, frame, sbuf, export_now && !stats_now ? ex : NULL, ev,
+                        exp != NULL, &err)))
             goto done;
         if (o->hash_every && frame % o->hash_every == 0) {
             uint64_t h = 0;
@@ -705,8 +790,12 @@ static int cmd_run(const options *o)
             printf("hash %ld %016llx\n", frame, (unsigned long long)h);
         }
         /* The guard has just computed this state's statistics. */
-        if (stats.f && frame % o->stats_every == 0)
+        if (stats_now)
             pbd_stats_write_rows(stats.f, frame, (double)frame * c->dt, sbuf, m->num_bodies);
+        if (export_now && pbd_export_frame(exp, frame, ex, ev, &err) != PBD_OK) {
+            rc = fail(&err);
+            goto done;
+        }
         double t = now_s();
         if (!o->quiet && t >= t_report) {
             fprintf(stderr, "%sframe %ld of %ld (%.0f%%), %.3f ms per step%s",
@@ -720,19 +809,26 @@ static int cmd_run(const options *o)
     if (!o->quiet && tty && t_report > t_start + 2.0)
         fputc('\n', stderr);
     if (interrupted) {
-        fprintf(stderr, "pbd: %s after %ld frames; no output files written\n",
-                stopped_by(interrupted), done_frames);
+        /* Frames exported so far are complete files: they stay, and finishing the export
+         * makes series.pvd or positions.pc2 list exactly them. */
+        if (exp && pbd_export_finish(exp, &err) != PBD_OK)
+            fail(&err);
+        if (exp)
+            fprintf(stderr,
+                    "pbd: %s after %ld frames; kept the %ld frames exported to %s, no other "
+                    "output files written\n",
+                    stopped_by(interrupted), done_frames, pbd_export_frames(exp), o->export_dir);
+        else
+            fprintf(stderr, "pbd: %s after %ld frames; no output files written\n",
+                    stopped_by(interrupted), done_frames);
         rc = 128 + interrupted; /* the shell's code for a death by that signal */
         goto done;
     }
+    if (exp && pbd_export_finish(exp, &err) != PBD_OK) {
+        rc = fail(&err);
+        goto done;
+    }
     if (dump.f) {
-        x = malloc((size_t)m->num_particles * sizeof *x);
-        v = malloc((size_t)m->num_particles * sizeof *v);
-        if (!x || !v) {
-            fprintf(stderr, "pbd: out of memory\n");
-            rc = EXIT_FAIL;
-            goto done;
-        }
         if (pbd_solver_read(solver, x, v, &err) != PBD_OK) {
             rc = fail(&err);
             goto done;
@@ -797,10 +893,20 @@ static int cmd_run(const options *o)
         if (o->save_state)
             printf("saved        %s at frame %ld (%zu bytes)\n", o->save_state, first + done_frames,
                    state_size);
+        if (exp) {
+            static const char *const format_names[] = {"obj", "ply", "vtk", "pc2"};
+            printf("exported     %ld frames (%s, every %ld) to %s\n", pbd_export_frames(exp),
+                   format_names[o->export_format], o->export_every, o->export_dir);
+        }
         printf("time         %.3f ms per step, %.2f s in all\n",
                done_frames ? 1e3 * t_step / (double)done_frames : 0.0, now_s() - t_start);
     }
 done:
+    /* A run stopped by an error keeps the frames exported before it (unless the export
+     * itself failed: then finishing does nothing). */
+    if (exp && rc != EXIT_OK && pbd_export_finish(exp, &err) != PBD_OK)
+        fail(&err);
+    pbd_export_free(exp);
     pbd_output_abort(&stats);
     pbd_output_abort(&dump);
     pbd_output_abort(&save);
@@ -822,6 +928,20 @@ static void tweak_config(const void *ctx, pbd_config *c)
 static int cmd_bench(const options *o)
 {
     const char *scenes = o->scenes_dir ? o->scenes_dir : PBD_DEFAULT_SCENES;
+    /* A plot that cannot be drawn is refused before the suite runs, not after. */
+    size_t plot_len = o->plot ? strlen(o->plot) : 0;
+    if (o->plot && (plot_len < 4 || (strcmp(o->plot + plot_len - 4, ".png") != 0 &&
+                                     strcmp(o->plot + plot_len - 4, ".pdf") != 0)))
+        return usage_error("--plot: found '%s', expected a file name ending in .png or .pdf",
+                           o->plot);
+    if (o->plot && !pbd_plot_available()) {
+        fprintf(stderr,
+                "pbd: --plot %s: this build draws no plots (PLplot was not found): "
+                "install libplplot-dev and plplot-driver-cairo, then configure and build "
+                "again\n",
+                o->plot);
+        return EXIT_FAIL;
+    }
     if (o->suite) {
         if (o->scene)
             return usage_error("bench: give a SCENE or --suite, not both (found '%s')", o->scene);
@@ -842,6 +962,22 @@ static int cmd_bench(const options *o)
     }
     fprintf(stderr, "pbd: device: %s\n", row.device);
     return pbd_cli_bench_print(&row, o->csv, o->json);
+}
+
+static int cmd_plot(const options *o)
+{
+    if (!o->scene || !o->plot_out)
+        return usage_error("plot: expected STATS.csv OUT.png|OUT.pdf, found %s",
+                           o->scene ? "one argument" : "none");
+    if (o->num_options > 0)
+        return usage_error("plot: takes no options, found %d", o->num_options);
+    if (same_file(o->scene, o->plot_out))
+        return usage_error("plot: %s: the same file as the statistics, expected two paths",
+                           o->plot_out);
+    pbd_error err = {0};
+    int rc = pbd_plot_stats(o->scene, o->plot_out, &err) == PBD_OK ? EXIT_OK : fail(&err);
+    pbd_error_clear(&err);
+    return rc;
 }
 
 static int cmd_view(const options *o)
@@ -905,12 +1041,15 @@ int main(int argc, char **argv)
         return cmd_bench(&o);
     if (strcmp(o.command, "view") == 0)
         return cmd_view(&o);
+    if (strcmp(o.command, "plot") == 0)
+        return cmd_plot(&o);
     if (strcmp(o.command, "experiments") == 0) {
         if (!o.scene)
             return usage_error("experiments: missing OUTDIR (the folder to write to)");
         return pbd_cli_experiments(o.scene, o.scenes_dir ? o.scenes_dir : PBD_DEFAULT_SCENES,
                                    &o.desc, o.quick);
     }
-    return usage_error("unknown command '%s' (expected run, view, bench, devices or experiments)",
+    return usage_error("unknown command '%s' (expected run, view, bench, devices, experiments or "
+                       "plot)",
                        o.command);
 }

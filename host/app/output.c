@@ -1,4 +1,5 @@
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,14 +61,20 @@ pbd_status pbd_output_open(pbd_output *o, const char *path, pbd_error *err)
     return PBD_OK;
 }
 
-pbd_status pbd_output_commit(pbd_output *o, pbd_error *err)
+static pbd_status commit(pbd_output *o, int sync, pbd_error *err)
 {
-    /* On disk before the rename, so that a crash leaves the old file or the new, whole. */
+    errno = 0;
     int bad = fflush(o->f) != 0 || ferror(o->f);
-    bad |= fsync(fileno(o->f)) != 0 && errno != EINVAL;
-    bad |= fclose(o->f) != 0;
+    int e = errno ? errno : EIO; /* ferror alone: an earlier write failed */
+    if (!bad && sync && fsync(fileno(o->f)) != 0 && errno != EINVAL) {
+        bad = 1;
+        e = errno;
+    }
+    if (fclose(o->f) != 0 && !bad) {
+        bad = 1;
+        e = errno;
+    }
     o->f = NULL;
-    int e = errno;
     if (!bad && rename(o->tmp, o->path) != 0) {
         bad = 1;
         e = errno;
@@ -79,6 +86,30 @@ pbd_status pbd_output_commit(pbd_output *o, pbd_error *err)
         o->tmp[0] = '\0';
     pbd_output_abort(o);
     return st;
+}
+
+pbd_status pbd_output_commit(pbd_output *o, pbd_error *err)
+{
+    /* On disk before the rename, so that a crash leaves the old file or the new, whole. */
+    return commit(o, 1, err);
+}
+
+pbd_status pbd_output_commit_unsynced(pbd_output *o, pbd_error *err)
+{
+    return commit(o, 0, err);
+}
+
+pbd_status pbd_output_sync_path(const char *path, pbd_error *err)
+{
+    int fd = open(path, O_RDONLY);
+    if (fd < 0 || (fsync(fd) != 0 && errno != EINVAL)) {
+        int e = errno;
+        if (fd >= 0)
+            close(fd);
+        return pbd_error_set(err, PBD_ERR_IO, "%s: sync failed: %s", path, strerror(e));
+    }
+    close(fd);
+    return PBD_OK;
 }
 
 void pbd_output_abort(pbd_output *o)

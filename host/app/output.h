@@ -17,6 +17,12 @@ typedef struct pbd_output {
 pbd_status pbd_output_open(pbd_output *o, const char *path, pbd_error *err);
 /* Flushes, closes and renames into place. On failure the temporary file is removed. */
 pbd_status pbd_output_commit(pbd_output *o, pbd_error *err);
+/* The same without the sync: renamed into place whole (no stop of the process leaves a
+ * partial file under the path), not yet on disk (a power cut may lose it). For files that
+ * many are written of at once and synced together (pbd_output_sync_path). */
+pbd_status pbd_output_commit_unsynced(pbd_output *o, pbd_error *err);
+/* Syncs the file at `path` to disk. */
+pbd_status pbd_output_sync_path(const char *path, pbd_error *err);
 /* Closes and removes the temporary file; safe on a zeroed or committed output. */
 void pbd_output_abort(pbd_output *o);
 
