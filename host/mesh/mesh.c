@@ -302,16 +302,19 @@ static int add_element(reader *r, mesh_build *b, const int *v, int nv)
                             "(a degenerate element)",
                             what, label(b, v[i]), nv);
     if (nv == 4) {
-        /* A flat tetrahedron has no volume to keep: its volume constraint would flatten it. */
+        /* A flat tetrahedron has no volume to keep: its volume constraint would flatten it.
+         * Flat as the body will hold it: float coordinates, the volume rounded to float (a
+         * tetrahedron flat only after rounding is refused here too, with its line). */
         const double *p = b->m.vertices;
         double e[3][3];
         for (int i = 0; i < 3; ++i)
             for (int k = 0; k < 3; ++k)
-                e[i][k] = p[3 * (size_t)v[i + 1] + k] - p[3 * (size_t)v[0] + k];
+                e[i][k] = (double)(float)p[3 * (size_t)v[i + 1] + k] -
+                          (double)(float)p[3 * (size_t)v[0] + k];
         double det = e[0][0] * (e[1][1] * e[2][2] - e[1][2] * e[2][1]) +
                      e[0][1] * (e[1][2] * e[2][0] - e[1][0] * e[2][2]) +
                      e[0][2] * (e[1][0] * e[2][1] - e[1][1] * e[2][0]);
-        if (det == 0.0)
+        if ((float)(det / 6.0) == 0.0f)
             return fail(r,
                         "found a flat tetrahedron (vertices %lld %lld %lld %lld in one plane), "
                         "expected a tetrahedron with a volume",
