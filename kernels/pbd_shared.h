@@ -365,10 +365,10 @@ PBD_INLINE pbd_float4 pbd_collide_one(pbd_float4 p, PBD_GLOBAL const pbd_collide
  * substep so far, p1 - x, has a tangential part dt. Static: |dt| < mu_s depth, the
  * particle keeps its place (dt removed); kinetic: dt shrinks by mu_k depth. The normal is
  * the push's direction, so every kind gets friction without a function of its own. */
-PBD_INLINE pbd_float4 pbd_friction(pbd_float4 p0, pbd_float4 p1, pbd_float4 x,
-                                   PBD_GLOBAL const pbd_collider *c)
+PBD_INLINE pbd_float4 pbd_friction(pbd_float4 p0, pbd_float4 p1, pbd_float4 x, float mu_s,
+                                   float mu_k)
 {
-    if (!(c->friction > 0.0f))
+    if (!(mu_s > 0.0f))
         return p1;
     float nx = p1.x - p0.x, ny = p1.y - p0.y, nz = p1.z - p0.z;
     float depth = pbd_sqrtf(nx * nx + ny * ny + nz * nz);
@@ -379,25 +379,47 @@ PBD_INLINE pbd_float4 pbd_friction(pbd_float4 p0, pbd_float4 p1, pbd_float4 x,
     float mn = mx * nx + my * ny + mz * nz;
     float tx = mx - mn * nx, ty = my - mn * ny, tz = mz - mn * nz;
     float lt = pbd_sqrtf(tx * tx + ty * ty + tz * tz);
-    float k = lt < c->friction * depth ? 1.0f
-              : lt > 0.0f
-                  ? (c->friction_kinetic * depth < lt ? c->friction_kinetic * depth / lt : 1.0f)
-                  : 0.0f;
+    float k = lt < mu_s * depth ? 1.0f
+              : lt > 0.0f       ? (mu_k * depth < lt ? mu_k * depth / lt : 1.0f)
+                                : 0.0f;
     return PBD_F4(p1.x - k * tx, p1.y - k * ty, p1.z - k * tz, p1.w);
 }
 
+/* A collider's coefficient mixed with a body's (Box2D's rules): friction sqrt(c b),
+ * restitution max(c, b); a body's value < 0 leaves the collider's. */
+PBD_INLINE float pbd_mix_friction(float c, float b)
+{
+    return b < 0.0f ? c : pbd_sqrtf(c * b);
+}
+
+PBD_INLINE float pbd_mix_restitution(float c, float b)
+{
+    return b < 0.0f || c >= b ? c : b;
+}
+
 /* Pushes a free particle out of every collider, in list order, with friction against its
- * position x at the substep's start. Pinned particles (inverse mass 0) stay where they are. */
+ * position x at the substep's start, the colliders' coefficients mixed with its body's
+ * material m (mu_s, mu_k, e; < 0: none). Pinned particles (inverse mass 0) stay. */
 PBD_INLINE pbd_float4 pbd_collide(pbd_float4 p, pbd_float4 x,
-                                  PBD_GLOBAL const pbd_collider *colliders, int num_colliders)
+                                  PBD_GLOBAL const pbd_collider *colliders, int num_colliders,
+                                  pbd_float4 m)
 {
     if (p.w <= 0.0f)
         return p;
     for (int k = 0; k < num_colliders; ++k) {
         pbd_float4 q = pbd_collide_one(p, &colliders[k]);
-        p = pbd_friction(p, q, x, &colliders[k]);
+        p = pbd_friction(p, q, x, pbd_mix_friction(colliders[k].friction, m.x),
+                         pbd_mix_friction(colliders[k].friction_kinetic, m.y));
     }
     return p;
+}
+
+/* Particle i's material: its body's (mu_s, mu_k, e), or none (-1) without materials. */
+PBD_INLINE pbd_float4 pbd_particle_material(int i, PBD_GLOBAL const int *particle_body,
+                                            PBD_GLOBAL const pbd_float4 *body_material,
+                                            int materials)
+{
+    return materials ? body_material[particle_body[i]] : PBD_F4(-1.0f, -1.0f, -1.0f, 0.0f);
 }
 
 /* Velocity update. First order (Algorithm 1 line 10): v = (p - x) / h; BDF2:
@@ -471,7 +493,7 @@ PBD_INLINE void pbd_update_bounce(int i, PBD_GLOBAL pbd_float4 *x, PBD_GLOBAL co
                                   PBD_GLOBAL pbd_float4 *vp, PBD_GLOBAL pbd_float4 *dx, int bdf2,
                                   int keep_prev, float inv_h, float damping,
                                   PBD_GLOBAL const pbd_collider *colliders, int num_colliders,
-                                  float gx, float gy, float gz, float h, int track)
+                                  float gx, float gy, float gz, float h, int track, pbd_float4 m)
 {
     pbd_float4 vo = v[i], pos;
     pbd_float4 vn = pbd_update_particle(i, x, p, v, xp, vp, bdf2, keep_prev, inv_h, damping, &pos);
@@ -481,7 +503,7 @@ PBD_INLINE void pbd_update_bounce(int i, PBD_GLOBAL pbd_float4 *x, PBD_GLOBAL co
     float slow = 2.0f * h * pbd_sqrtf(gx * gx + gy * gy + gz * gz);
     float bx = 0.0f, by = 0.0f, bz = 0.0f;
     for (int k = 0; k < num_colliders; ++k) {
-        float e = colliders[k].restitution, n[3];
+        float e = pbd_mix_restitution(colliders[k].restitution, m.z), n[3];
         if (!(e > 0.0f) || !(pbd_collider_distance(pos, &colliders[k], n) <= PBD_CONTACT_SLOP))
             continue;
         float before = n[0] * ux + n[1] * uy + n[2] * uz,
@@ -510,9 +532,9 @@ PBD_INLINE pbd_float4 pbd_add_displacement(pbd_float4 dx, pbd_float4 p0, pbd_flo
 PBD_INLINE void pbd_collide_particle(PBD_GLOBAL pbd_float4 *p, PBD_GLOBAL pbd_float4 *dx, int i,
                                      pbd_float4 p0, PBD_GLOBAL const pbd_float4 *x,
                                      PBD_GLOBAL const pbd_collider *colliders, int num_colliders,
-                                     int track)
+                                     int track, pbd_float4 m)
 {
-    pbd_float4 p1 = pbd_collide(p0, x[i], colliders, num_colliders);
+    pbd_float4 p1 = pbd_collide(p0, x[i], colliders, num_colliders, m);
     p[i] = p1;
     if (track)
         dx[i] = pbd_add_displacement(dx[i], p0, p1);

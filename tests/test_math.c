@@ -7,6 +7,7 @@
 #include "test_util.h"
 
 #define F4(a, b, c, d) ((pbd_float4){(a), (b), (c), (d)})
+#define NO_MATERIAL    F4(-1, -1, -1, 0) /* a body with no surface of its own */
 
 /* Hard constraint, equal masses: both ends move half of C along the axis. */
 static void distance_hard_equal_masses(void **state)
@@ -108,13 +109,13 @@ static void collide_planes_math(void **state)
 {
     (void)state;
     pbd_collider planes[2] = {plane(0, 1, 0, 0), plane(1, 0, 0, -1)}; /* y >= 0, x >= -1 */
-    pbd_float4 p = pbd_collide(F4(-3, -0.5f, 2, 1), F4(-3, -0.5f, 2, 1), planes, 2);
+    pbd_float4 p = pbd_collide(F4(-3, -0.5f, 2, 1), F4(-3, -0.5f, 2, 1), planes, 2, NO_MATERIAL);
     assert_near(p.x, -1.0, 0.0, "x pushed to the wall");
     assert_near(p.y, 0.0, 0.0, "y pushed to the floor");
     assert_near(p.z, 2.0, 0.0, "z unchanged");
-    p = pbd_collide(F4(-3, -0.5f, 2, 0), F4(-3, -0.5f, 2, 0), planes, 2);
+    p = pbd_collide(F4(-3, -0.5f, 2, 0), F4(-3, -0.5f, 2, 0), planes, 2, NO_MATERIAL);
     assert_near(p.y, -0.5, 0.0, "a pinned particle is not moved");
-    p = pbd_collide(F4(0, 0.25f, 0, 1), F4(0, 0.25f, 0, 1), planes, 2);
+    p = pbd_collide(F4(0, 0.25f, 0, 1), F4(0, 0.25f, 0, 1), planes, 2, NO_MATERIAL);
     assert_near(p.y, 0.25, 0.0, "a particle above the floor is not moved");
 }
 
@@ -124,15 +125,15 @@ static void collide_sphere_math(void **state)
 {
     (void)state;
     pbd_collider s = {.kind = PBD_COLLIDER_SPHERE, .shape = F4(1, 2, 3, 2)};
-    pbd_float4 p = pbd_collide(F4(1, 2.5f, 3, 1), F4(1, 2.5f, 3, 1), &s, 1);
+    pbd_float4 p = pbd_collide(F4(1, 2.5f, 3, 1), F4(1, 2.5f, 3, 1), &s, 1, NO_MATERIAL);
     assert_near(p.y, 4.0, 1e-6, "pushed out along +y to the radius");
     assert_near(p.x, 1.0, 0.0, "x unchanged");
-    p = pbd_collide(F4(1 + 0.6f, 2 + 0.8f, 3, 1), F4(1 + 0.6f, 2 + 0.8f, 3, 1), &s, 1);
+    p = pbd_collide(F4(1 + 0.6f, 2 + 0.8f, 3, 1), F4(1 + 0.6f, 2 + 0.8f, 3, 1), &s, 1, NO_MATERIAL);
     assert_near(p.x, 1.0 + 1.2, 1e-6, "radially: x");
     assert_near(p.y, 2.0 + 1.6, 1e-6, "radially: y");
-    p = pbd_collide(F4(1, 5, 3, 1), F4(1, 5, 3, 1), &s, 1);
+    p = pbd_collide(F4(1, 5, 3, 1), F4(1, 5, 3, 1), &s, 1, NO_MATERIAL);
     assert_near(p.y, 5.0, 0.0, "outside: not moved");
-    p = pbd_collide(F4(1, 2, 3, 1), F4(1, 2, 3, 1), &s, 1);
+    p = pbd_collide(F4(1, 2, 3, 1), F4(1, 2, 3, 1), &s, 1, NO_MATERIAL);
     assert_near(p.y, 2.0, 0.0, "the centre: not moved");
 }
 
@@ -697,22 +698,22 @@ static void friction_math(void **state)
     (void)state;
     pbd_collider floor = plane(0, 1, 0, 0);
     pbd_float4 x = F4(0, 0.1f, 0, 1), p = F4(0.01f, -0.04f, 0, 1);
-    pbd_float4 q = pbd_collide(p, x, &floor, 1), plain = pbd_collide_plane(p, &floor);
+    pbd_float4 q = pbd_collide(p, x, &floor, 1, NO_MATERIAL), plain = pbd_collide_plane(p, &floor);
     expect(q.x == plain.x && q.y == plain.y && q.z == plain.z, "frictionless: (%g, %g)",
            (double)q.x, (double)q.y);
     floor.friction = 0.5f;
     floor.friction_kinetic = 0.5f;
-    q = pbd_collide(p, x, &floor, 1);
+    q = pbd_collide(p, x, &floor, 1, NO_MATERIAL);
     assert_near(q.x, 0.0, 1e-7, "static: back over its start");
     assert_near(q.y, 0.0, 1e-7, "static: on the floor");
     floor.friction = floor.friction_kinetic = 0.1f;
-    q = pbd_collide(p, x, &floor, 1);
+    q = pbd_collide(p, x, &floor, 1, NO_MATERIAL);
     assert_near(q.x, 0.01 - 0.1 * 0.04, 1e-7, "kinetic: sideways motion less mu_k depth");
     floor.friction_kinetic = 0.0f;
-    q = pbd_collide(p, x, &floor, 1);
+    q = pbd_collide(p, x, &floor, 1, NO_MATERIAL);
     assert_near(q.x, 0.01, 1e-7, "mu_k 0: sideways motion kept");
     pbd_float4 pinned = F4(0.01f, -0.04f, 0, 0);
-    q = pbd_collide(pinned, x, &floor, 1);
+    q = pbd_collide(pinned, x, &floor, 1, NO_MATERIAL);
     expect(q.x == pinned.x && q.y == pinned.y, "a pinned particle moved");
 }
 
@@ -823,7 +824,8 @@ static void gather_average(void **state)
     p[0].y = -200.0f;
     q = pbd_gather(p, 0, gain, slots, other, 0, 0, 1.0f);
     assert_near(q.y, -200.0, 0.0, "no constraints: unchanged");
-    pbd_float4 dx = pbd_add_displacement(F4(1, 0, 0, 0), q, pbd_collide(q, q, &floor, 1));
+    pbd_float4 dx =
+        pbd_add_displacement(F4(1, 0, 0, 0), q, pbd_collide(q, q, &floor, 1, NO_MATERIAL));
     assert_near(dx.y, 100.0, 0.0, "the collision's displacement is recorded");
     assert_near(dx.x, 1.0, 0.0, "and added to what was there");
 }

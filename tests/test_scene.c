@@ -166,6 +166,8 @@ static const bad_scene bad[] = {
                           "dihedral, isometric"},
     {"bending_type.json", ": bodies[0].bending: found a number, expected true, false, or one of: "
                           "none, springs, dihedral, isometric"},
+    {"body_kinetic_alone.json",
+     ": bodies[0].kinetic_friction: found without \"friction\", expected both"},
     {"box_size.json", ": boxes[0].size[1]: found 0, expected a number > 0"},
     {"capsule_radius.json", ": capsules[0].radius: missing (required for a capsule)"},
     {"kinetic_friction_above_static.json",

@@ -1599,6 +1599,68 @@ static void shapes_same_bits(void **state)
     }
 }
 
+/* A body's own surface mixes with the collider's as Box2D mixes (friction sqrt of the
+ * product, restitution the larger): on a floor of friction 0.25 under gravity tilted 20
+ * degrees a box slides (0.25 < tan 20) unless it has friction 1 of its own (sqrt 0.25 = 0.5:
+ * it rests); a particle with restitution 0.5 bounces off an inelastic floor to a quarter of
+ * its height. The device gives the CPU reference's bits. */
+static void body_materials(void **state)
+{
+    (void)state;
+    const double g = 9.81, th = 20.0 * 3.14159265358979 / 180.0;
+    for (int own = 0; own < 2; ++own) {
+        char json[1024];
+        snprintf(json, sizeof json,
+                 "{\"dt\": 0.016666666666666666, \"substeps\": 20, \"iterations\": 4, "
+                 "\"gravity\": [%.9g, %.9g, 0], \"planes\": [{\"normal\": [0, 1, 0], "
+                 "\"friction\": 0.25}], \"bodies\": [{\"type\": \"tet_box\", \"cells\": [2, 2, 2], "
+                 "\"size\": [0.2, 0.2, 0.2], \"center\": [0, 0.1, 0], \"mass\": 1, "
+                 "\"compliance\": 0%s}]}",
+                 g * sin(th), -g * cos(th), own ? ", \"friction\": 1" : "");
+        pbd_scene sc = {0};
+        pbd_error err = {0};
+        assert_int_equal(pbd_scene_parse(json, "materials", &sc, &err), PBD_OK);
+        pbd_solver *sv = make_solver(&sc, PBD_BACKEND_CPU);
+        pbd_body_stats st0, st;
+        assert_int_equal(pbd_solver_stats(sv, &st0, &err), PBD_OK);
+        assert_int_equal(pbd_solver_step(sv, 60, &err), PBD_OK);
+        assert_int_equal(pbd_solver_stats(sv, &st, &err), PBD_OK);
+        double s1 = st.com[0] - st0.com[0], a = g * (sin(th) - 0.25 * cos(th));
+        print_message("body friction %s: slid %.6f m in 1 s (mu 0.25 alone: %.4f m)\n",
+                      own ? "1" : "unset", s1, 0.5 * a);
+        if (own)
+            expect(fabs(s1) < 1e-4, "with its own friction: slid %g m", s1);
+        else
+            expect(fabs(s1 / (0.5 * a) - 1.0) < 0.05, "the floor's friction: slid %g m", s1);
+        pbd_solver_destroy(sv);
+        pair_result pr = run_pair(&sc.model, &sc.config, 20);
+        pair_check_free(&pr);
+        pbd_scene_free(&sc);
+    }
+    const char *bounce = "{\"dt\": 0.016666666666666666, \"substeps\": 20, \"iterations\": 2, "
+                         "\"planes\": [{\"normal\": [0, 1, 0]}], \"bodies\": [{\"type\": "
+                         "\"particles\", \"positions\": [[0, 1, 0]], \"restitution\": 0.5}]}";
+    pbd_scene sc = {0};
+    pbd_error err = {0};
+    assert_int_equal(pbd_scene_parse(bounce, "materials", &sc, &err), PBD_OK);
+    pbd_solver *sv = make_solver(&sc, PBD_BACKEND_CPU);
+    double apex = 0.0, low = 1.0;
+    for (int f = 0; f < 150; ++f) {
+        pbd_float4 x;
+        assert_int_equal(pbd_solver_step(sv, 1, &err), PBD_OK);
+        assert_int_equal(pbd_solver_read(sv, &x, NULL, &err), PBD_OK);
+        low = fmin(low, x.y);
+        if (low < 0.01)
+            apex = fmax(apex, x.y);
+    }
+    print_message("body restitution 0.5 on an inelastic floor: rose to %.4f m (0.25)\n", apex);
+    expect(fabs(apex / 0.25 - 1.0) < 0.05, "rebound to %g m", apex);
+    pbd_solver_destroy(sv);
+    pair_result pr = run_pair(&sc.model, &sc.config, 60);
+    pair_check_free(&pr);
+    pbd_scene_free(&sc);
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(coloring_valid),
     cmocka_unit_test(coloring_validator_rejects),
@@ -1634,6 +1696,7 @@ static const struct CMUnitTest tests[] = {
     pbd_device_test(friction_on_slope),
     pbd_device_test(restitution_bounce),
     pbd_device_test(shapes_same_bits),
+    pbd_device_test(body_materials),
 };
 
 PBD_TEST_MAIN("solver", tests)

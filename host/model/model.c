@@ -83,6 +83,7 @@ int pbd_model_add_particles(pbd_model *m, int count, const char *body_name)
     b->first = first;
     b->count = count;
     b->momentum = 1;
+    b->friction = b->friction_kinetic = b->restitution = -1.0f;
     snprintf(b->name, sizeof b->name, "%s", body_name ? body_name : "body");
     for (int i = first; i < need; ++i) {
         m->body[i] = m->num_bodies;
@@ -353,6 +354,16 @@ static pbd_status validate_collider(const pbd_collider *c, int k, pbd_error *err
     return PBD_OK;
 }
 
+/* A body's surface: each coefficient unset (< 0, exactly -1) or in its range. */
+static int material_ok(const pbd_body *b)
+{
+    int set = b->friction >= 0.0f;
+    return (set ? b->friction <= 100.0f && b->friction_kinetic >= 0.0f &&
+                      b->friction_kinetic <= b->friction
+                : b->friction == -1.0f && b->friction_kinetic == -1.0f) &&
+           (b->restitution == -1.0f || (b->restitution >= 0.0f && b->restitution <= 1.0f));
+}
+
 pbd_status pbd_model_validate(const pbd_model *m, pbd_error *err)
 {
     if (m->num_particles < 1)
@@ -360,6 +371,13 @@ pbd_status pbd_model_validate(const pbd_model *m, pbd_error *err)
     int next = 0;
     for (int b = 0; b < m->num_bodies; ++b) {
         const pbd_body *bd = &m->bodies[b];
+        if (!material_ok(bd))
+            return pbd_error_set(err, PBD_ERR_MODEL,
+                                 "body %d: friction %g static and %g kinetic, restitution %g "
+                                 "(expected -1 for the colliders' own, or [0, 100], [0, static], "
+                                 "[0, 1])",
+                                 b, (double)bd->friction, (double)bd->friction_kinetic,
+                                 (double)bd->restitution);
         if (bd->first != next || bd->count < 1)
             return pbd_error_set(err, PBD_ERR_MODEL,
                                  "body %d: particles [%d, %d) do not follow the previous body "

@@ -380,16 +380,22 @@ static int opt_list(ctx *c, const cJSON *obj, const char *parent, const char *na
 enum { CLOTH, ROPE, TET_BOX, PARTICLES, MESH };
 static const char *const body_types[] = {"cloth", "rope", "tet_box", "particles", "mesh", NULL};
 
-static const char *const common_keys[] = {"type",     "name",       "velocity",  "angular_velocity",
-                                          "pinned",   "compliance", "stiffness", "mass",
-                                          "momentum", NULL};
+static const char *const common_keys[] = {
+    "type", "name",     "velocity", "angular_velocity", "pinned",      "compliance", "stiffness",
+    "mass", "momentum", "friction", "kinetic_friction", "restitution", NULL};
 
 /* Body keys that are not the generator's: written to the model after generating. */
 typedef struct body_opts {
-    int momentum; /* 0: opt out of momentum preservation */
+    int momentum;           /* 0: opt out of momentum preservation */
+    float friction;         /* the body's surface (pbd_body): < 0 unset */
+    float friction_kinetic; /* < 0: the static one */
+    float restitution;
 } body_opts;
 static const field body_opt_fields[] = {
     {"momentum", 'b', 0, ANY_FLOAT, offsetof(body_opts, momentum)},
+    {"friction", 'f', 0, {0.0, 100.0, 0, 0, 0}, offsetof(body_opts, friction)},
+    {"kinetic_friction", 'f', 0, {0.0, 100.0, 0, 0, 0}, offsetof(body_opts, friction_kinetic)},
+    {"restitution", 'f', 0, {0.0, 1.0, 0, 0, 0}, offsetof(body_opts, restitution)},
 };
 static const char *const type_keys[][16] = {
     [CLOTH] = {"density", "resolution", "size", "center", "orientation", "shear", "bending",
@@ -720,7 +726,7 @@ static int read_body(ctx *c, const cJSON *obj, const char *key, body_read *b)
     b->tet = pbd_tet_box_desc_default();
     b->parts = pbd_particles_desc_default();
     b->mesh_desc = pbd_mesh_desc_default();
-    b->opts = (body_opts){1};
+    b->opts = (body_opts){1, -1.0f, -1.0f, -1.0f};
     pbd_gen_common *com = body_common(b);
     void *const desc[] = {&b->cloth, &b->rope, &b->tet, &b->parts, &b->mesh_desc};
     const num_spec index = INT_IN(INT_MIN, INT_MAX);
@@ -734,6 +740,12 @@ static int read_body(ctx *c, const cJSON *obj, const char *key, body_read *b)
         (type == PARTICLES && read_particles(c, obj, key, &b->parts, &b->l)) ||
         (type == MESH && read_mesh(c, obj, key, b)))
         r = -1;
+    if (r == 0 && b->opts.friction_kinetic >= 0.0f &&
+        !(b->opts.friction_kinetic <= b->opts.friction))
+        r = fail(c, PBD_ERR_SCENE, join(sub, key, "kinetic_friction"),
+                 b->opts.friction < 0.0f ? "found without \"friction\", expected both"
+                                         : "found %g, expected at most the static friction %g",
+                 (double)b->opts.friction_kinetic, (double)b->opts.friction);
     if (r == 0 && type == TET_BOX && !(b->tet.young_modulus > 0.0) &&
         cJSON_GetObjectItemCaseSensitive(obj, "poisson_ratio"))
         r = fail(c, PBD_ERR_SCENE, join(sub, key, "poisson_ratio"),
@@ -809,8 +821,14 @@ static int build_body(ctx *c, pbd_model *m, body_read *b, const char *key)
                     : type == MESH    ? pbd_scene_add_mesh(m, &b->mesh_desc, &gerr)
                                       : pbd_scene_add_particles(m, &b->parts, &gerr);
     int r = generated(c, key, st, &gerr);
-    if (r == 0)
-        m->bodies[m->num_bodies - 1].momentum = b->opts.momentum;
+    if (r == 0) {
+        pbd_body *bd = &m->bodies[m->num_bodies - 1];
+        bd->momentum = b->opts.momentum;
+        bd->friction = b->opts.friction;
+        bd->friction_kinetic =
+            b->opts.friction_kinetic >= 0.0f ? b->opts.friction_kinetic : b->opts.friction;
+        bd->restitution = b->opts.restitution;
+    }
     return r;
 }
 

@@ -45,7 +45,7 @@ typedef struct cl_impl {
     cl_mem block_offsets, block_runs, block_first, cut_offsets, cut_runs;
     kernel gs_blocks; /* block Gauss-Seidel on CPU devices (else no kernel) */
     kernel gs_cuts;   /* project_gs_blocks over the boundary's groups of cuts (else none) */
-    cl_mem segment_sums, out_step, out_other, body_apply, body_done;
+    cl_mem segment_sums, out_step, out_other, body_apply, body_done, body_material;
     cl_mem gl_x;     /* an OpenGL buffer the positions are copied into (pbd_solver_gl_attach) */
     size_t wg;       /* work-group size of the per-particle and per-constraint kernels */
     size_t acc_size; /* sizeof(pbd_acc) on the device: 8 with fp64 sums, else 4 */
@@ -607,6 +607,7 @@ static void cl_destroy(void *impl)
                       &c->body_ref,
                       &c->body_track,
                       &c->body_flags,
+                      &c->body_material,
                       &c->segment_sums,
                       &c->out_step,
                       &c->out_other,
@@ -930,6 +931,7 @@ static pbd_status create_buffers(cl_impl *c, const pbd_model *m, const pbd_plan 
     BUF(body_ref, nb * f4, plan->body_ref);
     BUF(body_track, 6 * nb * c->acc_size, track0);
     BUF(body_flags, nb * sizeof(int), plan->body_flags);
+    BUF(body_material, nb * f4, plan->body_material);
     BUF(segment_sums, (size_t)plan->num_segments * PBD_SUM_COUNT * c->acc_size, NULL);
     BUF(out_step, nb * PBD_OUT_COUNT * c->acc_size, NULL);
     BUF(out_other, nb * PBD_OUT_COUNT * c->acc_size, NULL);
@@ -1026,7 +1028,7 @@ static pbd_status bind_arguments(cl_impl *c, const pbd_plan *plan, pbd_error *er
     cl_int n = plan->num_particles, ncol = plan->num_colliders;
     cl_int nbodies = plan->num_bodies, nseg = plan->num_segments, zero = 0;
     cl_int keep_v = plan->cfg.velocity_update == PBD_VELOCITY_BDF2;
-    cl_int track = plan->track, external = plan->external;
+    cl_int track = plan->track, external = plan->external, materials = plan->materials;
     cl_int ninterior = dist->num_colors - plan->boundary_colors, nblocks = plan->num_blocks;
     const float *g = plan->cfg.gravity;
     cl_float gx = g[0], gy = g[1], gz = g[2], h = plan->h, inv_h = plan->inv_h;
@@ -1060,7 +1062,8 @@ static pbd_status bind_arguments(cl_impl *c, const pbd_plan *plan, pbd_error *er
         BIND("body_track", c->body_track), BIND("body_flags", c->body_flags), BIND("gh", gh),
         BIND("body_out", c->out_other), BIND("body_segments", c->body_segments),
         BIND("body_done", c->body_done), BIND("stats", zero), BIND("mode", zero),
-        BIND("num_bodies", nbodies),
+        BIND("num_bodies", nbodies), BIND("body_material", c->body_material),
+        BIND("materials", materials),
     };
     /* clang-format on */
     int ncommon = (int)(sizeof common / sizeof common[0]);

@@ -117,7 +117,9 @@ static pbd_status cpu_project(void *impl, int type, int reset, pbd_error *err)
 static void collide_one(cpu_impl *c, int i, pbd_float4 p0)
 {
     const pbd_plan *pl = c->plan;
-    pbd_collide_particle(c->p, c->dx, i, p0, c->x, pl->colliders, pl->num_colliders, pl->track);
+    pbd_collide_particle(
+        c->p, c->dx, i, p0, c->x, pl->colliders, pl->num_colliders, pl->track,
+        pbd_particle_material(i, c->particle_body, pl->body_material, pl->materials));
 }
 
 static pbd_status cpu_collide(void *impl, pbd_error *err)
@@ -171,9 +173,10 @@ static pbd_status cpu_update(void *impl, int bdf2, int keep_prev, pbd_error *err
     pbd_float4 pos;
     const float *g = pl->cfg.gravity;
     for (int i = 0; i < pl->num_particles && pl->bounce; ++i)
-        pbd_update_bounce(i, c->x, c->p, c->v, c->xp, c->vp, c->dx, bdf2, keep_prev, pl->inv_h,
-                          pl->point_damping, pl->colliders, pl->num_colliders, g[0], g[1], g[2],
-                          pl->h, pl->track);
+        pbd_update_bounce(
+            i, c->x, c->p, c->v, c->xp, c->vp, c->dx, bdf2, keep_prev, pl->inv_h, pl->point_damping,
+            pl->colliders, pl->num_colliders, g[0], g[1], g[2], pl->h, pl->track,
+            pbd_particle_material(i, c->particle_body, pl->body_material, pl->materials));
     for (int i = 0; i < pl->num_particles && !pl->bounce; ++i)
         pbd_update_particle(i, c->x, c->p, c->v, c->xp, c->vp, bdf2, keep_prev, pl->inv_h,
                             pl->point_damping, &pos);

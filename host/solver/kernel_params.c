@@ -25,20 +25,22 @@ PARAMS(project_distance_gs16, "particle_p", "distance_records", "distance_lambda
        "count", "inv_h2", "reset_lambda", "pairs", "rest")
 PARAMS(project_gs_blocks, "particle_p", "distance_records", "distance_lambda", "block_offsets",
        "block_runs", "num_colors", "block_first", "num_blocks", "inv_h2", "reset_lambda",
-       "colliders", "num_colliders", "particle_dx", "particle_x", "track")
-PARAMS(collide, "particle_p", "particle_dx", "particle_x", "colliders", "num_colliders", "track",
-       "num_particles")
+       "colliders", "num_colliders", "particle_dx", "particle_x", "track", "particle_body",
+       "body_material", "materials")
+PARAMS(collide, "particle_p", "particle_dx", "particle_x", "particle_body", "body_material",
+       "materials", "colliders", "num_colliders", "track", "num_particles")
 PARAMS(gather_jacobi, "particle_p", "particle_out", "distance_gain", "csr_offsets", "csr_slots",
        "csr_other", "omega", "particle_dx", "particle_x", "colliders", "num_colliders", "track",
-       "num_particles")
+       "particle_body", "body_material", "materials", "num_particles")
 PARAMS(jacobi_fused16, "particle_p", "particle_out", "ell_start", "ell_other", "ell_code",
        "ell_rest", "ell_compliance", "ell_lambda", "omega", "inv_h2", "reset_lambda", "particle_dx",
-       "particle_x", "colliders", "num_colliders", "track", "num_particles")
+       "particle_x", "colliders", "num_colliders", "track", "particle_body", "body_material",
+       "materials", "num_particles")
 PARAMS(update_velocity, "particle_x", "particle_p", "particle_v", "particle_xp", "particle_vp",
        "inv_h", "damping", "bdf2", "keep_prev", "num_particles")
 PARAMS(update_bounce, "particle_x", "particle_p", "particle_v", "particle_xp", "particle_vp",
        "particle_dx", "inv_h", "damping", "bdf2", "keep_prev", "colliders", "num_colliders", "gx",
-       "gy", "gz", "h", "track", "num_particles")
+       "gy", "gz", "h", "track", "particle_body", "body_material", "materials", "num_particles")
 PARAMS(update_runs, "particle_x", "particle_p", "particle_v", "particle_xp", "particle_vp", "inv_h",
        "damping", "bdf2", "keep_prev", "num_particles")
 PARAMS(update_reduce_serial, "segments", "particle_x", "particle_p", "particle_v", "particle_xp",

@@ -38,6 +38,7 @@ void pbd_plan_free(pbd_plan *plan)
     free(plan->body_segments);
     free(plan->body_ref);
     free(plan->body_flags);
+    free(plan->body_material);
     free(plan->colliders);
     memset(plan, 0, sizeof *plan);
 }
@@ -450,12 +451,21 @@ pbd_status pbd_plan_build(const pbd_model *m, const pbd_config *cfg, pbd_plan *p
     plan->body_ref = malloc(((size_t)m->num_bodies + 1) * sizeof *plan->body_ref);
     plan->body_segments = malloc(((size_t)m->num_bodies + 1) * sizeof *plan->body_segments);
     plan->body_flags = calloc((size_t)m->num_bodies + 1, sizeof *plan->body_flags);
-    if (!plan->colliders || !plan->body_ref || !plan->body_segments || !plan->body_flags) {
+    plan->body_material = malloc(((size_t)m->num_bodies + 1) * sizeof *plan->body_material);
+    if (!plan->colliders || !plan->body_ref || !plan->body_segments || !plan->body_flags ||
+        !plan->body_material) {
         st = pbd_error_set(err, PBD_ERR_MEMORY, "out of memory preparing the solver");
         goto fail;
     }
     if (m->num_colliders)
         memcpy(plan->colliders, m->colliders, (size_t)m->num_colliders * sizeof *plan->colliders);
+    for (int b = 0; b < m->num_bodies; ++b) {
+        const pbd_body *bd = &m->bodies[b];
+        plan->body_material[b] =
+            (pbd_float4){bd->friction, bd->friction_kinetic, bd->restitution, 0.0f};
+        plan->materials |= bd->friction >= 0.0f || bd->restitution >= 0.0f;
+        plan->bounce |= bd->restitution > 0.0f && m->num_colliders > 0;
+    }
     plan->colliders[m->num_colliders] =
         (pbd_collider){.kind = PBD_COLLIDER_PLANE, .shape = {0.0f, 1.0f, 0.0f, 0.0f}};
 

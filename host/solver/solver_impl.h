@@ -53,6 +53,8 @@ typedef struct pbd_plan {
     int external;      /* 1: something external (a collider, an attachment) may move particles:
                           the reductions read dx */
     int bounce;        /* 1: a collider has restitution: the update is pbd_update_bounce */
+    int materials;     /* 1: a body has its own friction or restitution (body_material) */
+    pbd_float4 *body_material; /* per body: mu_s, mu_k, e (< 0: the collider's), 0 */
     /* Block Gauss-Seidel (a fixed order of the same colours): the particles are cut into
      * num_blocks ranges of indices. The first boundary_colors colours hold the constraints
      * whose ends lie in different blocks; the others hold those within one block, sorted by

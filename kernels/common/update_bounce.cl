@@ -7,12 +7,15 @@ __kernel void update_bounce(__global pbd_float4 *particle_x, __global const pbd_
                             __global pbd_float4 *particle_vp, __global pbd_float4 *particle_dx,
                             float inv_h, float damping, int bdf2, int keep_prev,
                             __global const pbd_collider *colliders, int num_colliders, float gx,
-                            float gy, float gz, float h, int track, int num_particles)
+                            float gy, float gz, float h, int track,
+                            __global const int *particle_body,
+                            __global const pbd_float4 *body_material, int materials,
+                            int num_particles)
 {
     int i = get_global_id(0);
     if (i >= num_particles)
         return;
     pbd_update_bounce(i, particle_x, particle_p, particle_v, particle_xp, particle_vp, particle_dx,
                       bdf2, keep_prev, inv_h, damping, colliders, num_colliders, gx, gy, gz, h,
-                      track);
+                      track, pbd_particle_material(i, particle_body, body_material, materials));
 }

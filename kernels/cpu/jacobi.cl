@@ -11,15 +11,15 @@
  * (collide_store8). So this is the CPU reference's projection and gather, bit for bit, with
  * each constraint's square root and divisions done twice instead of its gain stored and
  * loaded again, and one launch an iteration instead of two. */
-__kernel void jacobi_fused16(__global const pbd_float4 *particle_p,
-                             __global pbd_float4 *particle_out, __global const int *ell_start,
-                             __global const int *ell_other, __global const int *ell_code,
-                             __global const float *ell_rest, __global const float *ell_compliance,
-                             __global float *ell_lambda, float omega, float inv_h2,
-                             int reset_lambda, __global pbd_float4 *particle_dx,
-                             __global const pbd_float4 *particle_x,
-                             __global const pbd_collider *colliders, int num_colliders, int track,
-                             int num_particles)
+__kernel void
+jacobi_fused16(__global const pbd_float4 *particle_p, __global pbd_float4 *particle_out,
+               __global const int *ell_start, __global const int *ell_other,
+               __global const int *ell_code, __global const float *ell_rest,
+               __global const float *ell_compliance, __global float *ell_lambda, float omega,
+               float inv_h2, int reset_lambda, __global pbd_float4 *particle_dx,
+               __global const pbd_float4 *particle_x, __global const pbd_collider *colliders,
+               int num_colliders, int track, __global const int *particle_body,
+               __global const pbd_float4 *body_material, int materials, int num_particles)
 {
     int j = get_global_id(0), i0 = 16 * j;
     if (i0 >= num_particles)
@@ -57,8 +57,9 @@ __kernel void jacobi_fused16(__global const pbd_float4 *particle_p,
     pz = some ? pz + f * sz : pz;
     /* Without colliders this is store8 (the host tracks displacements only with them). */
     collide_store8(particle_out, particle_dx, particle_x, i0, n0, px.lo, py.lo, pz.lo, pw.lo,
-                   colliders, num_colliders, track);
+                   colliders, num_colliders, track, particle_body, body_material, materials);
     if (n > 8)
         collide_store8(particle_out, particle_dx, particle_x, i0 + 8, n - 8, px.hi, py.hi, pz.hi,
-                       pw.hi, colliders, num_colliders, track);
+                       pw.hi, colliders, num_colliders, track, particle_body, body_material,
+                       materials);
 }

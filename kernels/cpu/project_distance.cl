@@ -165,14 +165,13 @@ __kernel void project_distance_gs16(__global pbd_float4 *particle_p,
  * (no other block touches its particles), then collides the block's particles with the
  * colliders, as the collide kernel would after the last colour. The boundary colours run through
  * it too, before, with the groups of cuts (pbd_plan.cut_offsets) for blocks and no colliders. */
-__kernel void project_gs_blocks(__global pbd_float4 *particle_p,
-                                __global const int *distance_records,
-                                __global float *distance_lambda, __global const int *block_offsets,
-                                __global const int *block_runs, int num_colors,
-                                __global const int *block_first, int num_blocks, float inv_h2,
-                                int reset_lambda, __global const pbd_collider *colliders,
-                                int num_colliders, __global pbd_float4 *particle_dx,
-                                __global const pbd_float4 *particle_x, int track)
+__kernel void project_gs_blocks(
+    __global pbd_float4 *particle_p, __global const int *distance_records,
+    __global float *distance_lambda, __global const int *block_offsets,
+    __global const int *block_runs, int num_colors, __global const int *block_first, int num_blocks,
+    float inv_h2, int reset_lambda, __global const pbd_collider *colliders, int num_colliders,
+    __global pbd_float4 *particle_dx, __global const pbd_float4 *particle_x, int track,
+    __global const int *particle_body, __global const pbd_float4 *body_material, int materials)
 {
     int b = get_global_id(0);
     if (b >= num_blocks)
@@ -188,6 +187,6 @@ __kernel void project_gs_blocks(__global pbd_float4 *particle_p,
         int n = min(8, end - i);
         load8(particle_p, i, n, &x, &y, &z, &w);
         collide_store8(particle_p, particle_dx, particle_x, i, n, x, y, z, w, colliders,
-                       num_colliders, track);
+                       num_colliders, track, particle_body, body_material, materials);
     }
 }

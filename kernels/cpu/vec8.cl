@@ -168,12 +168,14 @@ VEC8_INLINE void store8(__global pbd_float4 *a, int i, int n, float8 x, float8 y
  * pbd_collide_plane; any other collider through its scalar functions (pbd_collide_one and
  * pbd_friction), one lane at a time. */
 VEC8_INLINE void collide8(float8 *x, float8 *y, float8 *z, float8 w, const float4 *x0,
-                          __global const pbd_collider *colliders, int num_colliders)
+                          const float4 *mat, int materials, __global const pbd_collider *colliders,
+                          int num_colliders)
 {
     int8 movable = !(w <= 0.0f);
     for (int k = 0; k < num_colliders; ++k) {
         float4 pl = colliders[k].shape;
-        if (colliders[k].kind == PBD_COLLIDER_PLANE && !(colliders[k].friction > 0.0f)) {
+        if (colliders[k].kind == PBD_COLLIDER_PLANE && !(colliders[k].friction > 0.0f) &&
+            !materials) {
             float8 d = pl.x * *x + pl.y * *y + pl.z * *z - pl.w;
             int8 hit = movable & (d < 0.0f);
             *x = hit ? *x - d * pl.x : *x;
@@ -190,7 +192,9 @@ VEC8_INLINE void collide8(float8 *x, float8 *y, float8 *z, float8 w, const float
             if (ws[j] <= 0.0f)
                 continue;
             float4 q0 = (float4)(xs[j], ys[j], zs[j], ws[j]);
-            float4 q = pbd_friction(q0, pbd_collide_one(q0, &colliders[k]), x0[j], &colliders[k]);
+            float4 q = pbd_friction(q0, pbd_collide_one(q0, &colliders[k]), x0[j],
+                                    pbd_mix_friction(colliders[k].friction, mat[j].x),
+                                    pbd_mix_friction(colliders[k].friction_kinetic, mat[j].y));
             xs[j] = q.x;
             ys[j] = q.y;
             zs[j] = q.z;
@@ -206,13 +210,17 @@ VEC8_INLINE void collide8(float8 *x, float8 *y, float8 *z, float8 w, const float
 VEC8_INLINE void collide_store8(__global pbd_float4 *p, __global pbd_float4 *dx,
                                 __global const pbd_float4 *px0, int i, int n, float8 x, float8 y,
                                 float8 z, float8 w, __global const pbd_collider *colliders,
-                                int num_colliders, int track)
+                                int num_colliders, int track, __global const int *particle_body,
+                                __global const pbd_float4 *body_material, int materials)
 {
     float8 x1 = x, y1 = y, z1 = z;
-    float4 x0[8];
-    for (int j = 0; j < 8; ++j)
+    float4 x0[8], mat[8];
+    for (int j = 0; j < 8; ++j) {
         x0[j] = px0[i + (j < n ? j : n - 1)];
-    collide8(&x1, &y1, &z1, w, x0, colliders, num_colliders);
+        mat[j] =
+            pbd_particle_material(i + (j < n ? j : n - 1), particle_body, body_material, materials);
+    }
+    collide8(&x1, &y1, &z1, w, x0, mat, materials, colliders, num_colliders);
     store8(p, i, n, x1, y1, z1, w);
     if (track) {
         float8 dxx, dxy, dxz, dxw;

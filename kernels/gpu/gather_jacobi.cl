@@ -8,6 +8,8 @@ __kernel void gather_jacobi(__global const pbd_float4 *particle_p,
                             __global const int *csr_other, float omega,
                             __global pbd_float4 *particle_dx, __global const pbd_float4 *particle_x,
                             __global const pbd_collider *colliders, int num_colliders, int track,
+                            __global const int *particle_body,
+                            __global const pbd_float4 *body_material, int materials,
                             int num_particles)
 {
     int i = get_global_id(0);
@@ -16,5 +18,5 @@ __kernel void gather_jacobi(__global const pbd_float4 *particle_p,
     pbd_float4 p0 = pbd_gather(particle_p, i, distance_gain, csr_slots, csr_other, csr_offsets[i],
                                csr_offsets[i + 1], omega);
     pbd_collide_particle(particle_out, particle_dx, i, p0, particle_x, colliders, num_colliders,
-                         track);
+                         track, pbd_particle_material(i, particle_body, body_material, materials));
 }
