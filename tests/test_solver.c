@@ -1518,6 +1518,23 @@ static void friction_on_slope(void **state)
     }
 }
 
+/* The highest a one-particle body rises after it first reaches the floor (y < 0.01), over
+ * 150 frames. */
+static double bounce_apex(pbd_solver *sv)
+{
+    pbd_error err = {0};
+    double apex = 0.0, low = 1.0;
+    for (int f = 0; f < 150; ++f) {
+        pbd_float4 x;
+        assert_int_equal(pbd_solver_step(sv, 1, &err), PBD_OK);
+        assert_int_equal(pbd_solver_read(sv, &x, NULL, &err), PBD_OK);
+        low = fmin(low, x.y);
+        if (low < 0.01)
+            apex = fmax(apex, x.y);
+    }
+    return apex;
+}
+
 /* Restitution: a particle dropped from 1 m onto a floor of restitution 0.5 rises to
  * e^2 h = 0.25 m within 5 % (4 and 20 substeps); its velocity reversal is an impulse the
  * tracker sees (P = P_r); the device gives the CPU reference's bits on both variants. */
@@ -1536,15 +1553,7 @@ static void restitution_bounce(void **state)
         pbd_error err = {0};
         assert_int_equal(pbd_scene_parse(json, "bounce", &sc, &err), PBD_OK);
         pbd_solver *sv = make_solver(&sc, PBD_BACKEND_CPU);
-        double apex = 0.0, low = 1.0;
-        for (int f = 0; f < 150; ++f) {
-            pbd_float4 x;
-            assert_int_equal(pbd_solver_step(sv, 1, &err), PBD_OK);
-            assert_int_equal(pbd_solver_read(sv, &x, NULL, &err), PBD_OK);
-            low = fmin(low, x.y);
-            if (low < 0.01)
-                apex = fmax(apex, x.y);
-        }
+        double apex = bounce_apex(sv);
         pbd_body_stats st;
         pbd_body_momentum mo;
         assert_int_equal(pbd_solver_stats(sv, &st, &err), PBD_OK);
@@ -1644,15 +1653,7 @@ static void body_materials(void **state)
     pbd_error err = {0};
     assert_int_equal(pbd_scene_parse(bounce, "materials", &sc, &err), PBD_OK);
     pbd_solver *sv = make_solver(&sc, PBD_BACKEND_CPU);
-    double apex = 0.0, low = 1.0;
-    for (int f = 0; f < 150; ++f) {
-        pbd_float4 x;
-        assert_int_equal(pbd_solver_step(sv, 1, &err), PBD_OK);
-        assert_int_equal(pbd_solver_read(sv, &x, NULL, &err), PBD_OK);
-        low = fmin(low, x.y);
-        if (low < 0.01)
-            apex = fmax(apex, x.y);
-    }
+    double apex = bounce_apex(sv);
     print_message("body restitution 0.5 on an inelastic floor: rose to %.4f m (0.25)\n", apex);
     expect(fabs(apex / 0.25 - 1.0) < 0.05, "rebound to %g m", apex);
     pbd_solver_destroy(sv);
