@@ -131,6 +131,8 @@ int pbd_model_add_plane(pbd_model *m, float nx, float ny, float nz, float offset
 
 /* Checks one record of constraint `type` (its particles among num_particles, its values);
  * `index` names it in the message. */
+/* Checks collider record `c` (numbered k in messages): kind, shape, coefficients, motion. */
+pbd_status pbd_collider_validate(const pbd_collider *c, int k, pbd_error *err);
 pbd_status pbd_constraint_validate(int type, const void *record, int index, int num_particles,
                                    pbd_error *err);
 /* Checks indices, masses and values: every field of the model is what the solver expects. */
@@ -337,6 +339,15 @@ pbd_status pbd_solver_step(pbd_solver *s, int frames, pbd_error *err);
  * of the colour or an index is out of range, PBD_ERR_MODEL for invalid values. */
 pbd_status pbd_solver_update_constraint(pbd_solver *s, int type, int index, const void *record,
                                         pbd_error *err);
+/* Replaces collider `index` between steps: a kinematic collider moved through the API (its
+ * shape, coefficients and velocities; with velocities the solver goes on moving it from
+ * there). PBD_ERR_ARGUMENT for an index out of range, PBD_ERR_MODEL for an invalid record.
+ * Particles it now overlaps are pushed out by the next collisions, an external impulse. */
+pbd_status pbd_solver_update_collider(pbd_solver *s, int index, const pbd_collider *c,
+                                      pbd_error *err);
+/* The colliders as they are now (kinematic ones where they have moved to); *count of them.
+ * Valid until the next step or update. */
+const pbd_collider *pbd_solver_colliders(const pbd_solver *s, int *count);
 /* A 64-bit hash (FNV-1a) of every particle's position and velocity bits, read back from
  * where the state lives: two runs that agree bit for bit have equal hashes. */
 pbd_status pbd_solver_state_hash(pbd_solver *s, uint64_t *hash, pbd_error *err);

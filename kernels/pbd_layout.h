@@ -163,19 +163,22 @@ enum {
         PBD_COLLIDER_COUNT
 };
 
-/* A static collider. 64 bytes. */
+/* A collider, static or moving. 96 bytes. */
 typedef struct pbd_collider {
-    int kind;               /* PBD_COLLIDER_* */
-    float friction;         /* static Coulomb coefficient mu_s, >= 0 (0: frictionless) */
-    float restitution;      /* coefficient of restitution, [0, 1] */
-    float friction_kinetic; /* kinetic Coulomb coefficient mu_k, [0, mu_s] */
-    pbd_float4 shape;       /* plane: unit normal n (xyz) and offset (w), particles keep
-                               n.x >= offset; sphere: centre (xyz, m) and radius (w, m, > 0);
-                               box: centre (xyz, m; w 0); capsule: one end of its axis (xyz,
-                               m) and its radius (w, m, > 0) */
-    pbd_float4 shape2;      /* box: half extents (xyz, m, > 0; w 0); capsule: the axis's other
-                               end (xyz, m; w 0); else 0 */
-    pbd_float4 shape3;      /* box: orientation, a unit quaternion (x, y, z, w); else 0 */
+    int kind;                    /* PBD_COLLIDER_* */
+    float friction;              /* static Coulomb coefficient mu_s, >= 0 (0: frictionless) */
+    float restitution;           /* coefficient of restitution, [0, 1] */
+    float friction_kinetic;      /* kinetic Coulomb coefficient mu_k, [0, mu_s] */
+    pbd_float4 shape;            /* plane: unit normal n (xyz) and offset (w), particles keep
+                                    n.x >= offset; sphere: centre (xyz, m) and radius (w, m, > 0);
+                                    box: centre (xyz, m; w 0); capsule: one end of its axis (xyz,
+                                    m) and its radius (w, m, > 0) */
+    pbd_float4 shape2;           /* box: half extents (xyz, m, > 0; w 0); capsule: the axis's other
+                                    end (xyz, m; w 0); else 0 */
+    pbd_float4 shape3;           /* box: orientation, a unit quaternion (x, y, z, w); else 0 */
+    pbd_float4 velocity;         /* a kinematic collider's linear velocity (xyz, m/s; w 0): the
+                                    solver moves it frame by frame (the kernels never read it) */
+    pbd_float4 angular_velocity; /* and its angular velocity about its centre (xyz, rad/s) */
 } pbd_collider;
 
 #endif

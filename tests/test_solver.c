@@ -1662,6 +1662,61 @@ static void body_materials(void **state)
     pbd_scene_free(&sc);
 }
 
+/* Kinematic colliders: a box moving at 1 m/s pushes a free particle along, so after 2 s it
+ * rides on the box's face (x = 0.1 + 1 m/s x the last substep's start) at the box's speed,
+ * and its momentum is the tracked one (the push is an external impulse); the device gives
+ * the CPU reference's bits. Through the API: a sphere moved onto a resting particle pushes it
+ * out; a wrong index or kind, and restitution on a solver made without, are refused. */
+static void kinematic_colliders(void **state)
+{
+    (void)state;
+    const char *json =
+        "{\"dt\": 0.016666666666666666, \"substeps\": 4, \"iterations\": 4, \"gravity\": [0, 0, "
+        "0], \"boxes\": [{\"center\": [0, 0, 0], \"size\": [0.2, 0.2, 0.2], \"velocity\": [1, 0, "
+        "0]}], \"spheres\": [{\"center\": [0, 5, 0], \"radius\": 0.5}], \"bodies\": [{\"type\": "
+        "\"particles\", \"positions\": [[1, 0.02, 0.03]]}]}";
+    pbd_scene sc = {0};
+    pbd_error err = {0};
+    assert_int_equal(pbd_scene_parse(json, "kinematic", &sc, &err), PBD_OK);
+    pbd_solver *sv = make_solver(&sc, PBD_BACKEND_CPU);
+    assert_int_equal(pbd_solver_step(sv, 120, &err), PBD_OK);
+    pbd_float4 x, v;
+    pbd_body_stats st;
+    pbd_body_momentum mo;
+    assert_int_equal(pbd_solver_read(sv, &x, &v, &err), PBD_OK);
+    assert_int_equal(pbd_solver_stats(sv, &st, &err), PBD_OK);
+    assert_int_equal(pbd_solver_momentum(sv, &mo, &err), PBD_OK);
+    double face = 0.1 + 1.0 * 479.0 / 240.0;
+    print_message("pushed to x %.6f (the face at %.6f), moving at %.6f m/s; P %.6f, P_r %.6f\n",
+                  (double)x.x, face, (double)v.x, st.p[0], mo.p_r[0]);
+    assert_near(x.x, face, 1e-4, "on the box's face");
+    assert_near(v.x, 1.0, 1e-3, "at the box's speed");
+    assert_near(st.p[0], mo.p_r[0], 1e-6, "P = P_r");
+    /* the API: the sphere moved onto the particle pushes it out along +y */
+    pbd_collider ball = sc.model.colliders[0]; /* spheres come before boxes */
+    ball.shape = (pbd_float4){x.x, x.y - 0.3f, x.z, 0.5f};
+    assert_int_equal(pbd_solver_update_collider(sv, 0, &ball, &err), PBD_OK);
+    assert_int_equal(pbd_solver_step(sv, 1, &err), PBD_OK);
+    pbd_float4 y;
+    assert_int_equal(pbd_solver_read(sv, &y, NULL, &err), PBD_OK);
+    double dy = (double)y.y - ((double)x.y - 0.3), dz = (double)y.z - x.z;
+    print_message("after the sphere moved onto it: %.4f m from the centre\n",
+                  sqrt(dy * dy + dz * dz));
+    expect(sqrt(dy * dy + dz * dz) >= 0.5 - 1e-5, "inside the sphere at %g",
+           sqrt(dy * dy + dz * dz));
+    assert_int_equal(pbd_solver_update_collider(sv, 2, &ball, &err), PBD_ERR_ARGUMENT);
+    assert_non_null(strstr(err.message, "collider 2: out of range [0, 2)"));
+    assert_int_equal(pbd_solver_update_collider(sv, 1, &ball, &err), PBD_ERR_ARGUMENT);
+    assert_non_null(strstr(err.message, "collider 1: kind"));
+    ball.restitution = 0.5f;
+    assert_int_equal(pbd_solver_update_collider(sv, 0, &ball, &err), PBD_ERR_ARGUMENT);
+    assert_non_null(strstr(err.message, "restitution"));
+    pbd_solver_destroy(sv);
+    pair_result pr = run_pair(&sc.model, &sc.config, 120);
+    pair_check_free(&pr);
+    pbd_scene_free(&sc);
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(coloring_valid),
     cmocka_unit_test(coloring_validator_rejects),
@@ -1698,6 +1753,7 @@ static const struct CMUnitTest tests[] = {
     pbd_device_test(restitution_bounce),
     pbd_device_test(shapes_same_bits),
     pbd_device_test(body_materials),
+    pbd_device_test(kinematic_colliders),
 };
 
 PBD_TEST_MAIN("solver", tests)

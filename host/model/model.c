@@ -12,7 +12,7 @@ _Static_assert(sizeof(pbd_float4) == 16, "pbd_float4 must match cl_float4");
 _Static_assert(_Alignof(pbd_float4) == 16, "pbd_float4 must be 16-byte aligned");
 _Static_assert(sizeof(pbd_distance) == 16, "pbd_distance is 16 bytes on both sides");
 _Static_assert(sizeof(pbd_attachment) == 32, "pbd_attachment is 32 bytes on both sides");
-_Static_assert(sizeof(pbd_collider) == 64, "pbd_collider is 64 bytes on both sides");
+_Static_assert(sizeof(pbd_collider) == 96, "pbd_collider is 96 bytes on both sides");
 _Static_assert(sizeof(pbd_segment) == 16, "pbd_segment is 16 bytes on both sides");
 
 const pbd_constraint_info pbd_constraint_types[PBD_CONSTRAINT_COUNT] = {
@@ -309,9 +309,15 @@ static pbd_status validate_constraints(const pbd_model *m, int type, pbd_error *
 }
 
 /* A collider's shape for its kind. */
-static pbd_status validate_collider(const pbd_collider *c, int k, pbd_error *err)
+pbd_status pbd_collider_validate(const pbd_collider *c, int k, pbd_error *err)
 {
     pbd_float4 s = c->shape;
+    if (!finite4(c->velocity) || !bounded3(c->velocity) || !finite4(c->angular_velocity) ||
+        !bounded3(c->angular_velocity))
+        return pbd_error_set(err, PBD_ERR_MODEL,
+                             "collider %d: a velocity or angular velocity beyond 1e9 or not "
+                             "finite",
+                             k);
     if (c->kind < 0 || c->kind >= PBD_COLLIDER_COUNT)
         return pbd_error_set(err, PBD_ERR_MODEL, "collider %d: kind %d (expected 0 .. %d)", k,
                              c->kind, PBD_COLLIDER_COUNT - 1);
@@ -421,7 +427,7 @@ pbd_status pbd_model_validate(const pbd_model *m, pbd_error *err)
             return st;
     }
     for (int k = 0; k < m->num_colliders; ++k) {
-        pbd_status st = validate_collider(&m->colliders[k], k, err);
+        pbd_status st = pbd_collider_validate(&m->colliders[k], k, err);
         if (st != PBD_OK)
             return st;
     }

@@ -884,10 +884,12 @@ static const field config_fields[] = {
 };
 
 static const char *const plane_keys[] = {"normal",           "offset",      "friction",
-                                         "kinetic_friction", "restitution", NULL};
+                                         "kinetic_friction", "restitution", "velocity",
+                                         "angular_velocity", NULL};
 
 /* A collider's "friction" (static, mu_s in [0, 100]), "kinetic_friction" (mu_k in [0, mu_s],
- * default mu_s) and "restitution" ([0, 1]). */
+ * default mu_s), "restitution" ([0, 1]), and for a kinematic collider "velocity" and
+ * "angular_velocity" (about its centre). */
 static int read_friction(ctx *c, const cJSON *obj, const char *key, pbd_collider *col)
 {
     static const field friction_fields[] = {
@@ -898,10 +900,16 @@ static int read_friction(ctx *c, const cJSON *obj, const char *key, pbd_collider
          {0.0, 100.0, 0, 0, 0},
          offsetof(pbd_collider, friction_kinetic)},
         {"restitution", 'f', 0, {0.0, 1.0, 0, 0, 0}, offsetof(pbd_collider, restitution)},
+        {"velocity", 'f', 3, {-1e9, 1e9, 0, 0, 0}, offsetof(pbd_collider, velocity)},
+        {"angular_velocity",
+         'f',
+         3,
+         {-1e9, 1e9, 0, 0, 0},
+         offsetof(pbd_collider, angular_velocity)},
     };
     char sub[KEY_MAX];
     col->friction_kinetic = -1.0f;
-    if (read_fields(c, obj, key, friction_fields, 3, col))
+    if (read_fields(c, obj, key, friction_fields, 5, col))
         return -1;
     if (col->friction_kinetic < 0.0f)
         col->friction_kinetic = col->friction;
@@ -990,7 +998,8 @@ static int object_entry(ctx *c, const cJSON *e, const char *name, int k, const c
 }
 
 static const char *const sphere_keys[] = {"center",           "radius",      "friction",
-                                          "kinetic_friction", "restitution", NULL};
+                                          "kinetic_friction", "restitution", "velocity",
+                                          "angular_velocity", NULL};
 
 /* "spheres": [{"center": [x, y, z], "radius": r}], static sphere colliders. */
 static int parse_spheres(ctx *c, const cJSON *root, pbd_model *m)
@@ -1022,8 +1031,9 @@ static int parse_spheres(ctx *c, const cJSON *root, pbd_model *m)
     return 0;
 }
 
-static const char *const box_keys[] = {"center",           "size",        "rotate", "friction",
-                                       "kinetic_friction", "restitution", NULL};
+static const char *const box_keys[] = {
+    "center",      "size",     "rotate",           "friction", "kinetic_friction",
+    "restitution", "velocity", "angular_velocity", NULL};
 
 /* "boxes": [{"center": [x, y, z], "size": [sx, sy, sz], "rotate": [rx, ry, rz]}]: oriented
  * box colliders, the rotation a rotation vector (axis times angle, rad) as a mesh's. */
@@ -1064,7 +1074,8 @@ static int parse_boxes(ctx *c, const cJSON *root, pbd_model *m)
 }
 
 static const char *const capsule_keys[] = {
-    "start", "end", "radius", "friction", "kinetic_friction", "restitution", NULL};
+    "start",       "end",      "radius",           "friction", "kinetic_friction",
+    "restitution", "velocity", "angular_velocity", NULL};
 
 /* "capsules": [{"start": [x, y, z], "end": [x, y, z], "radius": r}]: capsule colliders (a
  * segment grown by r; start may equal end: a sphere). */

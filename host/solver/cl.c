@@ -569,6 +569,18 @@ cleanup:
     return status;
 }
 
+static pbd_status cl_update_colliders(void *impl, pbd_error *err)
+{
+    cl_impl *c = impl;
+    pbd_status status = PBD_OK;
+    size_t bytes = (size_t)c->plan->num_colliders * sizeof(pbd_collider);
+    if (bytes > 0) /* blocking: the next frame's pose overwrites the host copy */
+        PBD_CL_CHECK(clEnqueueWriteBuffer(c->cl.queue, c->colliders, CL_TRUE, 0, bytes,
+                                          c->plan->colliders, 0, NULL, NULL));
+cleanup:
+    return status;
+}
+
 static void cl_destroy(void *impl)
 {
     cl_impl *c = impl;
@@ -1200,6 +1212,7 @@ const pbd_backend_ops pbd_cl_ops = {
     .gl_attach = cl_gl_attach,
     .gl_positions = cl_gl_positions,
     .update_constraint = cl_update_constraint,
+    .update_colliders = cl_update_colliders,
     .read_state = cl_read_state,
     .write_state = cl_write_state,
     .destroy = cl_destroy,

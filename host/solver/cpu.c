@@ -478,6 +478,14 @@ static pbd_status cpu_update_constraint(void *impl, int type, int position, pbd_
     return PBD_OK;
 }
 
+/* The CPU reference collides with the plan's colliders themselves. */
+static pbd_status cpu_update_colliders(void *impl, pbd_error *err)
+{
+    (void)impl;
+    (void)err;
+    return PBD_OK;
+}
+
 const pbd_backend_ops pbd_cpu_ops = {
     .predict = cpu_predict,
     .project = cpu_project,
@@ -496,5 +504,6 @@ const pbd_backend_ops pbd_cpu_ops = {
     .read_state = cpu_read_state,
     .write_state = cpu_write_state,
     .update_constraint = cpu_update_constraint,
+    .update_colliders = cpu_update_colliders,
     .destroy = cpu_destroy,
 };

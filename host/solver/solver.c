@@ -39,6 +39,8 @@ void pbd_plan_free(pbd_plan *plan)
     free(plan->body_ref);
     free(plan->body_flags);
     free(plan->body_material);
+    free(plan->colliders0);
+    free(plan->collider_t0);
     free(plan->colliders);
     memset(plan, 0, sizeof *plan);
 }
@@ -413,6 +415,13 @@ static pbd_status check_neo_hookean(const pbd_model *m, const pbd_config *cfg, p
                          (int)(b - m->bodies), b->name, h, worst, at, need);
 }
 
+int pbd_collider_moves(const pbd_collider *c)
+{
+    return c->velocity.x != 0.0f || c->velocity.y != 0.0f || c->velocity.z != 0.0f ||
+           c->angular_velocity.x != 0.0f || c->angular_velocity.y != 0.0f ||
+           c->angular_velocity.z != 0.0f;
+}
+
 pbd_status pbd_plan_build(const pbd_model *m, const pbd_config *cfg, pbd_plan *plan, pbd_error *err)
 {
     memset(plan, 0, sizeof *plan);
@@ -452,13 +461,19 @@ pbd_status pbd_plan_build(const pbd_model *m, const pbd_config *cfg, pbd_plan *p
     plan->body_segments = malloc(((size_t)m->num_bodies + 1) * sizeof *plan->body_segments);
     plan->body_flags = calloc((size_t)m->num_bodies + 1, sizeof *plan->body_flags);
     plan->body_material = malloc(((size_t)m->num_bodies + 1) * sizeof *plan->body_material);
+    plan->colliders0 = malloc(((size_t)m->num_colliders + 1) * sizeof *plan->colliders0);
+    plan->collider_t0 = calloc((size_t)m->num_colliders + 1, sizeof *plan->collider_t0);
     if (!plan->colliders || !plan->body_ref || !plan->body_segments || !plan->body_flags ||
-        !plan->body_material) {
+        !plan->body_material || !plan->colliders0 || !plan->collider_t0) {
         st = pbd_error_set(err, PBD_ERR_MEMORY, "out of memory preparing the solver");
         goto fail;
     }
-    if (m->num_colliders)
+    if (m->num_colliders) {
         memcpy(plan->colliders, m->colliders, (size_t)m->num_colliders * sizeof *plan->colliders);
+        memcpy(plan->colliders0, m->colliders, (size_t)m->num_colliders * sizeof *plan->colliders);
+    }
+    for (int k = 0; k < m->num_colliders; ++k)
+        plan->moving |= pbd_collider_moves(&m->colliders[k]);
     for (int b = 0; b < m->num_bodies; ++b) {
         const pbd_body *bd = &m->bodies[b];
         plan->body_material[b] =
@@ -613,12 +628,44 @@ void pbd_solver_destroy(pbd_solver *s)
 
 pbd_status pbd_solver_step(pbd_solver *s, int frames, pbd_error *err)
 {
+    pbd_plan *pl = &s->plan;
     for (int f = 0; f < frames; ++f) {
-        pbd_status st = pbd_step_frame(s->ops, s->impl, &s->plan, &s->substeps_done, err);
+        pbd_status st = pbd_step_frame(s->ops, s->impl, pl, &s->substeps_done, err);
         if (st != PBD_OK)
             return st;
     }
     return PBD_OK;
+}
+
+const pbd_collider *pbd_solver_colliders(const pbd_solver *s, int *count)
+{
+    *count = s->plan.num_colliders;
+    return s->plan.colliders;
+}
+
+pbd_status pbd_solver_update_collider(pbd_solver *s, int index, const pbd_collider *c,
+                                      pbd_error *err)
+{
+    pbd_plan *pl = &s->plan;
+    if (index < 0 || index >= pl->num_colliders)
+        return pbd_error_set(err, PBD_ERR_ARGUMENT, "collider %d: out of range [0, %d)", index,
+                             pl->num_colliders);
+    if (c->kind != pl->colliders[index].kind)
+        return pbd_error_set(err, PBD_ERR_ARGUMENT, "collider %d: kind %d, expected its own %d",
+                             index, c->kind, pl->colliders[index].kind);
+    pbd_status st = pbd_collider_validate(c, index, err);
+    if (st != PBD_OK)
+        return st;
+    if (c->restitution > 0.0f && !pl->bounce) /* the update kernel was chosen without it */
+        return pbd_error_set(err, PBD_ERR_ARGUMENT,
+                             "collider %d: found restitution %g, expected 0 on a solver made "
+                             "without restitution (give it to the collider before creating "
+                             "the solver)",
+                             index, (double)c->restitution);
+    pl->colliders[index] = pl->colliders0[index] = *c;
+    pl->collider_t0[index] = (double)s->substeps_done * pl->h;
+    pl->moving |= pbd_collider_moves(c);
+    return s->ops->update_colliders(s->impl, err);
 }
 
 pbd_status pbd_solver_update_constraint(pbd_solver *s, int type, int index, const void *record,

@@ -83,22 +83,25 @@ typedef struct pbd_plan {
     int *csr_slots;        /* 2 x distance count: slot 2c + end, ascending per particle */
     int *csr_other;        /* Jacobi: the slot's other particle (else NULL) */
     int num_segments;
-    pbd_segment *segments;   /* reduction pieces, ordered by body */
-    int *body_segments;      /* num_bodies + 1: body b owns segments [bs[b], bs[b+1]) */
-    pbd_float4 *body_ref;    /* per body initial reference point of the sums (its first
-                                particle); each correction then moves it to the com */
-    int *body_flags;         /* PBD_BODY_MOMENTUM for the bodies whose momentum is preserved */
-    int momentum_active;     /* 1: the momentum stages run each substep (a body is preserved,
-                                or rigid damping is on) */
-    pbd_variant variant;     /* set once by the backend: the kernels it runs (the CPU
-                                reference: the variant whose order of sums it follows).
-                                Reductions: PBD_VARIANT_CPU, a work-item per segment in
-                                PBD_SUM_LANES lanes; PBD_VARIANT_GPU, a work-group and a tree */
-    int solve_serial;        /* 1: one work-item per body sums its segments in order (CPU
-                                layout, or every body has at most PBD_SERIAL_SEGMENTS
-                                segments); 0: a work-group and a tree per body */
-    pbd_collider *colliders; /* num_colliders (at least one slot allocated) */
-    float h;                 /* substep, s */
+    pbd_segment *segments;    /* reduction pieces, ordered by body */
+    int *body_segments;       /* num_bodies + 1: body b owns segments [bs[b], bs[b+1]) */
+    pbd_float4 *body_ref;     /* per body initial reference point of the sums (its first
+                                 particle); each correction then moves it to the com */
+    int *body_flags;          /* PBD_BODY_MOMENTUM for the bodies whose momentum is preserved */
+    int momentum_active;      /* 1: the momentum stages run each substep (a body is preserved,
+                                 or rigid damping is on) */
+    pbd_variant variant;      /* set once by the backend: the kernels it runs (the CPU
+                                 reference: the variant whose order of sums it follows).
+                                 Reductions: PBD_VARIANT_CPU, a work-item per segment in
+                                 PBD_SUM_LANES lanes; PBD_VARIANT_GPU, a work-group and a tree */
+    int solve_serial;         /* 1: one work-item per body sums its segments in order (CPU
+                                 layout, or every body has at most PBD_SERIAL_SEGMENTS
+                                 segments); 0: a work-group and a tree per body */
+    pbd_collider *colliders;  /* num_colliders (at least one slot allocated), as now */
+    pbd_collider *colliders0; /* kinematic colliders: each as it was at time collider_t0 */
+    double *collider_t0;      /* s */
+    int moving;               /* 1: a collider has a velocity: moved every frame */
+    float h;                  /* substep, s */
     float inv_h;
     float inv_h2;
     float point_damping; /* fraction for the velocity update (point damping), else 0 */
@@ -153,6 +156,8 @@ typedef struct pbd_backend_ops {
     /* Copies record `position` of constraint `type` from the plan to where the solver
      * steps (the plan's copy has changed). */
     pbd_status (*update_constraint)(void *impl, int type, int position, pbd_error *err);
+    /* Copies the plan's colliders to where the solver steps (they moved). */
+    pbd_status (*update_colliders)(void *impl, pbd_error *err);
     /* Checkpoints: copy the state out of, or into, where the solver steps. */
     pbd_status (*read_state)(void *impl, const pbd_state_arrays *a, pbd_error *err);
     pbd_status (*write_state)(void *impl, const pbd_state_arrays *a, pbd_error *err);
@@ -181,6 +186,9 @@ double pbd_device_memory_estimate(const pbd_model *m, const pbd_config *cfg, dou
                                   const char **largest_name);
 pbd_status pbd_check_device_memory(const pbd_model *m, const pbd_config *cfg,
                                    const pbd_device_info *info, pbd_error *err);
+
+/* Whether a collider has a velocity (the solver moves it every substep). */
+int pbd_collider_moves(const pbd_collider *c);
 
 /* One frame: cfg.substeps substeps of predict, cfg.iterations x (project, collide), update,
  * momentum. *substeps_done counts the substeps run so far (for BDF2's first step). */

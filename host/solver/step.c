@@ -2,6 +2,8 @@
  * Dahl & Bargteil 2019, Algorithm 2), the same for both backends:
  *   predict -> iterations x (project each constraint type, collide) -> update -> momentum.
  * Where a variant fuses stages into one launch, the stage says so beside its call. */
+#include <math.h>
+
 #include "solver/solver_impl.h"
 
 const char *const pbd_stage_names[PBD_STAGE_COUNT] = {
@@ -51,6 +53,68 @@ static pbd_status iterate(const pbd_backend_ops *ops, void *impl, const pbd_plan
     return PBD_OK;
 }
 
+/* Collider c0 (as at time 0) at time t: moved by its velocity, and turned by its angular
+ * velocity about its centre (a plane: about its point nearest the origin; a capsule: about
+ * its axis's middle). */
+static void pose_collider(const pbd_collider *c0, double t, pbd_collider *out)
+{
+    *out = *c0;
+    double v[3] = {c0->velocity.x, c0->velocity.y, c0->velocity.z};
+    double w[3] = {c0->angular_velocity.x, c0->angular_velocity.y, c0->angular_velocity.z};
+    double wl = sqrt(w[0] * w[0] + w[1] * w[1] + w[2] * w[2]), angle = wl * t;
+    double k[3] = {0, 0, 0}, cs = cos(angle), sn = sin(angle);
+    for (int i = 0; i < 3 && wl > 0.0; ++i)
+        k[i] = w[i] / wl;
+        /* Rodrigues: R u = u cos + (k x u) sin + k (k . u)(1 - cos) */
+#define ROTATE(u, o)                                                                               \
+    do {                                                                                           \
+        double kd = k[0] * (u)[0] + k[1] * (u)[1] + k[2] * (u)[2];                                 \
+        double kx[3] = {k[1] * (u)[2] - k[2] * (u)[1], k[2] * (u)[0] - k[0] * (u)[2],              \
+                        k[0] * (u)[1] - k[1] * (u)[0]};                                            \
+        for (int j_ = 0; j_ < 3; ++j_)                                                             \
+            (o)[j_] = (u)[j_] * cs + kx[j_] * sn + k[j_] * kd * (1.0 - cs);                        \
+    } while (0)
+    const pbd_float4 s = c0->shape, s2 = c0->shape2;
+    if (c0->kind == PBD_COLLIDER_PLANE) {
+        double n[3] = {s.x, s.y, s.z}, rn[3], pivot[3];
+        ROTATE(n, rn);
+        for (int i = 0; i < 3; ++i)
+            pivot[i] = n[i] * s.w + v[i] * t;
+        out->shape = (pbd_float4){(float)rn[0], (float)rn[1], (float)rn[2],
+                                  (float)(rn[0] * pivot[0] + rn[1] * pivot[1] + rn[2] * pivot[2])};
+    } else if (c0->kind == PBD_COLLIDER_CAPSULE) {
+        double a[3] = {s.x, s.y, s.z}, b[3] = {s2.x, s2.y, s2.z}, mid[3], ra[3], rb[3];
+        for (int i = 0; i < 3; ++i) {
+            mid[i] = 0.5 * (a[i] + b[i]);
+            a[i] -= mid[i];
+            b[i] -= mid[i];
+        }
+        ROTATE(a, ra);
+        ROTATE(b, rb);
+        out->shape =
+            (pbd_float4){(float)(mid[0] + v[0] * t + ra[0]), (float)(mid[1] + v[1] * t + ra[1]),
+                         (float)(mid[2] + v[2] * t + ra[2]), s.w};
+        out->shape2 =
+            (pbd_float4){(float)(mid[0] + v[0] * t + rb[0]), (float)(mid[1] + v[1] * t + rb[1]),
+                         (float)(mid[2] + v[2] * t + rb[2]), 0.0f};
+    } else { /* sphere, box: the centre moves; a box also turns: q = q(w t) q0 */
+        out->shape = (pbd_float4){(float)(s.x + v[0] * t), (float)(s.y + v[1] * t),
+                                  (float)(s.z + v[2] * t), s.w};
+        if (c0->kind == PBD_COLLIDER_BOX) {
+            pbd_float4 q = c0->shape3;
+            double h = 0.5 * angle, r[4] = {k[0] * sin(h), k[1] * sin(h), k[2] * sin(h), cos(h)};
+            double o[4] = {r[3] * q.x + r[0] * q.w + r[1] * q.z - r[2] * q.y,
+                           r[3] * q.y - r[0] * q.z + r[1] * q.w + r[2] * q.x,
+                           r[3] * q.z + r[0] * q.y - r[1] * q.x + r[2] * q.w,
+                           r[3] * q.w - r[0] * q.x - r[1] * q.y - r[2] * q.z};
+            double l = sqrt(o[0] * o[0] + o[1] * o[1] + o[2] * o[2] + o[3] * o[3]);
+            out->shape3 = (pbd_float4){(float)(o[0] / l), (float)(o[1] / l), (float)(o[2] / l),
+                                       (float)(o[3] / l)};
+        }
+    }
+#undef ROTATE
+}
+
 pbd_status pbd_step_frame(const pbd_backend_ops *ops, void *impl, const pbd_plan *plan,
                           long *substeps_done, pbd_error *err)
 {
@@ -58,6 +122,14 @@ pbd_status pbd_step_frame(const pbd_backend_ops *ops, void *impl, const pbd_plan
     int keep_prev = cfg->velocity_update == PBD_VELOCITY_BDF2;
     for (int s = 0; s < cfg->substeps; ++s) {
         int bdf2 = keep_prev && *substeps_done > 0;
+        if (plan->moving) { /* kinematic colliders: their pose at this substep's start */
+            double t = (double)*substeps_done * plan->h;
+            for (int k = 0; k < plan->num_colliders; ++k)
+                if (pbd_collider_moves(&plan->colliders0[k]))
+                    pose_collider(&plan->colliders0[k], t - plan->collider_t0[k],
+                                  &plan->colliders[k]);
+            STAGE(ops->update_colliders(impl, err));
+        }
         /* predict (also applies the previous substep's momentum correction: its broadcast) */
         STAGE(ops->predict(impl, bdf2, err));
         /* project: XPBD multipliers start at zero each substep (Macklin 2016, Algorithm 1) */

@@ -721,8 +721,10 @@ static void draw_scene(viewer *w, int k, int x0, int width, int height)
     const float grey[3] = {0.7f, 0.7f, 0.72f};
     set_color(w->mesh_prog, grey);
     GLint model_at = glGetUniformLocation(w->mesh_prog, "model");
-    for (int c = 0; c < m->num_colliders; ++c) {
-        const pbd_collider *col = &m->colliders[c];
+    int ncol = 0; /* where the colliders are now: kinematic ones move */
+    const pbd_collider *cols = pbd_solver_colliders(s->solver, &ncol);
+    for (int c = 0; c < ncol; ++c) {
+        const pbd_collider *col = &cols[c];
         pbd_float4 sh = col->shape;
         if (col->kind == PBD_COLLIDER_SPHERE) {
             draw_ball(g, model_at, &sh.x, sh.w);
