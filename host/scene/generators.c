@@ -302,6 +302,44 @@ static int compare_edges(const void *pa, const void *pb)
     return (a->opposite > b->opposite) - (a->opposite < b->opposite);
 }
 
+/* The edges of `nt` triangles (vertices t[3k .. 3k + 2], numbered through `map` where it is
+ * not NULL), each with its triangle's third vertex, sorted: triangles that share an edge
+ * lie next to each other. malloc'd; NULL when out of memory. */
+static tri_edge *triangle_edges(const int *t, int nt, const int *map)
+{
+    tri_edge *e = malloc((size_t)(3 * nt > 0 ? 3 * nt : 1) * sizeof *e);
+    if (!e)
+        return NULL;
+    for (int k = 0; k < nt; ++k)
+        for (int s = 0; s < 3; ++s) {
+            int p = t[3 * k + s], q = t[3 * k + (s + 1) % 3], o = t[3 * k + (s + 2) % 3];
+            if (map) {
+                p = map[p];
+                q = map[q];
+                o = map[o];
+            }
+            e[3 * k + s] = (tri_edge){p < q ? p : q, p < q ? q : p, o};
+        }
+    qsort(e, (size_t)(3 * nt), sizeof *e, compare_edges);
+    return e;
+}
+
+/* The next edge from *k on that exactly two triangles share, with different third vertices
+ * (its first entry; the second follows it), moving *k past it; -1 after the last. */
+static int next_hinge(const tri_edge *e, int n, int *k)
+{
+    while (*k < n) {
+        int first = *k, count = 1;
+        while (first + count < n && e[first + count].lo == e[first].lo &&
+               e[first + count].hi == e[first].hi)
+            ++count;
+        *k += count;
+        if (count == 2 && e[first].opposite != e[first + 1].opposite)
+            return first;
+    }
+    return -1;
+}
+
 static double dot3(const double *a, const double *b)
 {
     return a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
@@ -375,26 +413,13 @@ int pbd_scene_add_bending_pair(pbd_model *m, pbd_bending kind, float compliance,
 static int add_surface_bending(build *b, pbd_bending kind, float compliance)
 {
     int nt = b->m->num_triangles - b->triangles;
-    tri_edge *e = malloc((size_t)(3 * nt > 0 ? 3 * nt : 1) * sizeof *e);
+    tri_edge *e = triangle_edges(b->m->triangles + 3 * (size_t)b->triangles, nt, NULL);
     if (!e)
         return 1;
-    const int *t = b->m->triangles + 3 * (size_t)b->triangles;
-    for (int k = 0; k < nt; ++k)
-        for (int s = 0; s < 3; ++s) {
-            int p = t[3 * k + s], q = t[3 * k + (s + 1) % 3], o = t[3 * k + (s + 2) % 3];
-            e[3 * k + s] = (tri_edge){p < q ? p : q, p < q ? q : p, o};
-        }
-    qsort(e, (size_t)(3 * nt), sizeof *e, compare_edges);
     int failures = 0;
-    for (int k = 0; k < 3 * nt && !failures;) {
-        int n = 1;
-        while (k + n < 3 * nt && e[k + n].lo == e[k].lo && e[k + n].hi == e[k].hi)
-            ++n;
-        if (n == 2 && e[k].opposite != e[k + 1].opposite)
-            failures += pbd_scene_add_bending_pair(b->m, kind, compliance, e[k].lo, e[k].hi,
-                                                   e[k].opposite, e[k + 1].opposite);
-        k += n;
-    }
+    for (int k = 0, h; !failures && (h = next_hinge(e, 3 * nt, &k)) >= 0;)
+        failures += pbd_scene_add_bending_pair(b->m, kind, compliance, e[h].lo, e[h].hi,
+                                               e[h].opposite, e[h + 1].opposite);
     free(e);
     return failures;
 }
@@ -813,19 +838,6 @@ static int pair_cmp(const void *pa, const void *pb)
     return (a[1] > b[1]) - (a[1] < b[1]);
 }
 
-/* An edge of a triangle and the triangle's third corner, for the bending springs. */
-typedef struct wing {
-    int a, b, far;
-} wing;
-
-static int wing_cmp(const void *pa, const void *pb)
-{
-    const wing *x = pa, *y = pb;
-    if (x->a != y->a)
-        return x->a < y->a ? -1 : 1;
-    return (x->b > y->b) - (x->b < y->b);
-}
-
 static void put_pair(int (*pairs)[2], size_t *n, int a, int b)
 {
     pairs[*n][0] = a < b ? a : b;
@@ -870,9 +882,7 @@ static pbd_status plan_mesh(const pbd_mesh_desc *d, mesh_plan *p, pbd_error *err
     int edges = !(arity == 4 && d->young_modulus > 0.0); /* a Neo-Hookean solid has none */
     p->particle = malloc((size_t)(nv ? nv : 1) * sizeof *p->particle);
     p->pairs = malloc((cap + (bending ? 3 * (size_t)count : 0)) * sizeof *p->pairs);
-    wing *w = bending ? malloc(3 * (size_t)count * sizeof *w) : NULL;
-    if (!p->particle || !p->pairs || (bending && !w)) {
-        free(w);
+    if (!p->particle || !p->pairs) {
         plan_free(p);
         return pbd_error_set(err, PBD_ERR_MEMORY, "out of memory");
     }
@@ -889,22 +899,16 @@ static pbd_status plan_mesh(const pbd_mesh_desc *d, mesh_plan *p, pbd_error *err
         for (int i = 0; edges && i < arity; ++i)
             for (int j = i + 1; j < arity; ++j)
                 put_pair(p->pairs, &n, p->particle[v[i]], p->particle[v[j]]);
-        for (int i = 0; bending && i < 3; ++i) {
-            int a = p->particle[v[i]], b = p->particle[v[(i + 1) % 3]];
-            w[3 * (size_t)e + i] =
-                (wing){a < b ? a : b, a < b ? b : a, p->particle[v[(i + 2) % 3]]};
-        }
     }
     /* Bending: across every edge that exactly two triangles share, their far corners. */
     if (bending) {
-        size_t nw = 3 * (size_t)count;
-        qsort(w, nw, sizeof *w, wing_cmp);
-        for (size_t i = 0; i + 1 < nw; ++i)
-            if (w[i].a == w[i + 1].a && w[i].b == w[i + 1].b &&
-                (i + 2 >= nw || w[i + 2].a != w[i].a || w[i + 2].b != w[i].b) &&
-                (i == 0 || w[i - 1].a != w[i].a || w[i - 1].b != w[i].b) &&
-                w[i].far != w[i + 1].far)
-                put_pair(p->pairs, &n, w[i].far, w[i + 1].far);
+        tri_edge *w = triangle_edges(el, count, p->particle);
+        if (!w) {
+            plan_free(p);
+            return pbd_error_set(err, PBD_ERR_MEMORY, "out of memory");
+        }
+        for (int k = 0, h; (h = next_hinge(w, 3 * count, &k)) >= 0;)
+            put_pair(p->pairs, &n, w[h].opposite, w[h + 1].opposite);
         free(w);
     }
     qsort(p->pairs, n, sizeof *p->pairs, pair_cmp);
