@@ -287,6 +287,36 @@ static int add_tethers(build *b, int nu, int nv)
     return failures;
 }
 
+/* A cloth's or mesh cloth's bending: its kind, and its compliance (NaN: the body's). */
+static pbd_status check_bending(pbd_bending kind, float compliance, pbd_error *err)
+{
+    if (kind < PBD_BENDING_NONE || kind > PBD_BENDING_ISOMETRIC)
+        return bad(err, "bending", kind, "none, springs, dihedral or isometric");
+    if (!isnan(compliance) && !(compliance >= -1.0f && compliance <= PBD_MAX_COMPLIANCE))
+        return bad(err, "bending_compliance", compliance,
+                   "a compliance >= 0 or a stiffness in (0, 1]");
+    return PBD_OK;
+}
+
+/* A Neo-Hookean solid's Young's modulus E (0: none) and Poisson ratio, not with volume
+ * constraints; *mu and *lambda are Lame's mu and the model's lambda: the linear one plus mu
+ * (the energy's linearisation at rest has lambda - mu where linear elasticity has lambda). */
+static pbd_status check_elastic(double E, double nu, int volume, double *mu, double *lambda,
+                                pbd_error *err)
+{
+    if (!(E >= 0.0 && E <= 1e15))
+        return bad(err, "young_modulus", E, "a modulus in (0, 1e15] Pa");
+    if (!(nu >= 0.0 && nu <= 0.49))
+        return bad(err, "poisson_ratio", nu, "a ratio in [0, 0.49]");
+    if (E > 0.0 && volume)
+        return pbd_error_set(err, PBD_ERR_ARGUMENT,
+                             "volume: found with young_modulus, expected one of them (a "
+                             "Neo-Hookean solid keeps its volume through poisson_ratio)");
+    *mu = E / (2.0 * (1.0 + nu));
+    *lambda = E * nu / ((1.0 + nu) * (1.0 - 2.0 * nu)) + *mu;
+    return PBD_OK;
+}
+
 /* An edge of a surface triangle and the triangle's third particle (model indices). */
 typedef struct tri_edge {
     int lo, hi, opposite;
@@ -436,12 +466,8 @@ pbd_status pbd_scene_add_cloth(pbd_model *m, const pbd_cloth_desc *d, pbd_error 
         return bad(err, "orientation", d->orientation, "xz or xy");
     if (d->pin != PBD_PIN_NONE && d->pin != PBD_PIN_CORNERS && d->pin != PBD_PIN_EDGE)
         return bad(err, "pin", d->pin, "none, corners or edge");
-    if (d->bending < PBD_BENDING_NONE || d->bending > PBD_BENDING_ISOMETRIC)
-        return bad(err, "bending", d->bending, "none, springs, dihedral or isometric");
-    if (!isnan(d->bending_compliance) &&
-        !(d->bending_compliance >= -1.0f && d->bending_compliance <= PBD_MAX_COMPLIANCE))
-        return bad(err, "bending_compliance", d->bending_compliance,
-                   "a compliance >= 0 or a stiffness in (0, 1]");
+    if ((st = check_bending(d->bending, d->bending_compliance, err)) != PBD_OK)
+        return st;
     float bend = isnan(d->bending_compliance) ? d->common.compliance : d->bending_compliance;
     int64_t np, nc;
     pbd_cloth_counts(d, &np, &nc);
@@ -673,18 +699,10 @@ pbd_status pbd_scene_add_tet_box(pbd_model *m, const pbd_tet_box_desc *d, pbd_er
         return bad(err, "volume_compliance", d->volume_compliance,
                    "a compliance in [0, 1e20] or a stiffness in (0, 1]");
     int elastic = d->young_modulus > 0.0;
-    if (!(d->young_modulus >= 0.0 && d->young_modulus <= 1e15))
-        return bad(err, "young_modulus", d->young_modulus, "a modulus in (0, 1e15] Pa");
-    if (!(d->poisson_ratio >= 0.0 && d->poisson_ratio <= 0.49))
-        return bad(err, "poisson_ratio", d->poisson_ratio, "a ratio in [0, 0.49]");
-    if (elastic && d->volume)
-        return pbd_error_set(err, PBD_ERR_ARGUMENT,
-                             "volume: found with young_modulus, expected one of them (a "
-                             "Neo-Hookean solid keeps its volume through poisson_ratio)");
-    /* Lame's mu and lambda; the model's lambda is the linear one plus mu (its linearisation
-     * at rest has lambda - mu where linear elasticity has lambda) */
-    double E = d->young_modulus, nu = d->poisson_ratio;
-    double mu = E / (2.0 * (1.0 + nu)), lambda = E * nu / ((1.0 + nu) * (1.0 - 2.0 * nu)) + mu;
+    double mu, lambda;
+    if ((st = check_elastic(d->young_modulus, d->poisson_ratio, d->volume, &mu, &lambda, err)) !=
+        PBD_OK)
+        return st;
     int n[3] = {d->cells[0] + 1, d->cells[1] + 1, d->cells[2] + 1};
     double h[3];
     for (int k = 0; k < 3; ++k)
@@ -984,22 +1002,14 @@ pbd_status pbd_scene_add_mesh(pbd_model *m, const pbd_mesh_desc *d, pbd_error *e
         !(d->volume_compliance >= -1.0f && d->volume_compliance <= PBD_MAX_COMPLIANCE))
         return bad(err, "volume_compliance", d->volume_compliance,
                    "a compliance in [0, 1e20] or a stiffness in (0, 1]");
-    if (d->bending < PBD_BENDING_NONE || d->bending > PBD_BENDING_ISOMETRIC)
-        return bad(err, "bending", d->bending, "none, springs, dihedral or isometric");
-    if (!isnan(d->bending_compliance) &&
-        !(d->bending_compliance >= -1.0f && d->bending_compliance <= PBD_MAX_COMPLIANCE))
-        return bad(err, "bending_compliance", d->bending_compliance,
-                   "a compliance >= 0 or a stiffness in (0, 1]");
-    if (!(d->young_modulus >= 0.0 && d->young_modulus <= 1e15))
-        return bad(err, "young_modulus", d->young_modulus, "a modulus in (0, 1e15] Pa");
-    if (!(d->poisson_ratio >= 0.0 && d->poisson_ratio <= 0.49))
-        return bad(err, "poisson_ratio", d->poisson_ratio, "a ratio in [0, 0.49]");
-    if (d->young_modulus > 0.0 && d->volume)
-        return pbd_error_set(err, PBD_ERR_ARGUMENT,
-                             "volume: found with young_modulus, expected one of them (a "
-                             "Neo-Hookean solid keeps its volume through poisson_ratio)");
+    double mu, lambda;
+    pbd_status st = check_bending(d->bending, d->bending_compliance, err);
+    if (st == PBD_OK)
+        st = check_elastic(d->young_modulus, d->poisson_ratio, d->volume, &mu, &lambda, err);
+    if (st != PBD_OK)
+        return st;
     mesh_plan p;
-    pbd_status st = plan_mesh(d, &p, err);
+    st = plan_mesh(d, &p, err);
     if (st != PBD_OK)
         return st;
     const pbd_mesh *mesh = d->mesh;
@@ -1076,9 +1086,7 @@ pbd_status pbd_scene_add_mesh(pbd_model *m, const pbd_mesh_desc *d, pbd_error *e
                                  e, (double)rest);
         }
     }
-    if (soft && d->young_modulus > 0.0) { /* Lame's mu, and the model's lambda (tet box) */
-        double E = d->young_modulus, nu = d->poisson_ratio;
-        double mu = E / (2.0 * (1.0 + nu)), lambda = E * nu / ((1.0 + nu) * (1.0 - 2.0 * nu)) + mu;
+    if (soft && d->young_modulus > 0.0) {
         for (int e = 0; e < mesh->num_tets && !failures; ++e) {
             int q[4];
             for (int k = 0; k < 4; ++k)
