@@ -355,6 +355,17 @@ pbd_status pbd_solver_state_hash(pbd_solver *s, uint64_t *hash, pbd_error *err);
 pbd_status pbd_solver_finish(pbd_solver *s, pbd_error *err);
 /* Copies positions and velocities (arrays of num_particles) back to the host. */
 pbd_status pbd_solver_read(pbd_solver *s, pbd_float4 *x, pbd_float4 *v, pbd_error *err);
+/* A read queued behind the steps (pbd_solver_read_begin). */
+typedef struct pbd_pending_read pbd_pending_read;
+/* Queues a copy of positions and velocities (either may be NULL) behind the steps queued
+ * so far and returns without waiting: the device keeps working while the copy is made, and
+ * steps may be queued after it. x and v must not be read, written or freed until
+ * pbd_pending_read_wait on *out has returned. On failure nothing writes x or v. */
+pbd_status pbd_solver_read_begin(pbd_solver *s, pbd_float4 *x, pbd_float4 *v,
+                                 pbd_pending_read **out, pbd_error *err);
+/* Waits until a queued read is complete and frees it (whatever it returns). The one call
+ * that may be made on another thread than the solver's, while it steps. */
+pbd_status pbd_pending_read_wait(pbd_pending_read *r, pbd_error *err);
 /* Per-body statistics of the current state, computed where the state lives (on the device
  * for the CL backend). `out` has num_bodies entries. */
 pbd_status pbd_solver_stats(pbd_solver *s, pbd_body_stats *out, pbd_error *err);

@@ -31,7 +31,8 @@ typedef struct buffer {
 
 typedef struct export_slot {
     long frame;
-    pbd_float4 *x, *v; /* num_particles each */
+    pbd_float4 *x, *v;         /* num_particles each */
+    pbd_pending_read *pending; /* the read filling x and v, or NULL */
 } export_slot;
 
 struct pbd_export {
@@ -44,6 +45,7 @@ struct pbd_export {
     int n; /* particles */
     int num_bodies;
     pbd_body *bodies;
+    int *body_of;                    /* each particle's body */
     int *tris;                       /* surface triangles, 3 each, grouped by body */
     int *tri_start;                  /* body b's are tris[3 tri_start[b] .. 3 tri_start[b + 1]) */
     float *normals;                  /* 3 per particle */
@@ -786,6 +788,31 @@ static pbd_status write_frame(pbd_export *e, long frame, const pbd_float4 *x, co
     return PBD_OK;
 }
 
+/* The run's guard for a frame read back to be exported (the loop does not wait for the
+ * device then): a position or velocity that is not finite, or beyond PBD_MAX_COORD, stops
+ * the export before the frame is written, with the run's message. */
+static pbd_status check_frame(pbd_export *e, long frame, const pbd_float4 *x, const pbd_float4 *v,
+                              pbd_error *err)
+{
+    for (int i = 0; i < e->n; ++i) {
+        float q[6] = {x[i].x, x[i].y, x[i].z, v[i].x, v[i].y, v[i].z};
+        int off = 0;
+        for (int c = 0; c < 6; ++c)
+            off |= !(fabsf(q[c]) <= PBD_MAX_COORD);
+        if (!off)
+            continue;
+        const pbd_body *b = &e->bodies[e->body_of[i]];
+        return pbd_error_set(err, PBD_ERR_MODEL,
+                             "frame %ld: body %d (%s), particle %d: position (%g, %g, %g) m, "
+                             "velocity (%g, %g, %g) m/s: not finite or beyond %g; stopping, no "
+                             "output files written but the frames exported before it",
+                             frame, e->body_of[i], b->name, i - b->first, (double)x[i].x,
+                             (double)x[i].y, (double)x[i].z, (double)v[i].x, (double)v[i].y,
+                             (double)v[i].z, (double)PBD_MAX_COORD);
+    }
+    return PBD_OK;
+}
+
 /* The writer thread: writes the queued frames in order until told to stop. After a
  * failure it writes nothing more. */
 static void *writer(void *arg)
@@ -797,10 +824,16 @@ static void *writer(void *arg)
             pthread_cond_wait(&e->cv, &e->mu);
         if (e->queued == 0 || e->drop)
             break;
-        const export_slot *s = &e->slots[e->head];
+        export_slot *s = &e->slots[e->head];
         int failed = e->failed;
         pthread_mutex_unlock(&e->mu);
-        pbd_status st = failed ? PBD_OK : write_frame(e, s->frame, s->x, s->v, &e->werr);
+        pbd_error rerr;
+        pbd_status st = pbd_pending_read_wait(s->pending, failed ? &rerr : &e->werr);
+        s->pending = NULL;
+        if (!failed && st == PBD_OK)
+            st = check_frame(e, s->frame, s->x, s->v, &e->werr);
+        if (!failed && st == PBD_OK)
+            st = write_frame(e, s->frame, s->x, s->v, &e->werr);
         pthread_mutex_lock(&e->mu);
         e->failed |= st != PBD_OK;
         e->head = (e->head + 1) % 2;
@@ -863,11 +896,15 @@ pbd_status pbd_export_open(pbd_export **out, const char *dir, pbd_export_format 
     e->dir = strdup(dir);
     e->path = malloc(e->path_size);
     e->bodies = malloc((size_t)m->num_bodies * sizeof *e->bodies);
+    e->body_of = malloc((size_t)m->num_particles * sizeof *e->body_of);
     e->normals = malloc((size_t)m->num_particles * 3 * sizeof *e->normals);
     if (e->bodies)
         memcpy(e->bodies, m->bodies, (size_t)m->num_bodies * sizeof *e->bodies);
-    if (!e->dir || !e->path || !e->bodies || !e->normals || group_triangles(e, m) != 0 ||
-        list_vertex_triangles(e) != 0 || (format == PBD_EXPORT_VTK && vtu_prepare(e, m) != 0)) {
+    if (e->body_of)
+        memcpy(e->body_of, m->body, (size_t)m->num_particles * sizeof *e->body_of);
+    if (!e->dir || !e->path || !e->bodies || !e->body_of || !e->normals ||
+        group_triangles(e, m) != 0 || list_vertex_triangles(e) != 0 ||
+        (format == PBD_EXPORT_VTK && vtu_prepare(e, m) != 0)) {
         pbd_export_free(e);
         return pbd_error_set(err, PBD_ERR_MEMORY, "%s: out of memory", dir);
     }
@@ -966,6 +1003,22 @@ pbd_status pbd_export_frame(pbd_export *e, long frame, const pbd_float4 *x, cons
     return PBD_OK;
 }
 
+pbd_status pbd_export_queue(pbd_export *e, long frame, pbd_pending_read *r, pbd_error *err)
+{
+    int k = free_slot(e, err);
+    if (k < 0) {
+        pbd_pending_read_wait(r, NULL);
+        return err ? err->status : PBD_ERR_IO;
+    }
+    e->slots[k].frame = frame;
+    e->slots[k].pending = r;
+    pthread_mutex_lock(&e->mu);
+    e->queued++;
+    pthread_cond_broadcast(&e->cv);
+    pthread_mutex_unlock(&e->mu);
+    return PBD_OK;
+}
+
 /* Ends the writer: after what is queued is written, or at once (`drop`). */
 static void stop_writer(pbd_export *e, int drop)
 {
@@ -980,6 +1033,11 @@ static void stop_writer(pbd_export *e, int drop)
     pthread_cond_destroy(&e->cv);
     pthread_mutex_destroy(&e->mu);
     e->threaded = 0;
+    /* Dropped frames' reads still write into their slots until they complete. */
+    for (int k = 0; k < 2; ++k) {
+        pbd_pending_read_wait(e->slots[k].pending, NULL);
+        e->slots[k].pending = NULL;
+    }
 }
 
 pbd_status pbd_export_finish(pbd_export *e, pbd_error *err)
@@ -1030,6 +1088,7 @@ void pbd_export_free(pbd_export *e)
     free(e->dir);
     free(e->path);
     free(e->bodies);
+    free(e->body_of);
     free(e->tris);
     free(e->tri_start);
     free(e->normals);

@@ -45,6 +45,11 @@ pbd_status pbd_export_frame(pbd_export *e, long frame, const pbd_float4 *x, cons
  * one to be free: read the state into them and pass them to pbd_export_frame, which then
  * copies nothing. */
 pbd_status pbd_export_buffers(pbd_export *e, pbd_float4 **x, pbd_float4 **v, pbd_error *err);
+/* Queues frame `frame` whose state read `r` (pbd_solver_read_begin) is filling the arrays
+ * pbd_export_buffers returned: the writer waits for the read, checks the frame as the run's
+ * guard does (a value not finite or beyond PBD_MAX_COORD fails the export at that frame,
+ * named), then writes it. Takes r in every case. */
+pbd_status pbd_export_queue(pbd_export *e, long frame, pbd_pending_read *r, pbd_error *err);
 /* Writes the queued frames, then completes what spans frames (series.pvd, positions.pc2 and
  * its sample count) with the frames written, synced. Also after a run stopped early: what
  * was exported stays readable. After a failed frame it only reports the failure, once. */

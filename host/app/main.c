@@ -583,31 +583,20 @@ static int write_stats(pbd_solver *s, FILE *f, long step, double time, pbd_body_
     return EXIT_OK;
 }
 
-/* The NaN guard, after every chunk of frames and before every output: the per-body
- * statistics (one reduction where the state lives). A body whose sums are not finite, or
- * whose root-mean-square speed is beyond PBD_MAX_COORD m/s, stops the run; only then is the
- * state read back, to name the first particle at fault. Returns EXIT_OK or EXIT_FAIL. */
-static int guard(pbd_solver *s, const pbd_model *m, long frame, pbd_body_stats *st,
-                 const pbd_float4 *read_x, const pbd_float4 *read_v, int exporting, pbd_error *err)
+/* The NaN guard, after every chunk of frames and before every output (an exported frame
+ * is checked by the export, app/export.h): the per-body statistics (one reduction where
+ * the state lives). A body whose sums are not finite, or whose root-mean-square speed is
+ * beyond PBD_MAX_COORD m/s, stops the run; only then is the state read back, to name the
+ * first particle at fault. Returns EXIT_OK or EXIT_FAIL. */
+static int guard(pbd_solver *s, const pbd_model *m, long frame, pbd_body_stats *st, int exporting,
+                 pbd_error *err)
 {
     const char *kept = exporting ? "no output files written but the frames exported before it"
                                  : "no output files written";
     int bad = -1;
-    if (read_x) {
-        /* The state was read back (to export it): checked here, particle by particle. */
-        for (int i = 0; i < m->num_particles && bad < 0; ++i) {
-            float q[6] = {read_x[i].x, read_x[i].y, read_x[i].z,
-                          read_v[i].x, read_v[i].y, read_v[i].z};
-            for (int c = 0; c < 6; ++c)
-                if (!(fabsf(q[c]) <= PBD_MAX_COORD))
-                    bad = m->body[i];
-        }
-        if (bad < 0)
-            return EXIT_OK;
-    } else if (pbd_solver_stats(s, st, err) != PBD_OK) {
+    if (pbd_solver_stats(s, st, err) != PBD_OK)
         return fail(err);
-    }
-    for (int b = 0; b < m->num_bodies && bad < 0 && !read_x; ++b) {
+    for (int b = 0; b < m->num_bodies && bad < 0; ++b) {
         double sum = st[b].kinetic_energy + st[b].com[0] + st[b].com[1] + st[b].com[2] +
                      st[b].p[0] + st[b].p[1] + st[b].p[2] + st[b].l[0] + st[b].l[1] + st[b].l[2];
         double rms = st[b].mass > 0.0 ? sqrt(2.0 * st[b].kinetic_energy / st[b].mass) : 0.0;
@@ -758,8 +747,27 @@ static int cmd_run(const options *o)
             n = n < to_export ? n : to_export;
         }
         double t0 = now_s();
-        if (pbd_solver_step(solver, (int)n, &err) != PBD_OK ||
-            pbd_solver_finish(solver, &err) != PBD_OK) {
+        if (pbd_solver_step(solver, (int)n, &err) != PBD_OK) {
+            rc = fail(&err);
+            goto done;
+        }
+        long frame = first + done_frames + n;
+        /* An exported frame is read behind the steps and checked (as the guard does) and
+         * written on the export's thread, so the loop does not wait for the device then
+         * unless a statistics row or a hash needs it: the device steps on while the frame
+         * comes back. The export's two slots bound how far the loop runs ahead. */
+        int export_now = exp && (done_frames + n) % o->export_every == 0;
+        int stats_now = stats.f && frame % o->stats_every == 0;
+        int hash_now = o->hash_every && frame % o->hash_every == 0;
+        int wait = !export_now || stats_now || hash_now;
+        pbd_pending_read *pending = NULL;
+        if (export_now && (pbd_export_buffers(exp, &ex, &ev, &err) != PBD_OK ||
+                           pbd_solver_read_begin(solver, ex, ev, &pending, &err) != PBD_OK ||
+                           pbd_export_queue(exp, frame, pending, &err) != PBD_OK)) {
+            rc = fail(&err);
+            goto done;
+        }
+        if (wait && pbd_solver_finish(solver, &err) != PBD_OK) {
             rc = fail(&err);
             goto done;
         }
@@ -768,20 +776,9 @@ static int cmd_run(const options *o)
         done_frames += n;
         double per_frame = dt_chunk / (double)n;
         chunk = per_frame * 32.0 <= 0.02 ? 32 : per_frame >= 0.02 ? 1 : (long)(0.02 / per_frame);
-        long frame = first + done_frames;
-        /* An exported frame is read back anyway: the guard checks it on the host, without
-         * the device's statistics, unless a statistics row needs them. */
-        int export_now = exp && done_frames % o->export_every == 0;
-        int stats_now = stats.f && frame % o->stats_every == 0;
-        if (export_now && (pbd_export_buffers(exp, &ex, &ev, &err) != PBD_OK ||
-                           pbd_solver_read(solver, ex, ev, &err) != PBD_OK)) {
-            rc = fail(&err);
+        if (wait && (rc = guard(solver, m, frame, sbuf, exp != NULL, &err)))
             goto done;
-        }
-        if ((rc = guard(solver, m, frame, sbuf, export_now && !stats_now ? ex : NULL, ev,
-                        exp != NULL, &err)))
-            goto done;
-        if (o->hash_every && frame % o->hash_every == 0) {
+        if (hash_now) {
             uint64_t h = 0;
             if (pbd_solver_state_hash(solver, &h, &err) != PBD_OK) {
                 rc = fail(&err);
@@ -792,10 +789,6 @@ static int cmd_run(const options *o)
         /* The guard has just computed this state's statistics. */
         if (stats_now)
             pbd_stats_write_rows(stats.f, frame, (double)frame * c->dt, sbuf, m->num_bodies);
-        if (export_now && pbd_export_frame(exp, frame, ex, ev, &err) != PBD_OK) {
-            rc = fail(&err);
-            goto done;
-        }
         double t = now_s();
         if (!o->quiet && t >= t_report) {
             fprintf(stderr, "%sframe %ld of %ld (%.0f%%), %.3f ms per step%s",

@@ -392,6 +392,48 @@ cleanup:
     return status;
 }
 
+/* Both copies are queued without waiting; the second one's event stands for both (the
+ * queue is in order). */
+static pbd_status cl_read_begin(void *impl, pbd_float4 *x, pbd_float4 *v, void **token,
+                                pbd_error *err)
+{
+    cl_impl *c = impl;
+    pbd_status status = PBD_OK;
+    size_t bytes = (size_t)c->plan->num_particles * sizeof(pbd_float4);
+    cl_event done = NULL;
+    *token = NULL;
+    if ((status = flush(c, err)) != PBD_OK)
+        return status;
+    if (x)
+        PBD_CL_CHECK(clEnqueueReadBuffer(c->cl.queue, c->x, CL_FALSE, 0, bytes, x, 0, NULL,
+                                         v ? NULL : &done));
+    if (v)
+        PBD_CL_CHECK(clEnqueueReadBuffer(c->cl.queue, c->v, CL_FALSE, 0, bytes, v, 0, NULL, &done));
+    PBD_CL_CHECK(clFlush(c->cl.queue));
+    *token = done;
+    done = NULL;
+cleanup:
+    if (status != PBD_OK) {
+        /* Nothing may still write into x or v once this returns. */
+        clFinish(c->cl.queue);
+        if (done)
+            clReleaseEvent(done);
+    }
+    return status;
+}
+
+static pbd_status cl_read_wait(void *token, pbd_error *err)
+{
+    pbd_status status = PBD_OK;
+    cl_event done = token;
+    if (!done)
+        return PBD_OK;
+    PBD_CL_CHECK(clWaitForEvents(1, &done));
+cleanup:
+    clReleaseEvent(done);
+    return status;
+}
+
 /* The checkpoint's arrays: body_track is pbd_acc on the device (double, or float without
  * fp64 sums) and double on the host. */
 static pbd_status cl_read_state(void *impl, const pbd_state_arrays *a, pbd_error *err)
@@ -1204,6 +1246,8 @@ const pbd_backend_ops pbd_cl_ops = {
     .body_solve = cl_body_solve,
     .finish = cl_finish,
     .read = cl_read,
+    .read_begin = cl_read_begin,
+    .read_wait = cl_read_wait,
     .kernel_times = cl_kernel_times,
     .reset_times = cl_reset_times,
     .device_name = cl_device_name,

@@ -304,6 +304,20 @@ static pbd_status cpu_read(void *impl, pbd_float4 *x, pbd_float4 *v, pbd_error *
     return PBD_OK;
 }
 
+static pbd_status cpu_read_begin(void *impl, pbd_float4 *x, pbd_float4 *v, void **token,
+                                 pbd_error *err)
+{
+    *token = NULL;
+    return cpu_read(impl, x, v, err);
+}
+
+static pbd_status cpu_read_wait(void *token, pbd_error *err)
+{
+    (void)token;
+    (void)err;
+    return PBD_OK;
+}
+
 static pbd_status cpu_read_state(void *impl, const pbd_state_arrays *a, pbd_error *err)
 {
     (void)err;
@@ -497,6 +511,8 @@ const pbd_backend_ops pbd_cpu_ops = {
     .body_solve = cpu_body_solve,
     .finish = cpu_finish,
     .read = cpu_read,
+    .read_begin = cpu_read_begin,
+    .read_wait = cpu_read_wait,
     .kernel_times = cpu_kernel_times,
     .reset_times = cpu_reset_times,
     .device_name = cpu_device_name,

@@ -735,6 +735,37 @@ pbd_status pbd_solver_read(pbd_solver *s, pbd_float4 *x, pbd_float4 *v, pbd_erro
     return s->ops->read(s->impl, x, v, err);
 }
 
+struct pbd_pending_read {
+    const pbd_backend_ops *ops;
+    void *token;
+};
+
+pbd_status pbd_solver_read_begin(pbd_solver *s, pbd_float4 *x, pbd_float4 *v,
+                                 pbd_pending_read **out, pbd_error *err)
+{
+    pbd_pending_read *r = malloc(sizeof *r);
+    *out = NULL;
+    if (!r)
+        return pbd_error_set(err, PBD_ERR_MEMORY, "out of memory queueing a read");
+    r->ops = s->ops;
+    pbd_status st = s->ops->read_begin(s->impl, x, v, &r->token, err);
+    if (st != PBD_OK) {
+        free(r);
+        return st;
+    }
+    *out = r;
+    return PBD_OK;
+}
+
+pbd_status pbd_pending_read_wait(pbd_pending_read *r, pbd_error *err)
+{
+    if (!r)
+        return PBD_OK;
+    pbd_status st = r->ops->read_wait(r->token, err);
+    free(r);
+    return st;
+}
+
 /* Runs body_solve in `mode` and returns the PBD_OUT_* records (malloc'd). */
 static double *solve_records(pbd_solver *s, int mode, pbd_error *err)
 {

@@ -143,6 +143,11 @@ typedef struct pbd_backend_ops {
     pbd_status (*body_solve)(void *impl, int mode, double *out, pbd_error *err);
     pbd_status (*finish)(void *impl, pbd_error *err);
     pbd_status (*read)(void *impl, pbd_float4 *x, pbd_float4 *v, pbd_error *err);
+    /* The read queued behind the steps: *token is what read_wait waits on (NULL: the copy
+     * is complete). read_wait may run on another thread and releases the token. */
+    pbd_status (*read_begin)(void *impl, pbd_float4 *x, pbd_float4 *v, void **token,
+                             pbd_error *err);
+    pbd_status (*read_wait)(void *token, pbd_error *err);
     pbd_status (*kernel_times)(void *impl, const pbd_kernel_time **out, int *count, pbd_error *err);
     void (*reset_times)(void *impl);
     const char *(*device_name)(const void *impl);
