@@ -146,23 +146,38 @@ int *pbd_model_constraint_ends(const pbd_model *m, int type);
 
 /* Graph colouring of one type's constraints: `order` lists constraint indices colour by
  * colour; colour c is order[offsets[c] .. offsets[c+1]). No two constraints of one colour
- * share a particle. */
+ * share a particle (but for shared ones, below), except in the overflow set: with
+ * `overflow`, the last colour holds the constraints that found no colour under the bound,
+ * and they are projected one after another. */
 typedef struct pbd_coloring {
     int num_colors;
     int *offsets; /* num_colors + 1 entries */
     int *order;   /* num_constraints entries */
+    int overflow; /* 1: the last colour is the overflow set */
 } pbd_coloring;
+
+/* How to colour. */
+typedef struct pbd_color_options {
+    /* num_particles flags, or NULL: any number of a colour's constraints may share a flagged
+     * particle. For pinned particles (inverse mass 0), which no projection writes. */
+    const unsigned char *shared;
+    /* > 0: at most this many colours; the constraints that find none go to the overflow set
+     * (then max_colors + 1 colours in all). 0: no bound. */
+    int max_colors;
+} pbd_color_options;
 
 /* Colours `count` constraints of `arity` particles each, constraint c's particles being
  * ends[arity c .. arity c + arity - 1], all < num_particles. With `subset` (model indices,
  * each once, `subset_count` of them) only those are coloured and the order holds them;
- * NULL colours all. */
+ * NULL colours all. `opt` may be NULL (no shared particles, no bound). */
 pbd_status pbd_color_constraints(int num_particles, const int *ends, int arity, int count,
-                                 const int *subset, int subset_count, pbd_coloring *out,
-                                 pbd_error *err);
-/* Checks that `c` is a partition of the `count` constraints into independent colours. */
+                                 const int *subset, int subset_count, const pbd_color_options *opt,
+                                 pbd_coloring *out, pbd_error *err);
+/* Checks that `c` is a partition of the `count` constraints into independent colours (but
+ * its overflow set; `shared` as in pbd_color_options, may be NULL). */
 pbd_status pbd_coloring_validate(int num_particles, const int *ends, int arity, int count,
-                                 const pbd_coloring *c, pbd_error *err);
+                                 const pbd_coloring *c, const unsigned char *shared,
+                                 pbd_error *err);
 void pbd_coloring_free(pbd_coloring *c);
 
 /* ---- configuration and scenes ----------------------------------------------------------- */
@@ -204,10 +219,13 @@ typedef struct pbd_config {
     pbd_damping_kind damping;
     float damping_k; /* damping fraction per substep, [0, 1] */
     pbd_velocity_update velocity_update;
+    int max_colors; /* colours per constraint type (but distance) before the rest go to a
+                       serial overflow set (pbd_color_options); 0: no bound */
 } pbd_config;
 
 /* Defaults: dt 1/60, 1 substep, 10 iterations, Gauss-Seidel, omega 1, gravity (0,-9.81,0),
- * 300 frames, momentum preservation on, no damping, first-order velocity update. */
+ * 300 frames, momentum preservation on, no damping, first-order velocity update, 32 colours
+ * a type. */
 pbd_config pbd_config_default(void);
 
 typedef struct pbd_scene {
@@ -406,6 +424,9 @@ pbd_status pbd_solver_gl_positions(pbd_solver *s, pbd_error *err);
 /* Colours of every constraint type together, and of `type` alone. */
 int pbd_solver_num_colors(const pbd_solver *s);
 int pbd_solver_type_colors(const pbd_solver *s, int type);
+/* Constraints of `type` in its overflow set (its last colour, projected one after another
+ * because they found no colour under pbd_config.max_colors), or 0. */
+int pbd_solver_type_serial(const pbd_solver *s, int type);
 /* Launches (or, on the CPU, stage passes) per frame. */
 long pbd_solver_launches_per_frame(const pbd_solver *s);
 /* Per-kernel device times since creation or the last reset (profile = 1 only). *out points

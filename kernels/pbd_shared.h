@@ -526,6 +526,14 @@ PBD_INLINE pbd_float4 pbd_add_displacement(pbd_float4 dx, pbd_float4 p0, pbd_flo
     return PBD_F4(dx.x + (p1.x - p0.x), dx.y + (p1.y - p0.y), dx.z + (p1.z - p0.z), 0.0f);
 }
 
+/* Stores a projected particle: a pinned one (inverse mass 0), which a projection does not
+ * move, is never written, so the constraints of a colour may share it (pbd_color_options). */
+PBD_INLINE void pbd_store(PBD_GLOBAL pbd_float4 *p, int i, pbd_float4 v)
+{
+    if (v.w != 0.0f)
+        p[i] = v;
+}
+
 /* Particle i's position p0 collided with the colliders (friction against x[i], its position
  * at the substep's start), stored in p[i]; with `track`, the collision's displacement is
  * added to dx[i]. Every collision stage does this per particle. */
@@ -588,7 +596,7 @@ PBD_INLINE void pbd_attachment_project(PBD_GLOBAL pbd_float4 *p, PBD_GLOBAL pbd_
     float dl;
     t.w = 0.0f; /* the target does not move: inverse mass 0 */
     pbd_project_distance(pa, t, 0.0f, a.compliance, l, inv_h2, &d, &dt, &dl);
-    p[a.particle] = pbd_add3(pa, d);
+    pbd_store(p, a.particle, pbd_add3(pa, d));
     lambda[c] = l + dl;
     if (track)
         dx[a.particle] = pbd_add3(dx[a.particle], d);
@@ -631,10 +639,14 @@ PBD_INLINE void pbd_volume_project(PBD_GLOBAL pbd_float4 *p, PBD_GLOBAL pbd_floa
     if (!(wsum > 0.0f) || !(den > 0.0f))
         return;
     float s = num / den;
-    p[v.a] = PBD_F4(x0.x + x0.w * s * g0x, x0.y + x0.w * s * g0y, x0.z + x0.w * s * g0z, x0.w);
-    p[v.b] = PBD_F4(x1.x + x1.w * s * g1x, x1.y + x1.w * s * g1y, x1.z + x1.w * s * g1z, x1.w);
-    p[v.c] = PBD_F4(x2.x + x2.w * s * g2x, x2.y + x2.w * s * g2y, x2.z + x2.w * s * g2z, x2.w);
-    p[v.d] = PBD_F4(x3.x + x3.w * s * g3x, x3.y + x3.w * s * g3y, x3.z + x3.w * s * g3z, x3.w);
+    pbd_store(p, v.a,
+              PBD_F4(x0.x + x0.w * s * g0x, x0.y + x0.w * s * g0y, x0.z + x0.w * s * g0z, x0.w));
+    pbd_store(p, v.b,
+              PBD_F4(x1.x + x1.w * s * g1x, x1.y + x1.w * s * g1y, x1.z + x1.w * s * g1z, x1.w));
+    pbd_store(p, v.c,
+              PBD_F4(x2.x + x2.w * s * g2x, x2.y + x2.w * s * g2y, x2.z + x2.w * s * g2z, x2.w));
+    pbd_store(p, v.d,
+              PBD_F4(x3.x + x3.w * s * g3x, x3.y + x3.w * s * g3y, x3.z + x3.w * s * g3z, x3.w));
     lambda[c] = xpbd ? l + s : l;
 }
 
@@ -652,8 +664,8 @@ PBD_INLINE void pbd_tether_project(PBD_GLOBAL pbd_float4 *p, PBD_GLOBAL pbd_floa
     float ex = pa.x - pb.x, ey = pa.y - pb.y, ez = pa.z - pb.z, dl = 0.0f;
     if (ex * ex + ey * ey + ez * ez > t.rest * t.rest) {
         pbd_project_distance(pa, pb, t.rest, t.compliance, l, inv_h2, &da, &db, &dl);
-        p[t.a] = pbd_add3(pa, da);
-        p[t.b] = pbd_add3(pb, db);
+        pbd_store(p, t.a, pbd_add3(pa, da));
+        pbd_store(p, t.b, pbd_add3(pb, db));
     }
     lambda[c] = l + dl;
 }
@@ -705,8 +717,9 @@ PBD_INLINE float pbd_project4(PBD_GLOBAL pbd_float4 *p, int a, int b, int c, int
     float s = num / den;
     int ids[4] = {a, b, c, d};
     for (int i = 0; i < 4; ++i)
-        p[ids[i]] = PBD_F4(x[i].x + x[i].w * s * g[3 * i], x[i].y + x[i].w * s * g[3 * i + 1],
-                           x[i].z + x[i].w * s * g[3 * i + 2], x[i].w);
+        pbd_store(p, ids[i],
+                  PBD_F4(x[i].x + x[i].w * s * g[3 * i], x[i].y + x[i].w * s * g[3 * i + 1],
+                         x[i].z + x[i].w * s * g[3 * i + 2], x[i].w));
     return xpbd ? s : 0.0f;
 }
 
@@ -877,9 +890,10 @@ PBD_INLINE void pbd_neo_hookean_project(PBD_GLOBAL pbd_float4 *p, PBD_GLOBAL pbd
     int ids[4] = {r.a, r.b, r.c, r.d};
     for (int i = 0; i < 4; ++i) {
         float w = x[i].w;
-        p[ids[i]] = PBD_F4(x[i].x + w * (dlh * gh[3 * i] + dld * gd[3 * i]),
-                           x[i].y + w * (dlh * gh[3 * i + 1] + dld * gd[3 * i + 1]),
-                           x[i].z + w * (dlh * gh[3 * i + 2] + dld * gd[3 * i + 2]), x[i].w);
+        pbd_store(p, ids[i],
+                  PBD_F4(x[i].x + w * (dlh * gh[3 * i] + dld * gd[3 * i]),
+                         x[i].y + w * (dlh * gh[3 * i + 1] + dld * gd[3 * i + 1]),
+                         x[i].z + w * (dlh * gh[3 * i + 2] + dld * gd[3 * i + 2]), x[i].w));
     }
     lambda[2 * c] = lh + dlh;
     lambda[2 * c + 1] = ld + dld;

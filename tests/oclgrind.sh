@@ -52,6 +52,8 @@ check @cloth-16 --frames 2 --solver jacobi
 check "$scenes/rope.json" --frames 3 --velocity-update bdf2
 check @boxes-4x8 --frames 3 --damping rigid --damping-k 0.1
 check "$scenes/cloth_sphere.json" --frames 2
+# Tethers sharing their pinned anchors within a colour, and a serial overflow set.
+check "$scenes/../tests/shared_overflow.json" --frames 2
 # Uninitialised values. Oclgrind 21.10's --uninitialized crashes on a vector shuffle with
 # undefined lanes, which LLVM's optimiser makes of a float4 length (its shuffle handler tests
 # the lane index against UndefValueVal, 11, where LLVM marks an undefined lane -1); built with

@@ -89,8 +89,8 @@ static void coloring_valid(void **state)
         int np = s.model.num_particles, n = s.model.num_distance;
         int *ends = pbd_model_constraint_ends(&s.model, PBD_CONSTRAINT_DISTANCE);
         assert_non_null(ends);
-        assert_int_equal(pbd_color_constraints(np, ends, 2, n, NULL, 0, &c, &err), PBD_OK);
-        if (pbd_coloring_validate(np, ends, 2, n, &c, &err) != PBD_OK) {
+        assert_int_equal(pbd_color_constraints(np, ends, 2, n, NULL, 0, NULL, &c, &err), PBD_OK);
+        if (pbd_coloring_validate(np, ends, 2, n, &c, NULL, &err) != PBD_OK) {
             print_error("%s: %s\n", scene_paths[k], err.message);
             fail();
         }
@@ -115,6 +115,43 @@ static void coloring_valid(void **state)
 }
 
 /* The validator rejects a colour whose constraints share a particle. */
+/* A star of 10 constraints on one hub particle needs 10 colours; with the hub shared (a
+ * pinned particle) 1; under a bound of 3, 3 colours and an overflow set of the other 7, which
+ * the validator accepts only as an overflow set. */
+static void coloring_shared_and_bounded(void **state)
+{
+    (void)state;
+    int ends[20];
+    for (int c = 0; c < 10; ++c) {
+        ends[2 * c] = 0;
+        ends[2 * c + 1] = c + 1;
+    }
+    unsigned char shared[11] = {1};
+    pbd_error err = {0};
+    pbd_coloring plain = {0}, free_hub = {0}, bounded = {0};
+    assert_int_equal(pbd_color_constraints(11, ends, 2, 10, NULL, 0, NULL, &plain, &err), PBD_OK);
+    assert_int_equal(plain.num_colors, 10);
+    assert_int_equal(plain.overflow, 0);
+    pbd_color_options opt = {.shared = shared};
+    assert_int_equal(pbd_color_constraints(11, ends, 2, 10, NULL, 0, &opt, &free_hub, &err),
+                     PBD_OK);
+    assert_int_equal(free_hub.num_colors, 1);
+    assert_int_equal(pbd_coloring_validate(11, ends, 2, 10, &free_hub, shared, &err), PBD_OK);
+    assert_int_equal(pbd_coloring_validate(11, ends, 2, 10, &free_hub, NULL, &err), PBD_ERR_MODEL);
+    pbd_color_options cap = {.max_colors = 3};
+    assert_int_equal(pbd_color_constraints(11, ends, 2, 10, NULL, 0, &cap, &bounded, &err), PBD_OK);
+    assert_int_equal(bounded.num_colors, 4);
+    assert_int_equal(bounded.overflow, 1);
+    assert_int_equal(bounded.offsets[3], 3);
+    assert_int_equal(bounded.offsets[4], 10);
+    assert_int_equal(pbd_coloring_validate(11, ends, 2, 10, &bounded, NULL, &err), PBD_OK);
+    bounded.overflow = 0;
+    assert_int_equal(pbd_coloring_validate(11, ends, 2, 10, &bounded, NULL, &err), PBD_ERR_MODEL);
+    pbd_coloring_free(&plain);
+    pbd_coloring_free(&free_hub);
+    pbd_coloring_free(&bounded);
+}
+
 static void coloring_validator_rejects(void **state)
 {
     (void)state;
@@ -125,27 +162,27 @@ static void coloring_validator_rejects(void **state)
     int *ends = pbd_model_constraint_ends(&m, PBD_CONSTRAINT_DISTANCE);
     assert_non_null(ends);
     int offsets[2] = {0, 2}, order[2] = {0, 1};
-    pbd_coloring bad = {1, offsets, order};
+    pbd_coloring bad = {1, offsets, order, 0};
     pbd_error err = {0};
-    assert_int_equal(pbd_coloring_validate(3, ends, 2, 2, &bad, &err), PBD_ERR_MODEL);
+    assert_int_equal(pbd_coloring_validate(3, ends, 2, 2, &bad, NULL, &err), PBD_ERR_MODEL);
     assert_non_null(strstr(err.message, "share particle 1"));
     int offsets2[3] = {0, 1, 2}, twice[2] = {0, 0};
-    pbd_coloring dup = {2, offsets2, twice};
-    assert_int_equal(pbd_coloring_validate(3, ends, 2, 2, &dup, &err), PBD_ERR_MODEL);
+    pbd_coloring dup = {2, offsets2, twice, 0};
+    assert_int_equal(pbd_coloring_validate(3, ends, 2, 2, &dup, NULL, &err), PBD_ERR_MODEL);
     pbd_coloring good;
-    assert_int_equal(pbd_color_constraints(3, ends, 2, 2, NULL, 0, &good, &err), PBD_OK);
+    assert_int_equal(pbd_color_constraints(3, ends, 2, 2, NULL, 0, NULL, &good, &err), PBD_OK);
     assert_int_equal(good.num_colors, 2);
-    assert_int_equal(pbd_coloring_validate(3, ends, 2, 2, &good, &err), PBD_OK);
+    assert_int_equal(pbd_coloring_validate(3, ends, 2, 2, &good, NULL, &err), PBD_OK);
     pbd_coloring_free(&good);
     /* Arity 1 (attachments): two on one particle conflict, two on different ones do not. */
     int one[3] = {2, 0, 2};
-    assert_int_equal(pbd_color_constraints(3, one, 1, 3, NULL, 0, &good, &err), PBD_OK);
+    assert_int_equal(pbd_color_constraints(3, one, 1, 3, NULL, 0, NULL, &good, &err), PBD_OK);
     assert_int_equal(good.num_colors, 2);
-    assert_int_equal(pbd_coloring_validate(3, one, 1, 3, &good, &err), PBD_OK);
+    assert_int_equal(pbd_coloring_validate(3, one, 1, 3, &good, NULL, &err), PBD_OK);
     pbd_coloring_free(&good);
     int offsets1[2] = {0, 3}, order1[3] = {0, 1, 2};
-    pbd_coloring bad1 = {1, offsets1, order1};
-    assert_int_equal(pbd_coloring_validate(3, one, 1, 3, &bad1, &err), PBD_ERR_MODEL);
+    pbd_coloring bad1 = {1, offsets1, order1, 0};
+    assert_int_equal(pbd_coloring_validate(3, one, 1, 3, &bad1, NULL, &err), PBD_ERR_MODEL);
     assert_non_null(strstr(err.message, "share particle 2"));
     free(ends);
     pbd_model_free(&m);
@@ -230,7 +267,10 @@ static pair_result run_pair_variant(const pbd_model *m, const pbd_config *cfg, i
     r.cpu_device = pbd_solver_sum_layout(sv[1]) == PBD_SUMS_LANES;
     pbd_float4 *xv[2][2];
     for (int k = 0; k < 2; ++k) {
-        assert_int_equal(pbd_solver_step(sv[k], frames, &err), PBD_OK);
+        pbd_status sst = pbd_solver_step(sv[k], frames, &err);
+        if (sst != PBD_OK)
+            print_error("%s\n", err.message);
+        assert_int_equal(sst, PBD_OK);
         r.launches[k] = pbd_solver_launches_per_frame(sv[k]);
         for (int q = 0; q < 2; ++q) {
             xv[k][q] = malloc((size_t)n * sizeof(pbd_float4));
@@ -689,6 +729,18 @@ static void stats_cpu_vs_cl(void **state)
     pbd_model_free(&m);
 }
 
+static pbd_solver *make_solver(const pbd_scene *s, pbd_backend_kind backend)
+{
+    pbd_solver *sv = NULL;
+    pbd_error err = {0};
+    pbd_solver_desc desc = {.backend = backend};
+    if (test_solver_create(&s->model, &s->config, &desc, &sv, &err) != PBD_OK) {
+        print_error("%s\n", err.message);
+        fail();
+    }
+    return sv;
+}
+
 /* The constraint and collider lists on the device against the CPU reference: a cloth held
  * by two attachments (one soft) instead of pins, falling onto a sphere over a floor, and a
  * free spinning box pulled by an attachment with its momentum preserved (so the pull's
@@ -707,7 +759,7 @@ static void lists_same_bits(void **state)
         pbd_variant variant = v < 4 ? PBD_VARIANT_AUTO : PBD_VARIANT_GPU;
         snprintf(json, sizeof json,
                  "{\"dt\": 0.016666666666666666, \"iterations\": 8, \"solver\": \"%s\", "
-                 "\"planes\": [{\"normal\": [0, 1, 0], \"offset\": -1}], "
+                 "\"max_colors\": %d, \"planes\": [{\"normal\": [0, 1, 0], \"offset\": -1}], "
                  "\"spheres\": [{\"center\": [0, -0.4, 0], \"radius\": 0.5, \"friction\": 0.4, "
                  "\"kinetic_friction\": 0.2}], "
                  "\"bodies\": [{\"type\": \"cloth\", \"resolution\": [%d, %d], "
@@ -731,7 +783,7 @@ static void lists_same_bits(void **state)
                  "{\"body\": 0, \"particle\": %d, \"compliance\": 1e-4}, "
                  "{\"body\": 1, \"particle\": 3, \"target\": [3.5, 1, 0], "
                  "\"stiffness\": 0.5}]}",
-                 v % 4 < 2 ? "gs" : "jacobi", r, r, r * r - 1);
+                 v % 4 < 2 ? "gs" : "jacobi", v % 2 ? 3 : 32, r, r, r * r - 1);
         pbd_scene s = {0};
         pbd_error err = {0};
         if (pbd_scene_parse(json, "lists", &s, &err) != PBD_OK) {
@@ -745,6 +797,20 @@ static void lists_same_bits(void **state)
         assert_int_equal(s.model.num_isometric, 65);
         assert_int_equal(s.model.num_neo_hookean, 48);
         assert_int_equal(s.model.num_colliders, 2);
+        /* Under a bound of 3 colours, every type but distance and the attachments (3
+         * constraints) has an overflow set; tethers share their pinned anchors: 1 colour. */
+        pbd_solver *ref = make_solver(&s, PBD_BACKEND_CPU);
+        for (int t = 0; t < PBD_CONSTRAINT_COUNT; ++t) {
+            int serial = pbd_solver_type_serial(ref, t);
+            if (v % 2 && t != PBD_CONSTRAINT_DISTANCE && t != PBD_CONSTRAINT_ATTACHMENT &&
+                t != PBD_CONSTRAINT_TETHER)
+                expect(serial > 0, "max_colors 3: no overflow set for %s",
+                       pbd_constraint_types[t].name);
+            else
+                expect(serial == 0, "%s: %d serial", pbd_constraint_types[t].name, serial);
+        }
+        assert_int_equal(pbd_solver_type_colors(ref, PBD_CONSTRAINT_TETHER), 1);
+        pbd_solver_destroy(ref);
         pair_result pr = run_pair_variant(&s.model, &s.config, 40, variant);
         print_message("%s %dx%d, %s kernels: %ld values differ, worst %g, %d colours, launches "
                       "cpu %ld cl %ld\n",
@@ -1026,18 +1092,6 @@ static void device_memory_estimate(void **state)
 }
 
 /* ---- checkpoints ------------------------------------------------------------------------ */
-
-static pbd_solver *make_solver(const pbd_scene *s, pbd_backend_kind backend)
-{
-    pbd_solver *sv = NULL;
-    pbd_error err = {0};
-    pbd_solver_desc desc = {.backend = backend};
-    if (test_solver_create(&s->model, &s->config, &desc, &sv, &err) != PBD_OK) {
-        print_error("%s\n", err.message);
-        fail();
-    }
-    return sv;
-}
 
 static uint64_t hash_of(pbd_solver *sv)
 {
@@ -1790,6 +1844,7 @@ static void read_behind_steps_cl(void **state)
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(coloring_valid),
     cmocka_unit_test(coloring_validator_rejects),
+    cmocka_unit_test(coloring_shared_and_bounded),
     pbd_device_test(cpu_vs_cl_gs),
     pbd_device_test(blocked_gs_same_bits),
     cmocka_unit_test(plan_block_runs),

@@ -855,7 +855,11 @@ static int cmd_run(const options *o)
         for (int t = 0; t < PBD_CONSTRAINT_COUNT; ++t) {
             int n = 0;
             pbd_model_constraints(m, t, &n);
-            if (n > 0 || t == PBD_CONSTRAINT_DISTANCE)
+            int serial = pbd_solver_type_serial(solver, t);
+            if (serial)
+                printf(" %d %s (%d colours, the last %d serial),", n, pbd_constraint_types[t].name,
+                       pbd_solver_type_colors(solver, t), serial);
+            else if (n > 0 || t == PBD_CONSTRAINT_DISTANCE)
                 printf(" %d %s (%d colours),", n, pbd_constraint_types[t].name,
                        pbd_solver_type_colors(solver, t));
             types += n > 0;

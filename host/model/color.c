@@ -1,6 +1,7 @@
 /* Greedy graph colouring of one type's constraints (two constraints conflict when they
- * share a particle), then a balancing pass, so the constraints of a colour can be projected
- * in parallel without write races, and the colours are of similar size. */
+ * share a particle that is not shared freely), then a balancing pass, so the constraints of
+ * a colour can be projected in parallel without write races, and the colours are of similar
+ * size. Under a bound, what finds no colour goes to a last, serial overflow set. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,10 +20,12 @@ void pbd_coloring_free(pbd_coloring *c)
 /* Marks in `stamp` (stamp[colour] == tag) the colours of every constraint other than c that
  * shares a particle with c. */
 static void mark_neighbours(const int *ends, int arity, int c, const int *color, const int *off,
-                            const int *slots, int *stamp, int tag)
+                            const int *slots, const unsigned char *shared, int *stamp, int tag)
 {
     for (int e = 0; e < arity; ++e) {
         int i = ends[(size_t)arity * (size_t)c + (size_t)e];
+        if (shared && shared[i])
+            continue;
         for (int s = off[i]; s < off[i + 1]; ++s) {
             int o = slots[s] / arity;
             if (o != c && color[o] >= 0)
@@ -32,11 +35,14 @@ static void mark_neighbours(const int *ends, int arity, int c, const int *color,
 }
 
 pbd_status pbd_color_constraints(int num_particles, const int *ends, int arity, int n,
-                                 const int *subset, int count_in, pbd_coloring *out, pbd_error *err)
+                                 const int *subset, int count_in, const pbd_color_options *opt,
+                                 pbd_coloring *out, pbd_error *err)
 {
     memset(out, 0, sizeof *out);
     if (!subset)
         count_in = n;
+    const unsigned char *shared = opt ? opt->shared : NULL;
+    int bound = opt && opt->max_colors > 0 ? opt->max_colors : 0;
     int *off = NULL, *slots = NULL;
     pbd_status st = pbd_csr_build(num_particles, ends, arity, n, &off, &slots, NULL, err);
     if (st != PBD_OK)
@@ -61,14 +67,20 @@ pbd_status pbd_color_constraints(int num_particles, const int *ends, int arity, 
         color[c] = -1;
 
     /* First fit: the smallest colour no neighbour has. Constraints outside the subset keep
-     * colour -1, so they constrain nothing. */
-    int num_colors = 0;
+     * colour -1, so they constrain nothing. Under a bound, a constraint that finds none of
+     * the `bound` colours free is left for the overflow set (colour -2). */
+    int num_colors = 0, overflow = 0;
     for (int j = 0; j < count_in; ++j) {
         int c = subset ? subset[j] : j;
-        mark_neighbours(ends, arity, c, color, off, slots, stamp, c);
+        mark_neighbours(ends, arity, c, color, off, slots, shared, stamp, c);
         int k = 0;
         while (stamp[k] == c)
             ++k;
+        if (bound && k >= bound) {
+            color[c] = -2;
+            overflow++;
+            continue;
+        }
         color[c] = k;
         count[k]++;
         num_colors = k + 1 > num_colors ? k + 1 : num_colors;
@@ -82,10 +94,10 @@ pbd_status pbd_color_constraints(int num_particles, const int *ends, int arity, 
         for (int j = 0; j < count_in; ++j) {
             int c = subset ? subset[j] : j;
             int k0 = color[c];
-            if (count[k0] <= target)
+            if (k0 < 0 || count[k0] <= target)
                 continue;
             int tag = n + pass * n + c;
-            mark_neighbours(ends, arity, c, color, off, slots, stamp, tag);
+            mark_neighbours(ends, arity, c, color, off, slots, shared, stamp, tag);
             int best = -1;
             for (int k = 0; k < num_colors; ++k)
                 if (stamp[k] != tag && k != k0 && (best < 0 || count[k] < count[best]))
@@ -97,7 +109,13 @@ pbd_status pbd_color_constraints(int num_particles, const int *ends, int arity, 
             }
         }
 
-    /* Bucket by colour; within a colour, constraints keep their model order (memory order). */
+    /* Bucket by colour; within a colour, constraints keep their model order (memory order).
+     * The overflow set is the last colour. */
+    if (overflow) {
+        color[n] = num_colors; /* spare entry: the overflow's colour for the bucketing */
+        count[num_colors++] = overflow;
+        out->overflow = 1;
+    }
     out->num_colors = num_colors;
     out->offsets = calloc((size_t)num_colors + 1, sizeof *out->offsets);
     if (!out->offsets) {
@@ -110,7 +128,8 @@ pbd_status pbd_color_constraints(int num_particles, const int *ends, int arity, 
         count[k] = out->offsets[k];
     for (int j = 0; j < count_in; ++j) {
         int c = subset ? subset[j] : j;
-        out->order[count[color[c]]++] = c;
+        int k = color[c] == -2 ? color[n] : color[c];
+        out->order[count[k]++] = c;
     }
     st = PBD_OK;
 cleanup:
@@ -125,7 +144,7 @@ cleanup:
 }
 
 pbd_status pbd_coloring_validate(int num_particles, const int *ends, int arity, int n,
-                                 const pbd_coloring *c, pbd_error *err)
+                                 const pbd_coloring *c, const unsigned char *shared, pbd_error *err)
 {
     if (c->num_colors < 0 || (n > 0 && c->num_colors < 1) || !c->offsets || c->offsets[0] != 0 ||
         c->offsets[c->num_colors] != n)
@@ -157,8 +176,13 @@ pbd_status pbd_coloring_validate(int num_particles, const int *ends, int arity, 
                                    ci);
                 break;
             }
+            /* The overflow set's constraints are projected one after another. */
+            if (c->overflow && k == c->num_colors - 1)
+                continue;
             for (int e = 0; e < arity; ++e) {
                 int p = ends[(size_t)arity * (size_t)ci + (size_t)e];
+                if (shared && shared[p])
+                    continue;
                 if (owner_color[p] == k) {
                     st = pbd_error_set(err, PBD_ERR_MODEL,
                                        "colouring: constraints %d and %d "

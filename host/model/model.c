@@ -479,5 +479,6 @@ pbd_config pbd_config_default(void)
     c.damping = PBD_DAMPING_NONE;
     c.damping_k = 0.0f;
     c.velocity_update = PBD_VELOCITY_FIRST_ORDER;
+    c.max_colors = 32;
     return c;
 }

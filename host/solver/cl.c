@@ -194,12 +194,15 @@ static pbd_status cl_project_color(cl_impl *c, int type, int color, int reset, p
     cl_int offset = pt->color_offsets[color];
     cl_int count = pt->color_offsets[color + 1] - offset;
     cl_int r = reset;
+    cl_int serial = pt->overflow && color == pt->num_colors - 1;
     cl_mem p = position_buffer(c, c->iterate);
     ARG(k, "particle_p", p);
     ARG(k, "offset", offset);
     ARG(k, "count", count);
     ARG(k, "reset_lambda", r);
-    size_t items = (size_t)count;
+    if (type != PBD_CONSTRAINT_DISTANCE) /* never an overflow set; serial stays 0 */
+        ARG(k, "serial", serial);
+    size_t items = serial ? 1 : (size_t)count;
     /* CPU devices launch distance colours only for a mesh of one block, with no boundary
      * colours: colour k is the block's whole part, sorted into runs (pbd_plan.block_runs);
      * project_distance_gs16 takes sixteen constraints a work-item. */
@@ -1117,7 +1120,7 @@ static pbd_status bind_arguments(cl_impl *c, const pbd_plan *plan, pbd_error *er
         BIND("body_out", c->out_other), BIND("body_segments", c->body_segments),
         BIND("body_done", c->body_done), BIND("stats", zero), BIND("mode", zero),
         BIND("num_bodies", nbodies), BIND("body_material", c->body_material),
-        BIND("materials", materials),
+        BIND("materials", materials), BIND("serial", zero),
     };
     /* clang-format on */
     int ncommon = (int)(sizeof common / sizeof common[0]);

@@ -16,9 +16,9 @@ PARAMS(predict_runs, "particle_x", "particle_p", "particle_v", "particle_xp", "p
        "particle_dx", "particle_body", "body_apply", "rigid_k", "apply", "keep_v", "gx", "gy", "gz",
        "h", "bdf2", "track", "num_particles")
 /* project_<type> (project.cl): one list for every constraint type */
-static const char *const project_type_params[] = {"particle_p", "particle_dx",  "records",
-                                                  "lambda",     "offset",       "count",
-                                                  "inv_h2",     "reset_lambda", "track"};
+static const char *const project_type_params[] = {
+    "particle_p", "particle_dx", "records",      "lambda", "offset",
+    "count",      "inv_h2",      "reset_lambda", "track",  "serial"};
 PARAMS(project_distance_jacobi, "particle_p", "distance_records", "distance_lambda",
        "distance_gain", "count", "inv_h2", "reset_lambda")
 PARAMS(project_distance_gs16, "particle_p", "distance_records", "distance_lambda", "offset",

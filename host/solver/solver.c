@@ -77,6 +77,10 @@ static pbd_status check_config(const pbd_config *c, pbd_error *err)
         return pbd_error_set(err, PBD_ERR_ARGUMENT,
                              "damping_k: found %g, expected a fraction in [0, 1]",
                              (double)c->damping_k);
+    if (c->max_colors < 0)
+        return pbd_error_set(err, PBD_ERR_ARGUMENT,
+                             "max_colors: found %d, expected >= 1, or 0 for no bound",
+                             c->max_colors);
     if (c->velocity_update != PBD_VELOCITY_FIRST_ORDER && c->velocity_update != PBD_VELOCITY_BDF2)
         return pbd_error_set(err, PBD_ERR_ARGUMENT,
                              "velocity_update: found %d, expected first_order or bdf2",
@@ -251,8 +255,9 @@ static pbd_status block_coloring(int np, const int *ends, int n, pbd_plan *plan,
     for (int c = 0; c < n; ++c)
         if (block[ends[2 * c]] == block[ends[2 * c + 1]])
             list[nin++] = c;
-    if ((st = pbd_color_constraints(np, ends, 2, n, list, nbound, &cb, err)) != PBD_OK ||
-        (st = pbd_color_constraints(np, ends, 2, n, list + nbound, n - nbound, &ci, err)) != PBD_OK)
+    if ((st = pbd_color_constraints(np, ends, 2, n, list, nbound, NULL, &cb, err)) != PBD_OK ||
+        (st = pbd_color_constraints(np, ends, 2, n, list + nbound, n - nbound, NULL, &ci, err)) !=
+            PBD_OK)
         goto done;
     int nc = cb.num_colors + ci.num_colors, nbc = cb.num_colors;
     int ng = group_cuts(np, ends, block, list, nbound, nb, touch, part);
@@ -342,6 +347,7 @@ static pbd_status plan_type(const pbd_model *m, const pbd_config *cfg, int type,
     const char *rec = pbd_model_constraints(m, type, &n);
     pbd_coloring col = {0};
     int *ends = pbd_model_constraint_ends(m, type);
+    unsigned char *shared = NULL;
     pbd_status st = PBD_OK;
     *sorted_ends = malloc(((size_t)n * (size_t)arity + 1) * sizeof **sorted_ends);
     pt->count = n;
@@ -352,14 +358,26 @@ static pbd_status plan_type(const pbd_model *m, const pbd_config *cfg, int type,
                            info->name);
         goto done;
     }
+    /* Distance constraints have kernels of their own (blocks, runs) and are coloured
+     * without a bound. The others may share pinned particles, which their projections never
+     * write, and what finds no colour under the bound is projected serially. */
+    if (type != PBD_CONSTRAINT_DISTANCE && !(shared = malloc((size_t)m->num_particles + 1))) {
+        st = pbd_error_set(err, PBD_ERR_MEMORY, "out of memory colouring %d %s constraints", n,
+                           info->name);
+        goto done;
+    }
+    for (int i = 0; shared && i < m->num_particles; ++i)
+        shared[i] = m->x[i].w == 0.0f;
+    pbd_color_options opt = {.shared = shared, .max_colors = cfg->max_colors};
     st = type == PBD_CONSTRAINT_DISTANCE
              ? block_coloring(m->num_particles, ends, n, plan, &col, err)
-             : pbd_color_constraints(m->num_particles, ends, arity, n, NULL, 0, &col, err);
+             : pbd_color_constraints(m->num_particles, ends, arity, n, NULL, 0, &opt, &col, err);
     if (st == PBD_OK)
-        st = pbd_coloring_validate(m->num_particles, ends, arity, n, &col, err);
+        st = pbd_coloring_validate(m->num_particles, ends, arity, n, &col, shared, err);
     if (st != PBD_OK)
         goto done;
     pt->num_colors = col.num_colors;
+    pt->overflow = col.overflow;
     pt->color_offsets = col.offsets;
     col.offsets = NULL;
     for (int j = 0; j < n; ++j) {
@@ -375,6 +393,7 @@ static pbd_status plan_type(const pbd_model *m, const pbd_config *cfg, int type,
 done:
     pbd_coloring_free(&col);
     free(ends);
+    free(shared);
     return st;
 }
 
@@ -915,6 +934,14 @@ int pbd_solver_num_colors(const pbd_solver *s)
 int pbd_solver_type_colors(const pbd_solver *s, int type)
 {
     return type >= 0 && type < PBD_CONSTRAINT_COUNT ? s->plan.type[type].num_colors : 0;
+}
+
+int pbd_solver_type_serial(const pbd_solver *s, int type)
+{
+    if (type < 0 || type >= PBD_CONSTRAINT_COUNT || !s->plan.type[type].overflow)
+        return 0;
+    const pbd_plan_type *pt = &s->plan.type[type];
+    return pt->color_offsets[pt->num_colors] - pt->color_offsets[pt->num_colors - 1];
 }
 
 long pbd_solver_launches_per_frame(const pbd_solver *s)
