@@ -77,6 +77,7 @@ static const good_scene good[] = {
     {"soft_torus.json", 472, 2437, 1, 0, 1},
     {"tablecloth.json", 331, 1800, 1, 1, 2},
     {"soft_log.json", 167, 0, 1, 0, 1},
+    {"soft_bunny.json", 1057, 0, 1, 0, 1},
 };
 
 static int64_t expected_distance(const good_scene *g)

@@ -9,3 +9,4 @@ for e in node ele face; do mv "torus.1.$e" "torus.$e"; done
 rm -f torus.off torus.1.edge torus.1.smesh
 gmsh -3 -format msh22 log.geo -o log22.msh >/dev/null
 gmsh -3 -format msh41 log.geo -o log41.msh >/dev/null
+gmsh -3 -format msh41 bunny.geo -o bunny.msh >/dev/null   # 1,057 nodes, 3,736 tetrahedra
