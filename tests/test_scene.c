@@ -78,6 +78,7 @@ static const good_scene good[] = {
     {"tablecloth.json", 331, 1800, 1, 1, 2},
     {"soft_log.json", 167, 0, 1, 0, 1},
     {"soft_bunny.json", 1057, 0, 1, 0, 1},
+    {"soft_car_ramp.json", 1894, 10485, 1, 0, 2},
 };
 
 static int64_t expected_distance(const good_scene *g)

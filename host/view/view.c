@@ -1140,17 +1140,34 @@ int pbd_cli_view(const pbd_view_options *o)
     glEnableVertexAttribArray(0);
     glVertexAttribPointer(0, 2, GL_FLOAT, GL_FALSE, 2 * sizeof(float), 0);
     glBindVertexArray(0);
-    /* The camera looks at the scene's centre from a distance of twice its size. */
+    /* The camera looks at the centre of the particles and the colliders but planes (a
+     * sphere, box or capsule as the cube around it) from twice their size away. */
     const pbd_model *m0 = &w.sims[0].scene.model;
-    w.extent = pbd_model_extent(m0);
-    for (int k = 0; k < 3; ++k) {
-        double lo = INFINITY, hi = -INFINITY;
-        for (int i = 0; i < m0->num_particles; ++i) {
-            lo = fmin(lo, (&m0->x[i].x)[k]);
-            hi = fmax(hi, (&m0->x[i].x)[k]);
+    double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
+    for (int i = 0; i < m0->num_particles; ++i)
+        for (int k = 0; k < 3; ++k) {
+            lo[k] = fmin(lo[k], (&m0->x[i].x)[k]);
+            hi[k] = fmax(hi[k], (&m0->x[i].x)[k]);
         }
-        w.center[k] = w.target[k] = (float)(0.5 * (lo + hi));
+    for (int c = 0; c < m0->num_colliders; ++c) {
+        const pbd_collider *col = &m0->colliders[c];
+        const pbd_float4 *a = &col->shape, *b = &col->shape2;
+        float r = col->kind == PBD_COLLIDER_BOX ? sqrtf(b->x * b->x + b->y * b->y + b->z * b->z)
+                                                : col->shape.w;
+        for (int e = 0; col->kind != PBD_COLLIDER_PLANE && e < 2; ++e) {
+            const pbd_float4 *q = e == 1 && col->kind == PBD_COLLIDER_CAPSULE ? b : a;
+            for (int k = 0; k < 3; ++k) {
+                lo[k] = fmin(lo[k], (double)(&q->x)[k] - r);
+                hi[k] = fmax(hi[k], (double)(&q->x)[k] + r);
+            }
+        }
     }
+    double diag = 0.0;
+    for (int k = 0; k < 3; ++k) {
+        w.center[k] = w.target[k] = (float)(0.5 * (lo[k] + hi[k]));
+        diag += (hi[k] - lo[k]) * (hi[k] - lo[k]);
+    }
+    w.extent = diag > 0.0 ? (float)sqrt(diag) : 1.0f;
     w.dist = 2.0f * w.extent;
     w.yaw = 0.6f;
     w.pitch = 0.45f;
