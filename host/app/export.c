@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "app/export.h"
 #include "app/output.h"
@@ -52,6 +53,7 @@ struct pbd_export {
     int *vertex_start, *vertex_tris; /* the triangles at each vertex (list_vertex_triangles) */
     float *face_normals;             /* 3 per triangle */
     buffer buf;                      /* the frame being written */
+    buffer scratch;                  /* VTU: a frame's raw array before it is blocked */
     buffer vtu_head, vtu_tail;       /* VTU: XML before the data; the topology blocks after it */
     buffer obj_elements;             /* OBJ: each body's faces or points (obj_prepare) */
     buffer ply_faces;                /* PLY: the faces, the same every frame */
@@ -551,6 +553,77 @@ static int ply_frame(pbd_export *e, long frame, const pbd_float4 *x)
 
 /* Appended raw data: each block is its size (UInt64) and its bytes. The points and the
  * velocities come first, at offsets 0 and 8 + 12 n; the topology blocks follow. */
+/* VTU arrays are zlib-compressed (vtkZLibDataCompressor, UInt64 headers): an array is
+ * [blocks, block size, the last block's size (0: full), each block's compressed size], then
+ * the blocks, each a zlib stream. What is the same every frame (the body ids and the cells,
+ * more than half of a cloth's frame) is compressed once; the points and velocities are
+ * written in stored (uncompressed) deflate blocks, which cost a copy and a checksum. */
+#define VTU_STORED_BLOCK 65535u /* the most a stored deflate block holds */
+
+static uint64_t vtu_stored_size(uint64_t n)
+{
+    uint64_t blocks = (n + VTU_STORED_BLOCK - 1) / VTU_STORED_BLOCK;
+    return 8 * (3 + blocks) + n + 11 * blocks; /* zlib header 2, block header 5, adler32 4 */
+}
+
+/* Writes the n bytes at src as a stored array at p; returns its end. */
+static char *vtu_put_stored(char *p, const unsigned char *src, uint64_t n)
+{
+    uint64_t blocks = (n + VTU_STORED_BLOCK - 1) / VTU_STORED_BLOCK;
+    p = put_u64(p, blocks);
+    p = put_u64(p, VTU_STORED_BLOCK);
+    p = put_u64(p, n % VTU_STORED_BLOCK);
+    for (uint64_t k = 0; k < blocks; ++k) {
+        uint64_t len =
+            k + 1 < blocks || n % VTU_STORED_BLOCK == 0 ? VTU_STORED_BLOCK : n % VTU_STORED_BLOCK;
+        p = put_u64(p, len + 11);
+    }
+    for (uint64_t k = 0; k < blocks; ++k, src += VTU_STORED_BLOCK) {
+        unsigned len = k + 1 < blocks || n % VTU_STORED_BLOCK == 0
+                           ? VTU_STORED_BLOCK
+                           : (unsigned)(n % VTU_STORED_BLOCK);
+        unsigned char h[7] = {0x78,
+                              0x01,
+                              0x01,
+                              (unsigned char)(len & 0xff),
+                              (unsigned char)(len >> 8),
+                              (unsigned char)(~len & 0xff),
+                              (unsigned char)((~len >> 8) & 0xff)};
+        memcpy(p, h, sizeof h);
+        memcpy(p + sizeof h, src, len);
+        p += sizeof h + len;
+        uLong a = adler32(adler32(0L, Z_NULL, 0), src, len);
+        unsigned char t[4] = {(unsigned char)(a >> 24), (unsigned char)(a >> 16),
+                              (unsigned char)(a >> 8), (unsigned char)a};
+        memcpy(p, t, 4);
+        p += 4;
+    }
+    return p;
+}
+
+/* Appends the n bytes at src to b as one compressed block, with its header. */
+static int vtu_put_compressed(buffer *b, const unsigned char *src, uint64_t n)
+{
+    uLongf bound = compressBound((uLong)n);
+    if (reserve(b, 32 + bound) != 0)
+        return -1;
+    char *p = b->p + b->len;
+    uLongf len = bound;
+    if (n > 0 && compress2((Bytef *)p + 32, &len, src, (uLong)n, Z_DEFAULT_COMPRESSION) != Z_OK)
+        return -1;
+    p = put_u64(p, n > 0);
+    p = put_u64(p, n);
+    p = put_u64(p, 0);
+    if (n > 0)
+        p = put_u64(p, len);
+    if (n == 0)
+        len = 0;
+    else
+        memmove(p, b->p + b->len + 32, len);
+    b->len = (size_t)(p - b->p) + len;
+    return 0;
+}
+
 static int vtu_prepare(pbd_export *e, const pbd_model *m)
 {
     int *tets = NULL, nt = 0;
@@ -572,52 +645,17 @@ static int vtu_prepare(pbd_export *e, const pbd_model *m)
     size_t n = (size_t)e->n;
     uint64_t sz_pts = 12 * n, sz_body = 4 * n, sz_conn = 4 * (uint64_t)conn,
              sz_off = 4 * (uint64_t)cells, sz_types = (uint64_t)cells;
-    uint64_t o_vel = 8 + sz_pts, o_body = o_vel + 8 + sz_pts, o_conn = o_body + 8 + sz_body,
-             o_off = o_conn + 8 + sz_conn, o_types = o_off + 8 + sz_off;
-    int rc = put_text(
-        &e->vtu_head,
-        "<?xml version=\"1.0\"?>\n"
-        "<VTKFile type=\"UnstructuredGrid\" version=\"1.0\" byte_order=\"LittleEndian\" "
-        "header_type=\"UInt64\">\n"
-        "  <UnstructuredGrid>\n"
-        "    <Piece NumberOfPoints=\"%d\" NumberOfCells=\"%ld\">\n"
-        "      <PointData Vectors=\"velocity\" Scalars=\"body\">\n"
-        "        <DataArray type=\"Float32\" Name=\"velocity\" NumberOfComponents=\"3\" "
-        "format=\"appended\" offset=\"%llu\"/>\n"
-        "        <DataArray type=\"Int32\" Name=\"body\" format=\"appended\" offset=\"%llu\"/>\n"
-        "      </PointData>\n"
-        "      <Points>\n"
-        "        <DataArray type=\"Float32\" Name=\"Points\" NumberOfComponents=\"3\" "
-        "format=\"appended\" offset=\"0\"/>\n"
-        "      </Points>\n"
-        "      <Cells>\n"
-        "        <DataArray type=\"Int32\" Name=\"connectivity\" format=\"appended\" "
-        "offset=\"%llu\"/>\n"
-        "        <DataArray type=\"Int32\" Name=\"offsets\" format=\"appended\" offset=\"%llu\"/>\n"
-        "        <DataArray type=\"UInt8\" Name=\"types\" format=\"appended\" offset=\"%llu\"/>\n"
-        "      </Cells>\n"
-        "    </Piece>\n"
-        "  </UnstructuredGrid>\n"
-        "  <AppendedData encoding=\"raw\">\n"
-        "   _",
-        e->n, cells, (unsigned long long)o_vel, (unsigned long long)o_body,
-        (unsigned long long)o_conn, (unsigned long long)o_off, (unsigned long long)o_types);
-    static const char end[] = "\n  </AppendedData>\n</VTKFile>\n";
-    size_t tail = 8 + sz_body + 8 + sz_conn + 8 + sz_off + 8 + sz_types + sizeof end - 1;
-    if (rc != 0 || reserve(&e->vtu_tail, tail) != 0) {
+    /* The arrays that stay the same, raw: body ids, connectivity, offsets, types. */
+    char *raw = malloc(sz_body + sz_conn + sz_off + sz_types + 1);
+    if (!raw) {
         free(tets);
         free(body_tets);
         return -1;
     }
-    char *p = e->vtu_tail.p;
-    p = put_u64(p, sz_body);
+    char *p = raw;
     for (int i = 0; i < e->n; ++i)
         p = put_u32(p, (uint32_t)m->body[i]);
-    /* connectivity, then the same cells' offsets and types */
-    p = put_u64(p, sz_conn);
-    char *off = p + sz_conn + 8, *types = off + sz_off + 8;
-    off = put_u64(off - 8, sz_off);
-    types = put_u64(types - 8, sz_types);
+    char *off = raw + sz_body + sz_conn, *types = off + sz_off;
     uint32_t end_at = 0;
 #define CELL(count, type)                                                                          \
     do {                                                                                           \
@@ -646,31 +684,77 @@ static int vtu_prepare(pbd_export *e, const pbd_model *m)
             }
     }
 #undef CELL
-    memcpy(types, end, sizeof end - 1);
-    e->vtu_tail.len = tail;
     free(tets);
     free(body_tets);
-    return 0;
+    /* The tail: the four arrays compressed, each after the one before, then the end. */
+    const unsigned char *r = (const unsigned char *)raw;
+    uint64_t at[5];
+    buffer *t = &e->vtu_tail;
+    static const char end[] = "\n  </AppendedData>\n</VTKFile>\n";
+    int rc = 0;
+    const uint64_t sizes[4] = {sz_body, sz_conn, sz_off, sz_types};
+    for (int k = 0; k < 4 && rc == 0; ++k) {
+        at[k] = t->len;
+        rc = vtu_put_compressed(t, r, sizes[k]);
+        r += sizes[k];
+    }
+    at[4] = t->len;
+    free(raw);
+    if (rc != 0 || reserve(t, sizeof end) != 0)
+        return -1;
+    memcpy(t->p + t->len, end, sizeof end - 1);
+    t->len += sizeof end - 1;
+    /* Offsets into the appended data: points, velocities, then the tail's arrays. */
+    uint64_t o_vel = vtu_stored_size(sz_pts), o_tail = 2 * vtu_stored_size(sz_pts);
+    return put_text(
+        &e->vtu_head,
+        "<?xml version=\"1.0\"?>\n"
+        "<VTKFile type=\"UnstructuredGrid\" version=\"1.0\" byte_order=\"LittleEndian\" "
+        "header_type=\"UInt64\" compressor=\"vtkZLibDataCompressor\">\n"
+        "  <UnstructuredGrid>\n"
+        "    <Piece NumberOfPoints=\"%d\" NumberOfCells=\"%ld\">\n"
+        "      <PointData Vectors=\"velocity\" Scalars=\"body\">\n"
+        "        <DataArray type=\"Float32\" Name=\"velocity\" NumberOfComponents=\"3\" "
+        "format=\"appended\" offset=\"%llu\"/>\n"
+        "        <DataArray type=\"Int32\" Name=\"body\" format=\"appended\" offset=\"%llu\"/>\n"
+        "      </PointData>\n"
+        "      <Points>\n"
+        "        <DataArray type=\"Float32\" Name=\"Points\" NumberOfComponents=\"3\" "
+        "format=\"appended\" offset=\"0\"/>\n"
+        "      </Points>\n"
+        "      <Cells>\n"
+        "        <DataArray type=\"Int32\" Name=\"connectivity\" format=\"appended\" "
+        "offset=\"%llu\"/>\n"
+        "        <DataArray type=\"Int32\" Name=\"offsets\" format=\"appended\" offset=\"%llu\"/>\n"
+        "        <DataArray type=\"UInt8\" Name=\"types\" format=\"appended\" offset=\"%llu\"/>\n"
+        "      </Cells>\n"
+        "    </Piece>\n"
+        "  </UnstructuredGrid>\n"
+        "  <AppendedData encoding=\"raw\">\n"
+        "   _",
+        e->n, cells, (unsigned long long)o_vel, (unsigned long long)(o_tail + at[0]),
+        (unsigned long long)(o_tail + at[1]), (unsigned long long)(o_tail + at[2]),
+        (unsigned long long)(o_tail + at[3]));
 }
 
+/* The frame's points and velocities as stored arrays (e->scratch holds the raw floats). */
 static int vtu_frame(pbd_export *e, const pbd_float4 *x, const pbd_float4 *v)
 {
-    buffer *b = &e->buf;
+    buffer *b = &e->buf, *s = &e->scratch;
     size_t n = (size_t)e->n;
-    b->len = 0;
-    if (reserve(b, 2 * (8 + 12 * n)) != 0)
+    b->len = s->len = 0;
+    if (reserve(b, 2 * vtu_stored_size(12 * (uint64_t)n)) != 0 || reserve(s, 12 * n) != 0)
         return -1;
-    char *p = put_u64(b->p, 12 * (uint64_t)n);
-    for (size_t i = 0; i < n; ++i) {
-        p = put_f32(p, x[i].x);
-        p = put_f32(p, x[i].y);
-        p = put_f32(p, x[i].z);
-    }
-    p = put_u64(p, 12 * (uint64_t)n);
-    for (size_t i = 0; i < n; ++i) {
-        p = put_f32(p, v[i].x);
-        p = put_f32(p, v[i].y);
-        p = put_f32(p, v[i].z);
+    char *p = b->p;
+    for (int q = 0; q < 2; ++q) {
+        const pbd_float4 *a = q ? v : x;
+        char *r = s->p;
+        for (size_t i = 0; i < n; ++i) {
+            r = put_f32(r, a[i].x);
+            r = put_f32(r, a[i].y);
+            r = put_f32(r, a[i].z);
+        }
+        p = vtu_put_stored(p, (const unsigned char *)s->p, 12 * (uint64_t)n);
     }
     b->len = (size_t)(p - b->p);
     return 0;
@@ -1096,6 +1180,7 @@ void pbd_export_free(pbd_export *e)
     free(e->vertex_tris);
     free(e->face_normals);
     free(e->buf.p);
+    free(e->scratch.p);
     free(e->vtu_head.p);
     free(e->vtu_tail.p);
     free(e->obj_elements.p);
