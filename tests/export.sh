@@ -54,6 +54,17 @@ for f in obj ply vtk; do
         $check pvd vtk 0.01 || fail pvd ;;
     esac
 done
+# PLY face indices are 16-bit up to 65,536 vertices and 32-bit past them: a cloth of
+# 257 x 257 (66,049 vertices, 131,072 triangles) reads back as well.
+head -c 400 ply/frame_000010.ply | grep -aq "property list uchar uint16 vertex_indices" ||
+    fail "ply: 16-bit face indices"
+printf '%s' '{"bodies": [{"type": "cloth", "resolution": [257, 257], "size": [2, 2],
+ "center": [0, 1, 0], "pin": "corners"}]}' >wide.json
+"$pbd" run wide.json --frames 5 --export-every 5 --export wide --format ply --dump dump_wide.txt \
+    >out_wide.txt 2>&1 || fail "wide ply: exit $?"
+head -c 400 wide/frame_000005.ply | grep -aq "property list uchar int vertex_indices" ||
+    fail "wide ply: 32-bit face indices"
+$check compare ply wide 5 dump_wide.txt --faces 131072 || fail "wide ply"
 run pc2
 $check files pc2 obj 0 || fail "pc2: files"
 $check pc2 pc2 dump_pc2.txt 0 5 3 || fail pc2
