@@ -1047,16 +1047,18 @@ static uint64_t hash_of(pbd_solver *sv)
 }
 
 /* 30 frames straight, and 12 frames, a checkpoint, a new solver that loads it and 18 frames,
- * end in the same bits: both solvers, BDF2, rigid damping, momentum preservation, colliders. */
+ * end in the same bits: both solvers, BDF2, rigid damping, momentum preservation, colliders,
+ * and shape matching (whose last rotation starts the next polar decomposition) and pressure. */
 static void checkpoint_continues(pbd_backend_kind backend)
 {
-    const char *scenes[3] = {PBD_SCENES_DIR "/spinning_box.json", "@cloth-16",
-                             PBD_SCENES_DIR "/cloth_sphere.json"};
-    for (int v = 0; v < 12; ++v) {
+    const char *scenes[5] = {PBD_SCENES_DIR "/spinning_box.json", "@cloth-16",
+                             PBD_SCENES_DIR "/cloth_sphere.json", PBD_SCENES_DIR "/jelly.json",
+                             PBD_SCENES_DIR "/balloon.json"};
+    for (int v = 0; v < 20; ++v) {
         pbd_scene s = {0};
         pbd_error err = {0};
-        assert_int_equal(pbd_scene_load(scenes[v % 3], &s, &err), PBD_OK);
-        int mode = v / 3; /* gs, jacobi, gs + bdf2, jacobi + rigid damping */
+        assert_int_equal(pbd_scene_load(scenes[v % 5], &s, &err), PBD_OK);
+        int mode = v / 5; /* gs, jacobi, gs + bdf2, jacobi + rigid damping */
         s.config.solver = mode % 2 ? PBD_SOLVER_JACOBI : PBD_SOLVER_GS;
         if (mode == 2)
             s.config.velocity_update = PBD_VELOCITY_BDF2;
@@ -1080,7 +1082,7 @@ static void checkpoint_continues(pbd_backend_kind backend)
         assert_int_equal(pbd_solver_substeps(rest), 12L * s.config.substeps);
         assert_int_equal(pbd_solver_step(rest, 18, &err), PBD_OK);
         uint64_t a = hash_of(whole), b = hash_of(rest);
-        expect(a == b, "%s, mode %d: straight %016llx, resumed %016llx", scenes[v % 3], mode,
+        expect(a == b, "%s, mode %d: straight %016llx, resumed %016llx", scenes[v % 5], mode,
                (unsigned long long)a, (unsigned long long)b);
         free(data);
         pbd_solver_destroy(whole);
@@ -1108,6 +1110,34 @@ static void reseal(unsigned char *d, size_t n)
     for (size_t k = 32; k < n; ++k)
         h = (h ^ d[k]) * 1099511628211u;
     memcpy(d + 24, &h, sizeof h);
+}
+
+/* A checkpoint of a shape-matched body holds its rotation, a unit quaternion after the
+ * tracked momenta; one that is not a unit quaternion is refused naming the body. */
+static void checkpoint_rotation_refused(void **state)
+{
+    (void)state;
+    pbd_scene s = {0};
+    pbd_error err = {0};
+    assert_int_equal(pbd_scene_load(PBD_SCENES_DIR "/jelly.json", &s, &err), PBD_OK);
+    pbd_solver *sv = make_solver(&s, PBD_BACKEND_CPU);
+    assert_int_equal(pbd_solver_step(sv, 5, &err), PBD_OK);
+    unsigned char *d = NULL;
+    size_t n = 0;
+    assert_int_equal(pbd_solver_save_state(sv, (void **)&d, &n, &err), PBD_OK);
+    size_t np = (size_t)s.model.num_particles, at = 256 + 2 * np * 16 + 16 + 48;
+    assert_int_equal(n, at + 16);
+    const float q[4] = {2.0f, 0.0f, 0.0f, 0.0f};
+    memcpy(d + at, q, sizeof q);
+    reseal(d, n);
+    pbd_status st = pbd_solver_load_state(sv, d, n, "ck", &err);
+    expect(st == PBD_ERR_CHECKPOINT &&
+               strstr(err.message, "ck: body 0: rotation (2, 0, 0, 0), expected a unit "
+                                   "quaternion"),
+           "status %d: %s", (int)st, err.message);
+    free(d);
+    pbd_solver_destroy(sv);
+    pbd_scene_free(&s);
 }
 
 /* A checkpoint that is not one, of another version, truncated, longer, corrupt, of another
@@ -1956,6 +1986,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(balloon_reaches_volume),
     cmocka_unit_test(jelly_returns_to_shape),
     cmocka_unit_test(pressure_needs_closed_surface),
+    cmocka_unit_test(checkpoint_rotation_refused),
 };
 
 PBD_TEST_MAIN("solver", tests)

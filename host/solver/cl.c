@@ -453,6 +453,12 @@ static pbd_status cl_read_state(void *impl, const pbd_state_arrays *a, pbd_error
         for (size_t k = 0; k < 6 * nb; ++k)
             a->body_track[k] = track[k];
     }
+    if (a->body_rotation) { /* each body's first float4 of PBD_GOAL_COUNT */
+        size_t origin[3] = {0, 0, 0}, region[3] = {f4, nb, 1};
+        PBD_CL_CHECK(clEnqueueReadBufferRect(q, c->body_goal, CL_TRUE, origin, origin, region,
+                                             PBD_GOAL_COUNT * f4, 0, f4, 0, a->body_rotation, 0,
+                                             NULL, NULL));
+    }
 cleanup:
     if (status != PBD_OK)
         clFinish(q);
@@ -488,6 +494,12 @@ static pbd_status cl_write_state(void *impl, const pbd_state_arrays *a, pbd_erro
         clEnqueueWriteBuffer(q, c->body_ref, CL_FALSE, 0, nb * f4, a->body_ref, 0, NULL, NULL));
     PBD_CL_CHECK(clEnqueueWriteBuffer(q, c->body_track, CL_TRUE, 0, 6 * nb * c->acc_size, track_src,
                                       0, NULL, NULL));
+    if (a->body_rotation) { /* each body's first float4 of PBD_GOAL_COUNT */
+        size_t origin[3] = {0, 0, 0}, region[3] = {f4, nb, 1};
+        PBD_CL_CHECK(clEnqueueWriteBufferRect(q, c->body_goal, CL_TRUE, origin, origin, region,
+                                              PBD_GOAL_COUNT * f4, 0, f4, 0, a->body_rotation, 0,
+                                              NULL, NULL));
+    }
 cleanup:
     if (status != PBD_OK)
         clFinish(q);

@@ -379,6 +379,8 @@ static pbd_status cpu_read_state(void *impl, const pbd_state_arrays *a, pbd_erro
     }
     memcpy(a->body_ref, c->body_ref, nb * sizeof *a->body_ref);
     memcpy(a->body_track, c->body_track, 6 * nb * sizeof *a->body_track);
+    for (size_t b = 0; a->body_rotation && b < nb; ++b)
+        a->body_rotation[b] = c->goal[b * PBD_GOAL_COUNT];
     return PBD_OK;
 }
 
@@ -396,6 +398,8 @@ static pbd_status cpu_write_state(void *impl, const pbd_state_arrays *a, pbd_err
     }
     memcpy(c->body_ref, a->body_ref, nb * sizeof *a->body_ref);
     memcpy(c->body_track, a->body_track, 6 * nb * sizeof *a->body_track);
+    for (size_t b = 0; a->body_rotation && b < nb; ++b)
+        c->goal[b * PBD_GOAL_COUNT] = a->body_rotation[b];
     return PBD_OK;
 }
 

@@ -1088,7 +1088,8 @@ size_t pbd_solver_state_size(const pbd_solver *s)
     size_t np = (size_t)s->plan.num_particles, nb = (size_t)s->plan.num_bodies;
     int previous = s->plan.cfg.velocity_update == PBD_VELOCITY_BDF2;
     return sizeof(state_header) + (previous ? 4 : 2) * np * sizeof(pbd_float4) +
-           nb * (sizeof(pbd_float4) + 6 * sizeof(double));
+           nb * (sizeof(pbd_float4) + 6 * sizeof(double)) +
+           (s->plan.body_active ? nb * sizeof(pbd_float4) : 0);
 }
 
 long pbd_solver_substeps(const pbd_solver *s)
@@ -1101,7 +1102,7 @@ static pbd_state_arrays state_arrays(const pbd_solver *s, unsigned char *base)
 {
     size_t np = (size_t)s->plan.num_particles, nb = (size_t)s->plan.num_bodies;
     pbd_float4 *f = (pbd_float4 *)(base + sizeof(state_header));
-    pbd_state_arrays a = {f, f + np, NULL, NULL, NULL, NULL};
+    pbd_state_arrays a = {f, f + np, NULL, NULL, NULL, NULL, NULL};
     f += 2 * np;
     if (s->plan.cfg.velocity_update == PBD_VELOCITY_BDF2) {
         a.xp = f;
@@ -1110,6 +1111,8 @@ static pbd_state_arrays state_arrays(const pbd_solver *s, unsigned char *base)
     }
     a.body_ref = f;
     a.body_track = (double *)(f + nb);
+    if (s->plan.body_active) /* after 6 doubles a body: still 16-byte aligned */
+        a.body_rotation = (pbd_float4 *)(a.body_track + 6 * nb);
     return a;
 }
 
@@ -1355,6 +1358,16 @@ pbd_status pbd_solver_load_state(pbd_solver *s, const void *data, size_t size, c
                                "%s: body %zu: tracked momentum |P| %g, |L| %g or reference point "
                                "beyond what a body of %g kg within %g m and m/s can have",
                                f, b, p, l, mass[b], vmax);
+    }
+    for (size_t b = 0; a.body_rotation && b < nb && st == PBD_OK; ++b) {
+        pbd_float4 q = a.body_rotation[b];
+        double len =
+            sqrt((double)q.x * q.x + (double)q.y * q.y + (double)q.z * q.z + (double)q.w * q.w);
+        if (!(fabs(len - 1.0) <= 1e-5))
+            st = pbd_error_set(err, bad,
+                               "%s: body %zu: rotation (%g, %g, %g, %g), expected a unit "
+                               "quaternion",
+                               f, b, (double)q.x, (double)q.y, (double)q.z, (double)q.w);
     }
     free(mass);
     free(cur);

@@ -131,11 +131,14 @@ int pbd_plan_num_colors(const pbd_plan *plan);
 void pbd_plan_free(pbd_plan *plan);
 
 /* What a run continues from (a checkpoint), in host arrays: positions and velocities, BDF2's
- * previous ones (NULL without BDF2), and per body the reference point and the tracked
- * momenta P_r, L_r (6 doubles). A pending momentum correction is applied before reading. */
+ * previous ones (NULL without BDF2), and per body the reference point, the tracked
+ * momenta P_r, L_r (6 doubles) and, where a body has body constraints, shape matching's last
+ * rotation (a unit quaternion, the next polar decomposition's start; NULL without). A
+ * pending momentum correction is applied before reading. */
 typedef struct pbd_state_arrays {
     pbd_float4 *x, *v, *xp, *vp, *body_ref;
     double *body_track;
+    pbd_float4 *body_rotation;
 } pbd_state_arrays;
 
 /* The stages of a substep, implemented by each backend. `impl` is the backend's state. */
