@@ -1253,6 +1253,11 @@ PBD_INLINE float pbd_particle_error(PBD_GLOBAL const pbd_float4 *x,
 #define PBD_BODY_SHAPE    1 /* shape matching */
 #define PBD_BODY_PRESSURE 2 /* the closed surface's volume */
 
+/* Particles a work-item of body_constraint_reduce sums (a body's particles in pieces of
+ * this many, pbd_plan.body_constraint_segments): small enough that a body's reduction is
+ * spread over many work-items, which a CPU device also runs side by side in vector lanes. */
+#define PBD_BODY_SEGMENT 64
+
 /* Polar decomposition steps per solve, warm-started from the body's previous rotation. */
 #define PBD_POLAR_ITERATIONS 4
 

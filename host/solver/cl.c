@@ -48,7 +48,7 @@ typedef struct cl_impl {
     cl_mem segment_sums, out_step, out_other, body_apply, body_done, body_material;
     /* body constraints (shape matching, pressure) */
     cl_mem body_constraints, body_goal, body_constraint_sums, particle_rest, particle_grad;
-    cl_mem pressure_offsets, pressure_pairs;
+    cl_mem pressure_offsets, pressure_pairs, body_constraint_segments, body_constraint_ranges;
     cl_mem gl_x;     /* an OpenGL buffer the positions are copied into (pbd_solver_gl_attach) */
     size_t wg;       /* work-group size of the per-particle and per-constraint kernels */
     size_t acc_size; /* sizeof(pbd_acc) on the device: 8 with fp64 sums, else 4 */
@@ -262,7 +262,7 @@ static pbd_status cl_body_constraints(void *impl, int reset, pbd_error *err)
     ARG(&c->kernels[PBD_STAGE_BODY_SOLVE], "particle_p", p);
     ARG(&c->kernels[PBD_STAGE_BODY_SOLVE], "reset_lambda", r);
     ARG(&c->kernels[PBD_STAGE_BODY_APPLY], "particle_p", p);
-    size_t nseg = (size_t)pl->num_segments, nb = (size_t)pl->num_bodies;
+    size_t nseg = (size_t)pl->num_body_constraint_segments, nb = (size_t)pl->num_bodies;
     size_t np = (size_t)pl->num_particles;
     int cpu = cpu_variant(c);
     status = launch(c, PBD_STAGE_BODY_REDUCE, nseg, cpu ? serial_local(c, nseg) : c->wg, err);
@@ -671,6 +671,8 @@ static void cl_destroy(void *impl)
                       &c->particle_grad,
                       &c->pressure_offsets,
                       &c->pressure_pairs,
+                      &c->body_constraint_segments,
+                      &c->body_constraint_ranges,
                       &c->block_offsets,
                       &c->block_runs,
                       &c->cut_offsets,
@@ -1003,8 +1005,11 @@ static pbd_status create_buffers(cl_impl *c, const pbd_model *m, const pbd_plan 
         goal0[b * PBD_GOAL_COUNT] = (pbd_float4){0.0f, 0.0f, 0.0f, 1.0f};
     BUF(body_constraints, active ? nb * sizeof(pbd_body_constraint) : 0, plan->body_constraints);
     BUF(body_goal, active ? nb * PBD_GOAL_COUNT * f4 : 0, goal0);
-    BUF(body_constraint_sums,
-        active ? (size_t)plan->num_segments * PBD_BSUM_COUNT * sizeof(float) : 0, NULL);
+    size_t nbseg = (size_t)plan->num_body_constraint_segments;
+    BUF(body_constraint_sums, active ? nbseg * PBD_BSUM_COUNT * sizeof(float) : 0, NULL);
+    BUF(body_constraint_segments, active ? nbseg * sizeof(pbd_segment) : 0,
+        plan->body_constraint_segments);
+    BUF(body_constraint_ranges, active ? (nb + 1) * sizeof(int) : 0, plan->body_constraint_ranges);
     BUF(particle_rest, active ? np * f4 : 0, plan->particle_rest);
     BUF(particle_grad, pressure ? np * f4 : 0, NULL);
     BUF(pressure_offsets, active ? (np + 1) * sizeof(int) : 0, plan->pressure_offsets);
@@ -1101,6 +1106,7 @@ static pbd_status bind_arguments(cl_impl *c, const pbd_plan *plan, pbd_error *er
     const pbd_plan_type *dist = &plan->type[PBD_CONSTRAINT_DISTANCE];
     cl_int n = plan->num_particles, ncol = plan->num_colliders;
     cl_int nbodies = plan->num_bodies, nseg = plan->num_segments, zero = 0;
+    cl_int nbcseg = plan->num_body_constraint_segments;
     cl_int keep_v = plan->cfg.velocity_update == PBD_VELOCITY_BDF2;
     cl_int track = plan->track, external = plan->external, materials = plan->materials;
     cl_int ninterior = dist->num_colors - plan->boundary_colors, nblocks = plan->num_blocks;
@@ -1141,6 +1147,9 @@ static pbd_status bind_arguments(cl_impl *c, const pbd_plan *plan, pbd_error *er
         BIND("particle_grad", c->particle_grad), BIND("pressure_offsets", c->pressure_offsets),
         BIND("pressure_pairs", c->pressure_pairs), BIND("body_constraints", c->body_constraints),
         BIND("body_constraint_sums", c->body_constraint_sums), BIND("body_goal", c->body_goal),
+        BIND("body_constraint_segments", c->body_constraint_segments),
+        BIND("body_constraint_ranges", c->body_constraint_ranges),
+        BIND("num_body_constraint_segments", nbcseg),
     };
     /* clang-format on */
     int ncommon = (int)(sizeof common / sizeof common[0]);

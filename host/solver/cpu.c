@@ -28,7 +28,7 @@ typedef struct cpu_impl {
     pbd_float4 *apply;    /* momentum_apply's record per body (PBD_APPLY_COUNT) */
     pbd_float4 *goal;     /* body constraints: per body PBD_GOAL_COUNT (quaternion first) */
     pbd_float4 *grad;     /* pressure: each particle's volume gradient this iteration */
-    float *body_sums;     /* body constraints: num_segments x PBD_BSUM_COUNT */
+    float *body_sums;     /* body constraints: their segments x PBD_BSUM_COUNT */
     int pending;          /* a correction is computed but not yet applied to v */
     pbd_kernel_time times[PBD_STAGE_COUNT];
 } cpu_impl;
@@ -145,11 +145,9 @@ static pbd_status cpu_body_constraints(void *impl, int reset, pbd_error *err)
     const pbd_plan *pl = c->plan;
     double t0 = now_ms();
     static const pbd_float4 zero = {0.0f, 0.0f, 0.0f, 0.0f};
-    for (int gi = 0; gi < pl->num_segments; ++gi) {
-        pbd_segment seg = pl->segments[gi];
+    for (int gi = 0; gi < pl->num_body_constraint_segments; ++gi) {
+        pbd_segment seg = pl->body_constraint_segments[gi];
         pbd_body_constraint bc = pl->body_constraints[seg.body];
-        if (bc.flags == 0)
-            continue;
         float *s = c->body_sums + (size_t)gi * PBD_BSUM_COUNT;
         for (int q = 0; q < PBD_BSUM_COUNT; ++q)
             s[q] = 0.0f;
@@ -173,7 +171,7 @@ static pbd_status cpu_body_constraints(void *impl, int reset, pbd_error *err)
         float s[PBD_BSUM_COUNT];
         for (int q = 0; q < PBD_BSUM_COUNT; ++q)
             s[q] = 0.0f;
-        for (int gi = pl->body_segments[b]; gi < pl->body_segments[b + 1]; ++gi)
+        for (int gi = pl->body_constraint_ranges[b]; gi < pl->body_constraint_ranges[b + 1]; ++gi)
             for (int q = 0; q < PBD_BSUM_COUNT; ++q)
                 s[q] = s[q] + c->body_sums[(size_t)gi * PBD_BSUM_COUNT + q];
         pbd_body_constraint_solve(s, bc, c->p[bc.first], c->goal + (size_t)b * PBD_GOAL_COUNT,
@@ -519,8 +517,9 @@ pbd_status pbd_cpu_create(const pbd_model *m, pbd_plan *plan, const pbd_solver_d
         c->apply = alloc4(nb * PBD_APPLY_COUNT);
         c->goal = alloc4(plan->body_active ? nb * PBD_GOAL_COUNT : 1);
         c->grad = alloc4(plan->pressure_active ? np : 1);
-        c->body_sums = calloc(plan->body_active ? (size_t)plan->num_segments * PBD_BSUM_COUNT : 1,
-                              sizeof(float));
+        c->body_sums = calloc(
+            plan->body_active ? (size_t)plan->num_body_constraint_segments * PBD_BSUM_COUNT : 1,
+            sizeof(float));
     }
     if (!c || !c->x || !c->p || !c->v || !c->xp || !c->vp || !c->dx || !c->p_next || !c->gain ||
         !lambdas || !c->particle_body || !c->body_ref || !c->body_track || !c->segment_sums ||

@@ -59,10 +59,10 @@ PARAMS(body_solve_serial, "body_segments", "segment_sums", "body_ref", "body_tra
        "mode", "gh", "body_out", "body_apply", "num_bodies")
 PARAMS(momentum_apply, "particle_x", "particle_v", "particle_body", "body_apply", "rigid_k",
        "num_particles")
-PARAMS(body_constraint_reduce, "segments", "particle_p", "particle_rest", "particle_grad",
-       "pressure_offsets", "pressure_pairs", "body_constraints", "body_constraint_sums",
-       "num_segments")
-PARAMS(body_constraint_solve, "body_segments", "body_constraint_sums", "particle_p",
+PARAMS(body_constraint_reduce, "body_constraint_segments", "particle_p", "particle_rest",
+       "particle_grad", "pressure_offsets", "pressure_pairs", "body_constraints",
+       "body_constraint_sums", "num_body_constraint_segments")
+PARAMS(body_constraint_solve, "body_constraint_ranges", "body_constraint_sums", "particle_p",
        "body_constraints", "body_goal", "inv_h2", "reset_lambda", "num_bodies")
 PARAMS(body_constraint_apply, "particle_p", "particle_body", "particle_rest", "particle_grad",
        "body_constraints", "body_goal", "num_particles")

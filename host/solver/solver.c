@@ -43,6 +43,8 @@ void pbd_plan_free(pbd_plan *plan)
     free(plan->collider_t0);
     free(plan->colliders);
     free(plan->body_constraints);
+    free(plan->body_constraint_segments);
+    free(plan->body_constraint_ranges);
     free(plan->particle_rest);
     free(plan->pressure_offsets);
     free(plan->pressure_pairs);
@@ -462,6 +464,26 @@ static pbd_status plan_body_constraints(const pbd_model *m, const pbd_config *cf
                 plan->pressure_pairs[2 * e + 1] = tri[3 * t + (k + 2) % 3];
             }
     free(fill);
+    int nseg = 0;
+    for (int b = 0; b < nb; ++b)
+        if (m->bodies[b].shape_stiffness > 0.0f || m->bodies[b].pressure > 0.0f)
+            nseg += (m->bodies[b].count + PBD_BODY_SEGMENT - 1) / PBD_BODY_SEGMENT;
+    plan->body_constraint_segments = malloc(((size_t)nseg + 1) * sizeof(pbd_segment));
+    plan->body_constraint_ranges = malloc(((size_t)nb + 1) * sizeof(int));
+    if (!plan->body_constraint_segments || !plan->body_constraint_ranges)
+        return pbd_error_set(err, PBD_ERR_MEMORY, "out of memory preparing the solver");
+    plan->num_body_constraint_segments = nseg;
+    nseg = 0;
+    for (int b = 0; b < nb; ++b) {
+        const pbd_body *bd = &m->bodies[b];
+        plan->body_constraint_ranges[b] = nseg;
+        for (int f = 0; (bd->shape_stiffness > 0.0f || bd->pressure > 0.0f) && f < bd->count;
+             f += PBD_BODY_SEGMENT) {
+            int cnt = bd->count - f < PBD_BODY_SEGMENT ? bd->count - f : PBD_BODY_SEGMENT;
+            plan->body_constraint_segments[nseg++] = (pbd_segment){b, bd->first + f, cnt, 0};
+        }
+    }
+    plan->body_constraint_ranges[nb] = nseg;
     pbd_status st = PBD_OK;
     for (int b = 0; b < nb && st == PBD_OK; ++b) {
         const pbd_body *bd = &m->bodies[b];

@@ -112,6 +112,11 @@ typedef struct pbd_plan {
     int body_active;
     int body_launches;                     /* launches per iteration: 3 when active, else 0 */
     pbd_body_constraint *body_constraints; /* per body (flags 0: none) */
+    int num_body_constraint_segments;
+    pbd_segment *body_constraint_segments; /* the particles of the bodies that have body
+                                              constraints, in pieces of PBD_BODY_SEGMENT */
+    int *body_constraint_ranges;           /* num_bodies + 1: body b's pieces are
+                                              [r[b], r[b + 1]) (none without constraints) */
     pbd_float4 *particle_rest;             /* per particle: shape matching's rest offset q
                                               from the body's initial centre of mass (xyz, m)
                                               and its mass (w, kg); 0 outside shape bodies */

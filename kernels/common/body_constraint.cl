@@ -2,22 +2,22 @@
  * over the bodies that have them, the same in both variants, every sum in a fixed order.
  * Bodies without them (flags 0) return at once. Built after pbd_shared.h. */
 
-/* Stage one: a work-item a segment sums its particles in order into segment_sums
- * (PBD_BSUM_COUNT floats), and stores each pressure particle's volume gradient. */
+/* Stage one: a work-item a segment (of at most PBD_BODY_SEGMENT particles of a body with
+ * body constraints) sums its particles in order into body_constraint_sums (PBD_BSUM_COUNT
+ * floats), and stores each pressure particle's volume gradient. */
 __kernel void
-body_constraint_reduce(__global const pbd_segment *segments, __global const pbd_float4 *particle_p,
+body_constraint_reduce(__global const pbd_segment *body_constraint_segments,
+                       __global const pbd_float4 *particle_p,
                        __global const pbd_float4 *particle_rest, __global pbd_float4 *particle_grad,
                        __global const int *pressure_offsets, __global const int *pressure_pairs,
                        __global const pbd_body_constraint *body_constraints,
-                       __global float *body_constraint_sums, int num_segments)
+                       __global float *body_constraint_sums, int num_body_constraint_segments)
 {
     int gi = get_global_id(0);
-    if (gi >= num_segments)
+    if (gi >= num_body_constraint_segments)
         return;
-    pbd_segment seg = segments[gi];
+    pbd_segment seg = body_constraint_segments[gi];
     pbd_body_constraint bc = body_constraints[seg.body];
-    if (bc.flags == 0)
-        return;
     float s[PBD_BSUM_COUNT];
     for (int q = 0; q < PBD_BSUM_COUNT; ++q)
         s[q] = 0.0f;
@@ -36,7 +36,7 @@ body_constraint_reduce(__global const pbd_segment *segments, __global const pbd_
 }
 
 /* Stage two: a work-item a body adds its segments' sums in order and solves. */
-__kernel void body_constraint_solve(__global const int *body_segments,
+__kernel void body_constraint_solve(__global const int *body_constraint_ranges,
                                     __global const float *body_constraint_sums,
                                     __global const pbd_float4 *particle_p,
                                     __global const pbd_body_constraint *body_constraints,
@@ -52,7 +52,7 @@ __kernel void body_constraint_solve(__global const int *body_segments,
     float s[PBD_BSUM_COUNT];
     for (int q = 0; q < PBD_BSUM_COUNT; ++q)
         s[q] = 0.0f;
-    for (int g = body_segments[b]; g < body_segments[b + 1]; ++g)
+    for (int g = body_constraint_ranges[b]; g < body_constraint_ranges[b + 1]; ++g)
         for (int q = 0; q < PBD_BSUM_COUNT; ++q)
             s[q] = s[q] + body_constraint_sums[g * PBD_BSUM_COUNT + q];
     pbd_body_constraint_solve(s, bc, particle_p[bc.first], body_goal + b * PBD_GOAL_COUNT, inv_h2,
