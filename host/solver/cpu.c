@@ -444,6 +444,14 @@ static size_t cpu_memory_bytes(const void *impl)
     for (int t = 0; t < PBD_CONSTRAINT_COUNT; ++t)
         b += ((size_t)pl->type[t].count + 1) * (pbd_constraint_types[t].size + sizeof(float));
     b += (np + 1 + 2 * nc) * sizeof(int) + (size_t)pl->num_segments * sizeof(pbd_segment);
+    /* The body constraints: per body its record and goal, per particle its rest offset and
+     * pressure row (and gradient), per segment its sums. */
+    size_t nbs = (size_t)pl->num_body_constraint_segments;
+    if (pl->body_active)
+        b += nb * (sizeof(pbd_body_constraint) + PBD_GOAL_COUNT * f4 + sizeof(int)) + np * f4 +
+             (np + 1) * sizeof(int) + nbs * (PBD_BSUM_COUNT * sizeof(float) + sizeof(pbd_segment));
+    if (pl->pressure_active)
+        b += np * f4 + 2 * (size_t)pl->pressure_offsets[np] * sizeof(int);
     return b;
 }
 
