@@ -65,6 +65,14 @@ typedef struct pbd_body {
      * friction sqrt(body's x collider's), restitution the larger. < 0 (default): the
      * collider's alone. */
     float friction, friction_kinetic, restitution;
+    /* Shape matching (Müller et al. 2005) of the whole body toward its initial shape, turned
+     * and moved as the body is: PBD stiffness in (0, 1], 0 (default): none. */
+    float shape_stiffness;
+    /* Pressure on a closed surface (the body's triangles, each edge shared by exactly two of
+     * them, counter-clockwise from outside): the volume inside is kept at `pressure` times
+     * the initial one, > 0; 0 (default): none. */
+    float pressure;
+    float pressure_compliance; /* its XPBD compliance, m^3/Pa, >= 0 (0: hard) */
     char name[64];
 } pbd_body;
 

@@ -1269,4 +1269,227 @@ PBD_INLINE float pbd_particle_error(PBD_GLOBAL const pbd_float4 *x,
     return e;
 }
 
+/* ---- body constraints: one constraint a body, solved on per-body sums ---------------------
+ *
+ * Shape matching (Müller et al. 2005, "Meshless deformations based on shape matching",
+ * section 3.3) pulls every particle of a body toward its goal g_i = R q_i + c, where q_i is
+ * its rest offset from the rest centre of mass, c the current centre of mass and R the
+ * rotation of A = sum m (p - c) q^T. Pressure (Müller et al. 2007's cloth balloons; Bender
+ * et al.'s survey, section 4.2.4) keeps the volume V = sum_tri x0 . (x1 x x2) / 6 inside a
+ * body's closed surface at `pressure` times its rest volume, with one multiplier a body.
+ * Both need sums over the whole body inside the iteration, so each iteration runs three
+ * stages over the bodies that have them: body_constraint_reduce (a work-item a segment,
+ * its particles in order), body_constraint_solve (a work-item a body, its segments in order:
+ * c, A, R, the pressure step) and body_constraint_apply (a work-item a particle). Every sum
+ * is float in that fixed order: the same bits on every device and in the CPU reference. */
+
+/* Body constraint flags (pbd_body_constraint.flags). */
+#define PBD_BODY_SHAPE    1 /* shape matching */
+#define PBD_BODY_PRESSURE 2 /* the closed surface's volume */
+
+/* Particles a work-item of body_constraint_reduce sums (a body's particles in pieces of
+ * this many, pbd_plan.body_constraint_segments): small enough that a body's reduction is
+ * spread over many work-items, which a CPU device also runs side by side in vector lanes. */
+#define PBD_BODY_SEGMENT 64
+
+/* Polar decomposition steps per solve, warm-started from the body's previous rotation. */
+#define PBD_POLAR_ITERATIONS 4
+
+/* A body's body constraints, as the solver runs them. 32 bytes. */
+typedef struct pbd_body_constraint {
+    int flags;            /* PBD_BODY_SHAPE | PBD_BODY_PRESSURE; 0: none (the stages skip it) */
+    int first;            /* the body's first particle: p[first] is the sums' reference point */
+    float shape_k;        /* shape matching's per-iteration stiffness 1 - (1 - k)^(1/n), (0, 1] */
+    float volume;         /* the target volume: pressure x rest volume, m^3, > 0 */
+    float compliance;     /* pressure: >= 0 XPBD compliance, m^3/Pa (volume per pressure);
+                             < 0 PBD stiffness -k', as pbd_distance's */
+    int pad0, pad1, pad2; /* 0 */
+} pbd_body_constraint;
+
+/* Per-segment sums of the body constraints, relative to the reference point r = p[first]:
+ * p' = p - r. */
+enum {
+    PBD_BSUM_M = 0,    /* sum m                                 kg     */
+    PBD_BSUM_MP = 1,   /* sum m p'            (3)               kg m   */
+    PBD_BSUM_MPQ = 4,  /* sum m p' q^T        (9, row-major)    kg m^2 */
+    PBD_BSUM_MQ = 13,  /* sum m q             (3; 0 up to rounding) kg m */
+    PBD_BSUM_VOL = 16, /* sum p' . grad_i = 3 V                 m^3    */
+    PBD_BSUM_WG = 17,  /* sum w |grad_i|^2                      m^4/kg */
+    PBD_BSUM_COUNT = 18
+};
+
+/* What body_constraint_solve leaves per body for the apply stage and the next solve
+ * (PBD_GOAL_COUNT float4): the rotation as a unit quaternion (x, y, z, w; kept from substep
+ * to substep as the next polar decomposition's start), the centre c (xyz; w: the pressure
+ * step s, so that particle i moves by w_i s grad_i), R's three rows (xyz; row 0's w: the
+ * pressure multiplier lambda of the substep). */
+#define PBD_GOAL_COUNT 5
+
+/* The rotation matrix (row-major) of unit quaternion q. */
+PBD_INLINE void pbd_quat_matrix(pbd_float4 q, float *r)
+{
+    float x2 = q.x + q.x, y2 = q.y + q.y, z2 = q.z + q.z;
+    float xx = q.x * x2, yy = q.y * y2, zz = q.z * z2;
+    float xy = q.x * y2, xz = q.x * z2, yz = q.y * z2;
+    float wx = q.w * x2, wy = q.w * y2, wz = q.w * z2;
+    r[0] = 1.0f - (yy + zz);
+    r[1] = xy - wz;
+    r[2] = xz + wy;
+    r[3] = xy + wz;
+    r[4] = 1.0f - (xx + zz);
+    r[5] = yz - wx;
+    r[6] = xz - wy;
+    r[7] = yz + wx;
+    r[8] = 1.0f - (xx + yy);
+}
+
+/* The rotation of A (3 x 3, row-major) by Müller et al. 2016 ("A robust method to extract
+ * the rotational part of deformations"), from the quaternion q: each step turns R(q) by
+ * omega = sum_i r_i x a_i / (|sum_i r_i . a_i| + 1e-9) (r_i, a_i the columns), which
+ * vanishes where R^T A is symmetric, the polar decomposition's rotation. The step is the
+ * unit quaternion (omega / 2, 1) / |(omega / 2, 1)|, a turn by 2 atan(|omega| / 2) about
+ * omega rather than the paper's |omega|: the same fixed point and direction, and only
+ * basic operations and a square root (correctly rounded on both sides), no sin or cos,
+ * whose last bits differ between libm and OpenCL. A fixed number of steps, no early exit. */
+PBD_INLINE pbd_float4 pbd_polar_rotation(const float *a, pbd_float4 q, int steps)
+{
+    for (int it = 0; it < steps; ++it) {
+        float r[9];
+        pbd_quat_matrix(q, r);
+        float ox = 0.0f, oy = 0.0f, oz = 0.0f, dot = 0.0f;
+        for (int k = 0; k < 3; ++k) { /* column k: r (r[k], r[3+k], r[6+k]), a likewise */
+            float rx = r[k], ry = r[3 + k], rz = r[6 + k];
+            float ax = a[k], ay = a[3 + k], az = a[6 + k];
+            ox = ox + (ry * az - rz * ay);
+            oy = oy + (rz * ax - rx * az);
+            oz = oz + (rx * ay - ry * ax);
+            dot = dot + ((rx * ax + ry * ay) + rz * az);
+        }
+        float inv = 0.5f / (pbd_fabsf(dot) + 1e-9f);
+        float hx = ox * inv, hy = oy * inv, hz = oz * inv;
+        /* q = (h, 1) q, then normalised */
+        pbd_float4 n = PBD_F4(
+            q.x + (hy * q.z - hz * q.y) + hx * q.w, q.y + (hz * q.x - hx * q.z) + hy * q.w,
+            q.z + (hx * q.y - hy * q.x) + hz * q.w, q.w - ((hx * q.x + hy * q.y) + hz * q.z));
+        float len = pbd_sqrtf(((n.x * n.x + n.y * n.y) + n.z * n.z) + n.w * n.w);
+        q = PBD_F4(n.x / len, n.y / len, n.z / len, n.w / len);
+    }
+    return q;
+}
+
+/* Particle i's gradient of its body's volume, sum over its surface triangles (x_j x x_k) / 6
+ * with positions relative to r (a closed surface's gradient does not depend on the origin),
+ * its CSR row pairs[2 begin .. 2 end) holding each triangle's other two particles in
+ * counter-clockwise order. */
+PBD_INLINE pbd_float4 pbd_volume_gradient(PBD_GLOBAL const pbd_float4 *p, pbd_float4 r,
+                                          PBD_GLOBAL const int *pairs, int begin, int end)
+{
+    float gx = 0.0f, gy = 0.0f, gz = 0.0f;
+    const float sixth = 1.0f / 6.0f;
+    for (int s = begin; s < end; ++s) {
+        pbd_float4 a = p[pairs[2 * s]], b = p[pairs[2 * s + 1]];
+        float ax = a.x - r.x, ay = a.y - r.y, az = a.z - r.z;
+        float bx = b.x - r.x, by = b.y - r.y, bz = b.z - r.z;
+        gx = gx + (ay * bz - az * by);
+        gy = gy + (az * bx - ax * bz);
+        gz = gz + (ax * by - ay * bx);
+    }
+    return PBD_F4(gx * sixth, gy * sixth, gz * sixth, 0.0f);
+}
+
+/* Adds particle i's terms to the body sums s (PBD_BSUM_*): p' = p - r, its rest offset q
+ * and mass m (rest: xyz q, w m), and, for pressure, its volume gradient g. */
+PBD_INLINE void pbd_body_constraint_sums(pbd_float4 p, pbd_float4 r, pbd_float4 rest, pbd_float4 g,
+                                         int flags, float *s)
+{
+    float px = p.x - r.x, py = p.y - r.y, pz = p.z - r.z;
+    if (flags & PBD_BODY_SHAPE) {
+        float m = rest.w, mx = m * px, my = m * py, mz = m * pz;
+        float q[3] = {rest.x, rest.y, rest.z};
+        s[PBD_BSUM_M] = s[PBD_BSUM_M] + m;
+        s[PBD_BSUM_MP] = s[PBD_BSUM_MP] + mx;
+        s[PBD_BSUM_MP + 1] = s[PBD_BSUM_MP + 1] + my;
+        s[PBD_BSUM_MP + 2] = s[PBD_BSUM_MP + 2] + mz;
+        for (int k = 0; k < 3; ++k) {
+            s[PBD_BSUM_MPQ + k] = s[PBD_BSUM_MPQ + k] + mx * q[k];
+            s[PBD_BSUM_MPQ + 3 + k] = s[PBD_BSUM_MPQ + 3 + k] + my * q[k];
+            s[PBD_BSUM_MPQ + 6 + k] = s[PBD_BSUM_MPQ + 6 + k] + mz * q[k];
+            s[PBD_BSUM_MQ + k] = s[PBD_BSUM_MQ + k] + m * q[k];
+        }
+    }
+    if (flags & PBD_BODY_PRESSURE) {
+        s[PBD_BSUM_VOL] = s[PBD_BSUM_VOL] + ((px * g.x + py * g.y) + pz * g.z);
+        s[PBD_BSUM_WG] = s[PBD_BSUM_WG] + p.w * ((g.x * g.x + g.y * g.y) + g.z * g.z);
+    }
+}
+
+/* The per-body solve on the summed s: for shape matching the centre c = r + sum m p' / M
+ * and A = sum m (p - c) q^T = sum m p' q^T - (c - r) (sum m q)^T, then its rotation from the
+ * body's previous one; for pressure, C = V - volume and the XPBD (compliance >= 0) or PBD
+ * (< 0) step s, lambda += s (reset at the substep's first iteration). goal: the body's
+ * PBD_GOAL_COUNT float4, read and written. */
+PBD_INLINE void pbd_body_constraint_solve(const float *s, pbd_body_constraint bc, pbd_float4 r,
+                                          PBD_GLOBAL pbd_float4 *goal, float inv_h2,
+                                          int reset_lambda)
+{
+    pbd_float4 q = goal[0], c = goal[1];
+    float rot[9] = {1.0f, 0.0f, 0.0f, 0.0f, 1.0f, 0.0f, 0.0f, 0.0f, 1.0f};
+    float l = reset_lambda ? 0.0f : goal[2].w, step = 0.0f;
+    if ((bc.flags & PBD_BODY_SHAPE) && s[PBD_BSUM_M] > 0.0f) {
+        float inv_m = 1.0f / s[PBD_BSUM_M];
+        float dc[3] = {s[PBD_BSUM_MP] * inv_m, s[PBD_BSUM_MP + 1] * inv_m,
+                       s[PBD_BSUM_MP + 2] * inv_m};
+        float a[9];
+        for (int i = 0; i < 3; ++i)
+            for (int k = 0; k < 3; ++k)
+                a[3 * i + k] = s[PBD_BSUM_MPQ + 3 * i + k] - dc[i] * s[PBD_BSUM_MQ + k];
+        q = pbd_polar_rotation(a, q, PBD_POLAR_ITERATIONS);
+        pbd_quat_matrix(q, rot);
+        c = PBD_F4(r.x + dc[0], r.y + dc[1], r.z + dc[2], 0.0f);
+    }
+    if (bc.flags & PBD_BODY_PRESSURE) {
+        float cval = s[PBD_BSUM_VOL] * (1.0f / 3.0f) - bc.volume, wsum = s[PBD_BSUM_WG];
+        float at = bc.compliance * inv_h2;
+        int xpbd = bc.compliance >= 0.0f;
+        float num = xpbd ? -cval - at * l : -bc.compliance * -cval;
+        float den = xpbd ? wsum + at : wsum;
+        step = wsum > 0.0f && den > 0.0f ? num / den : 0.0f;
+        l = xpbd ? l + step : l;
+    }
+    goal[0] = q;
+    goal[1] = PBD_F4(c.x, c.y, c.z, step);
+    goal[2] = PBD_F4(rot[0], rot[1], rot[2], l);
+    goal[3] = PBD_F4(rot[3], rot[4], rot[5], 0.0f);
+    goal[4] = PBD_F4(rot[6], rot[7], rot[8], 0.0f);
+}
+
+/* Particle p's new position: toward its goal g = R q + c by shape_k (shape matching), and
+ * along its volume gradient g by w s (pressure). Both from the same iterate: the two are
+ * applied together. Pinned particles (w = 0) stay. */
+PBD_INLINE pbd_float4 pbd_body_constraint_apply(pbd_float4 p, pbd_float4 rest, pbd_float4 g,
+                                                pbd_body_constraint bc,
+                                                PBD_GLOBAL const pbd_float4 *goal)
+{
+    if (!(p.w > 0.0f))
+        return p;
+    pbd_float4 c = goal[1];
+    float dx = 0.0f, dy = 0.0f, dz = 0.0f;
+    if (bc.flags & PBD_BODY_SHAPE) {
+        pbd_float4 r0 = goal[2], r1 = goal[3], r2 = goal[4];
+        float gx = ((r0.x * rest.x + r0.y * rest.y) + r0.z * rest.z) + c.x;
+        float gy = ((r1.x * rest.x + r1.y * rest.y) + r1.z * rest.z) + c.y;
+        float gz = ((r2.x * rest.x + r2.y * rest.y) + r2.z * rest.z) + c.z;
+        dx = bc.shape_k * (gx - p.x);
+        dy = bc.shape_k * (gy - p.y);
+        dz = bc.shape_k * (gz - p.z);
+    }
+    if (bc.flags & PBD_BODY_PRESSURE) {
+        float ws = p.w * c.w;
+        dx = dx + ws * g.x;
+        dy = dy + ws * g.y;
+        dz = dz + ws * g.z;
+    }
+    return PBD_F4(p.x + dx, p.y + dy, p.z + dz, p.w);
+}
+
 #endif

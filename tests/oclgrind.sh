@@ -1,9 +1,9 @@
 #!/bin/sh
 # The GPU kernels on Oclgrind, a simulated OpenCL GPU that checks every access while it runs:
 # small scenes (one and several bodies, momentum on, both solvers, BDF2, rigid damping, the
-# floor, a sphere and attachments) under --data-races must print no diagnostic and end in
-# the CPU reference's bits (its sums in the GPU kernels' order); three of them also run under
-# --uninitialized. The float-sum path (devices
+# floor, a sphere, attachments, shape matching and pressure) under --data-races must print no
+# diagnostic and end in the CPU reference's bits (its sums in the GPU kernels' order); four
+# of them also run under --uninitialized. The float-sum path (devices
 # without fp64) must match PoCL running the same kernels. Devices too small for the solver (a
 # work-group limit of 32, 4 KiB of local memory) are refused with one line naming the limit,
 # and a limit of 128 still runs. A kernel made to read past its buffer is reported, so the
@@ -54,6 +54,8 @@ check @boxes-4x8 --frames 3 --damping rigid --damping-k 0.1
 check "$scenes/cloth_sphere.json" --frames 2
 # Tethers sharing their pinned anchors within a colour, and a serial overflow set.
 check "$scenes/../tests/shared_overflow.json" --frames 2
+check "$scenes/jelly.json" --frames 2
+check "$scenes/balloon.json" --frames 2 --solver jacobi
 # Uninitialised values. Oclgrind 21.10's --uninitialized crashes on a vector shuffle with
 # undefined lanes, which LLVM's optimiser makes of a float4 length (its shuffle handler tests
 # the lane index against UndefValueVal, 11, where LLVM marks an undefined lane -1); built with
@@ -62,6 +64,7 @@ OG="--uninitialized --build-options -O0"
 check "$scenes/two_particles.json" --frames 5
 check "$scenes/spinning_box.json" --frames 2
 check @cloth-16 --frames 2 --solver jacobi
+check "$scenes/balloon.json" --frames 2
 # Compensated float sums: the same kernels on PoCL.
 OG="--data-races"
 REF="--variant gpu"

@@ -514,6 +514,9 @@ static void kernel_missing(void **state)
     "    o[18] = (int)((char *)&c.friction - (char *)&c);\n"                                       \
     "    o[19] = (int)((char *)&c.restitution - (char *)&c);\n"                                    \
     "    o[20] = (int)((char *)&c.shape - (char *)&c);\n"                                          \
+    "    pbd_body_constraint bc;\n"                                                                \
+    "    o[21] = sizeof(pbd_body_constraint);\n"                                                   \
+    "    o[22] = (int)((char *)&bc.compliance - (char *)&bc);\n"                                   \
     "}\n"
 
 static void layout_probe(void **state)
@@ -521,9 +524,9 @@ static void layout_probe(void **state)
     (void)state;
     pbd_cl cl;
     build_probe(&cl, 1, LAYOUT_PROBE, NULL);
-    cl_int o[21] = {0};
-    run_int_kernel(&cl, "layout_probe", 1, o, 21);
-    const int host[21] = {(int)sizeof(pbd_float4),
+    cl_int o[23] = {0};
+    run_int_kernel(&cl, "layout_probe", 1, o, 23);
+    const int host[23] = {(int)sizeof(pbd_float4),
                           (int)sizeof(pbd_distance),
                           (int)offsetof(pbd_distance, a),
                           (int)offsetof(pbd_distance, b),
@@ -543,8 +546,10 @@ static void layout_probe(void **state)
                           (int)sizeof(pbd_collider),
                           (int)offsetof(pbd_collider, friction),
                           (int)offsetof(pbd_collider, restitution),
-                          (int)offsetof(pbd_collider, shape)};
-    for (int i = 0; i < 21; ++i)
+                          (int)offsetof(pbd_collider, shape),
+                          (int)sizeof(pbd_body_constraint),
+                          (int)offsetof(pbd_body_constraint, compliance)};
+    for (int i = 0; i < 23; ++i)
         if (o[i] != host[i])
             fail_msg("layout entry %d: device %d, host %d", i, o[i], host[i]);
     print_message("%s: layouts match (pbd_distance %d bytes, pbd_segment %d, accumulator %d)\n",

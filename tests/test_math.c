@@ -622,6 +622,191 @@ static void projection_invariants(void **state)
     expect(checked > 800, "only %d samples had a correction", checked);
 }
 
+/* A random unit quaternion's rotation matrix. */
+static void random_rotation(unsigned long long *seed, double R[3][3])
+{
+    double qw = uniform(seed) - 0.5, qx = uniform(seed) - 0.5, qy = uniform(seed) - 0.5,
+           qz = uniform(seed) - 0.5;
+    double qn = sqrt(qw * qw + qx * qx + qy * qy + qz * qz);
+    qw /= qn, qx /= qn, qy /= qn, qz /= qn;
+    double r[3][3] = {
+        {1 - 2 * (qy * qy + qz * qz), 2 * (qx * qy - qz * qw), 2 * (qx * qz + qy * qw)},
+        {2 * (qx * qy + qz * qw), 1 - 2 * (qx * qx + qz * qz), 2 * (qy * qz - qx * qw)},
+        {2 * (qx * qz - qy * qw), 2 * (qy * qz + qx * qw), 1 - 2 * (qx * qx + qy * qy)}};
+    memcpy(R, r, sizeof r);
+}
+
+static pbd_float4 rotate_shift(double R[3][3], const double *t, pbd_float4 p)
+{
+    double x[3] = {p.x, p.y, p.z};
+    return F4((float)(R[0][0] * x[0] + R[0][1] * x[1] + R[0][2] * x[2] + t[0]),
+              (float)(R[1][0] * x[0] + R[1][1] * x[1] + R[1][2] * x[2] + t[1]),
+              (float)(R[2][0] * x[0] + R[2][1] * x[1] + R[2][2] * x[2] + t[2]), p.w);
+}
+
+#define BODY_N 12 /* particles of a shape-matching sample; an octahedron has 6 */
+
+/* One body constraint iteration on p (n particles, one body, one segment: the stages'
+ * order), with `solves` solves first so the polar decomposition converges from goal[0].
+ * pairs/offsets: the pressure CSR (NULL for shape matching alone). */
+static void body_iteration(pbd_float4 *p, int n, const pbd_float4 *rest, pbd_body_constraint bc,
+                           pbd_float4 *goal, const int *offsets, const int *pairs, int solves)
+{
+    float sums[PBD_BSUM_COUNT] = {0};
+    pbd_float4 grad[BODY_N], r = p[0];
+    for (int i = 0; i < n; ++i) {
+        grad[i] =
+            pairs ? pbd_volume_gradient(p, r, pairs, offsets[i], offsets[i + 1]) : F4(0, 0, 0, 0);
+        pbd_body_constraint_sums(p[i], r, rest[i], grad[i], bc.flags, sums);
+    }
+    for (int k = 0; k < solves; ++k)
+        pbd_body_constraint_solve(sums, bc, r, goal, 3600.0f, 1);
+    for (int i = 0; i < n; ++i)
+        p[i] = pbd_body_constraint_apply(p[i], rest[i], grad[i], bc, goal);
+}
+
+/* The body constraints on random samples keep momentum and turn with the body, as the
+ * per-element types do (projection_invariants): shape matching of 12 particles of random
+ * masses, deformed, turned and moved at random, with the polar decomposition run to
+ * convergence (30 solves of PBD_POLAR_ITERATIONS steps from the identity); and the pressure
+ * of a randomly dented octahedron. Sum m dp and sum m (p - c) x dp are zero up to float
+ * rounding: the allowance is FLT_EPSILON times sum_i m_i (|p_i|_max + 1), one rounding of
+ * each coordinate (shape matching's centre and A_pq are n-term float sums, yet it stays within
+ * half of that: 0.5 and 0.16 of it at worst here). The correction of the turned sample is the
+ * turned correction within 1e-5 of its size (the samples are themselves rounded to float when
+ * turned). With stiffness 1 a shape-matched sample lands on its goal: a rigid copy of its rest
+ * shape. */
+static void body_constraint_invariants(void **state)
+{
+    (void)state;
+    unsigned long long seed = 777;
+    /* the octahedron: vertices +-x, +-y, +-z; triangles counter-clockwise from outside */
+    static const int tri[8][3] = {{0, 2, 4}, {2, 1, 4}, {1, 3, 4}, {3, 0, 4},
+                                  {2, 0, 5}, {1, 2, 5}, {3, 1, 5}, {0, 3, 5}};
+    int offsets[7] = {0}, pairs[48], fill[6];
+    for (int t = 0; t < 8; ++t)
+        for (int k = 0; k < 3; ++k)
+            offsets[tri[t][k] + 1]++;
+    for (int i = 0; i < 6; ++i)
+        offsets[i + 1] += offsets[i];
+    memcpy(fill, offsets, sizeof fill);
+    for (int t = 0; t < 8; ++t)
+        for (int k = 0; k < 3; ++k) {
+            int e = fill[tri[t][k]]++;
+            pairs[2 * e] = tri[t][(k + 1) % 3];
+            pairs[2 * e + 1] = tri[t][(k + 2) % 3];
+        }
+    for (int pressure = 0; pressure < 2; ++pressure) {
+        int n = pressure ? 6 : BODY_N;
+        double worst_lin = 0.0, worst_ang = 0.0, worst_rot = 0.0, worst_goal = 0.0;
+        for (int sample = 0; sample < 200; ++sample) {
+            pbd_float4 rest[BODY_N], x0[BODY_N], p[BODY_N], q[BODY_N];
+            double mass = 0.0, c0[3] = {0, 0, 0};
+            for (int i = 0; i < n; ++i) {
+                float m = (float)(0.5 + 1.5 * uniform(&seed));
+                if (pressure) {
+                    float s = (i & 1) ? -1.0f : 1.0f;
+                    x0[i] = F4(i / 2 == 0 ? s : 0.0f, i / 2 == 1 ? s : 0.0f, i / 2 == 2 ? s : 0.0f,
+                               1.0f / m);
+                } else
+                    x0[i] = F4((float)(2 * uniform(&seed) - 1), (float)(2 * uniform(&seed) - 1),
+                               (float)(2 * uniform(&seed) - 1), 1.0f / m);
+                mass += m;
+                c0[0] += m * (double)x0[i].x;
+                c0[1] += m * (double)x0[i].y;
+                c0[2] += m * (double)x0[i].z;
+            }
+            for (int i = 0; i < n; ++i)
+                rest[i] = F4((float)(x0[i].x - c0[0] / mass), (float)(x0[i].y - c0[1] / mass),
+                             (float)(x0[i].z - c0[2] / mass), 1.0f / x0[i].w);
+            double R0[3][3], Q[3][3], t0[3], t[3];
+            random_rotation(&seed, R0);
+            random_rotation(&seed, Q);
+            for (int k = 0; k < 3; ++k) {
+                t0[k] = 4 * uniform(&seed) - 2;
+                t[k] = uniform(&seed) - 0.5;
+            }
+            for (int i = 0; i < n; ++i) {
+                pbd_float4 d = F4(x0[i].x + (float)(0.6 * uniform(&seed) - 0.3),
+                                  x0[i].y + (float)(0.6 * uniform(&seed) - 0.3),
+                                  x0[i].z + (float)(0.6 * uniform(&seed) - 0.3), x0[i].w);
+                p[i] = rotate_shift(R0, t0, d);
+                q[i] = rotate_shift(Q, t, p[i]);
+            }
+            pbd_body_constraint bc = {
+                pressure ? PBD_BODY_PRESSURE : PBD_BODY_SHAPE, 0, 0.5f, 0.0f, 0.0f, 0, 0, 0};
+            if (pressure) { /* 1.3 times the octahedron's volume, 4/3 */
+                bc.volume = 1.3f * 4.0f / 3.0f;
+                bc.compliance = (sample & 1) ? 0.0f : -0.5f; /* XPBD hard, or PBD 0.5 */
+            }
+            pbd_float4 goal[PBD_GOAL_COUNT] = {F4(0, 0, 0, 1)},
+                       goal_r[PBD_GOAL_COUNT] = {F4(0, 0, 0, 1)};
+            pbd_float4 before[BODY_N], before_r[BODY_N];
+            memcpy(before, p, sizeof p);
+            memcpy(before_r, q, sizeof q);
+            body_iteration(p, n, rest, bc, goal, offsets, pressure ? pairs : NULL, 30);
+            body_iteration(q, n, rest, bc, goal_r, offsets, pressure ? pairs : NULL, 30);
+            double m_all = 0.0, com[3] = {0, 0, 0}, lin[3] = {0, 0, 0}, ang[3] = {0, 0, 0};
+            double scale = 0.0, rot = 0.0, round = 0.0, rmax = 0.0;
+            for (int i = 0; i < n; ++i) {
+                double m = 1.0 / before[i].w;
+                m_all += m;
+                com[0] += m * before[i].x;
+                com[1] += m * before[i].y;
+                com[2] += m * before[i].z;
+            }
+            for (int i = 0; i < n; ++i) {
+                double m = 1.0 / before[i].w;
+                double d[3] = {(double)p[i].x - before[i].x, (double)p[i].y - before[i].y,
+                               (double)p[i].z - before[i].z};
+                double r[3] = {before[i].x - com[0] / m_all, before[i].y - com[1] / m_all,
+                               before[i].z - com[2] / m_all};
+                for (int k = 0; k < 3; ++k)
+                    lin[k] += m * d[k];
+                ang[0] += m * (r[1] * d[2] - r[2] * d[1]);
+                ang[1] += m * (r[2] * d[0] - r[0] * d[2]);
+                ang[2] += m * (r[0] * d[1] - r[1] * d[0]);
+                scale = fmax(scale, sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]));
+                double dr[3] = {(double)q[i].x - before_r[i].x, (double)q[i].y - before_r[i].y,
+                                (double)q[i].z - before_r[i].z};
+                for (int k = 0; k < 3; ++k)
+                    rot = fmax(rot, fabs(Q[k][0] * d[0] + Q[k][1] * d[1] + Q[k][2] * d[2] - dr[k]));
+                double ext = fmax(fabs(before[i].x), fmax(fabs(before[i].y), fabs(before[i].z)));
+                round += FLT_EPSILON * (ext + 1.0) * m;
+                rmax = fmax(rmax, sqrt(r[0] * r[0] + r[1] * r[1] + r[2] * r[2]));
+            }
+            worst_lin =
+                fmax(worst_lin, sqrt(lin[0] * lin[0] + lin[1] * lin[1] + lin[2] * lin[2]) / round);
+            worst_ang = fmax(worst_ang, sqrt(ang[0] * ang[0] + ang[1] * ang[1] + ang[2] * ang[2]) /
+                                            (round * rmax));
+            worst_rot = fmax(worst_rot, rot / (1e-5 * (scale + 1.0)));
+            if (!pressure) { /* stiffness 1 from there: every particle on its goal, rigidly */
+                bc.shape_k = 1.0f;
+                body_iteration(p, n, rest, bc, goal, offsets, NULL, 30);
+                for (int i = 0; i < n; ++i)
+                    for (int j = i + 1; j < n; ++j) {
+                        double dp =
+                            sqrt(pow((double)p[i].x - p[j].x, 2) + pow((double)p[i].y - p[j].y, 2) +
+                                 pow((double)p[i].z - p[j].z, 2));
+                        double d0 = sqrt(pow((double)x0[i].x - x0[j].x, 2) +
+                                         pow((double)x0[i].y - x0[j].y, 2) +
+                                         pow((double)x0[i].z - x0[j].z, 2));
+                        worst_goal = fmax(worst_goal, fabs(dp - d0));
+                    }
+            }
+        }
+        print_message("%s in units of float rounding: |sum m dp| %.3f, |sum m r x dp| %.3f; "
+                      "turned corrections off by %.3f of the allowance; rigid goal's distances "
+                      "off by %.3g m\n",
+                      pressure ? "pressure" : "shape matching", worst_lin, worst_ang, worst_rot,
+                      worst_goal);
+        expect(worst_lin <= 1.0, "linear momentum off by %g roundings", worst_lin);
+        expect(worst_ang <= 1.0, "angular momentum off by %g roundings", worst_ang);
+        expect(worst_rot <= 1.0, "not invariant under rotation (%g of the allowance)", worst_rot);
+        expect(worst_goal <= 1e-5, "the goal is no rigid copy of the rest shape: %g m", worst_goal);
+    }
+}
+
 /* det F and |F|^2 of an element on p. */
 static void deformation_invariants(const pbd_neo_hookean *r, const pbd_float4 *p, double *det,
                                    double *norm2)
@@ -977,6 +1162,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(dihedral_math),
     cmocka_unit_test(isometric_math),
     cmocka_unit_test(projection_invariants),
+    cmocka_unit_test(body_constraint_invariants),
     cmocka_unit_test(neo_hookean_math),
     cmocka_unit_test(friction_math),
     cmocka_unit_test(box_capsule_math),

@@ -79,6 +79,10 @@ static const good_scene good[] = {
     {"soft_log.json", 167, 0, 1, 0, 1},
     {"soft_bunny.json", 1057, 0, 1, 0, 1},
     {"soft_car_ramp.json", 1894, 10485, 1, 0, 2},
+    /* Body constraints: a tet box of springs with shape matching; a closed OBJ surface (162
+     * vertices, 480 edges and as many bending springs) with pressure. */
+    {"jelly.json", 6 * 6 * 6, 0, 1, 0, 1},
+    {"balloon.json", 162, 960, 1, 0, 1},
 };
 
 static int64_t expected_distance(const good_scene *g)
@@ -92,6 +96,8 @@ static int64_t expected_distance(const good_scene *g)
     if (strcmp(g->file, "spinning_box.json") == 0 ||
         strcmp(g->file, "spinning_soft_cube.json") == 0)
         return tet_constraints(6, 6, 6);
+    if (strcmp(g->file, "jelly.json") == 0)
+        return tet_constraints(5, 5, 5);
     return g->distance;
 }
 
@@ -150,6 +156,40 @@ static void two_particles(void **state)
            (double)m->v[1].y);
     expect(m->distance[0].rest == 2.0f && m->distance[0].compliance == 0.0f,
            "rest %g compliance %g", (double)m->distance[0].rest, (double)m->distance[0].compliance);
+    pbd_scene_free(&s);
+}
+
+/* The body constraints' keys reach the model: the jelly's shape matching, the balloon's
+ * pressure, and nothing else on either. */
+static void body_constraint_keys(void **state)
+{
+    (void)state;
+    pbd_scene s;
+    pbd_error err = {0};
+    pbd_status st = pbd_scene_load(PBD_SCENES_DIR "/jelly.json", &s, &err);
+    expect(st == PBD_OK, "jelly.json: %s", err.message);
+    const pbd_body *b = &s.model.bodies[0];
+    expect(b->shape_stiffness == 0.1f && b->pressure == 0.0f && b->pressure_compliance == 0.0f,
+           "jelly: shape_stiffness %g pressure %g compliance %g", (double)b->shape_stiffness,
+           (double)b->pressure, (double)b->pressure_compliance);
+    pbd_scene_free(&s);
+    st = pbd_scene_parse("{\"bodies\": [{\"type\": \"tet_box\", \"cells\": [1, 1, 1], "
+                         "\"pressure\": 2, \"pressure_compliance\": 0.25}]}",
+                         "inline", &s, &err);
+    expect(st == PBD_OK, "inline: %s", err.message);
+    b = &s.model.bodies[0];
+    expect(b->shape_stiffness == 0.0f && b->pressure == 2.0f && b->pressure_compliance == 0.25f,
+           "box: shape_stiffness %g pressure %g compliance %g", (double)b->shape_stiffness,
+           (double)b->pressure, (double)b->pressure_compliance);
+    pbd_scene_free(&s);
+    st = pbd_scene_load(PBD_SCENES_DIR "/balloon.json", &s, &err);
+    expect(st == PBD_OK, "balloon.json: %s", err.message);
+    b = &s.model.bodies[0];
+    expect(b->shape_stiffness == 0.0f && b->pressure == 1.5f && b->pressure_compliance == 0.0f,
+           "balloon: shape_stiffness %g pressure %g compliance %g", (double)b->shape_stiffness,
+           (double)b->pressure, (double)b->pressure_compliance);
+    expect(s.model.num_triangles == 320, "balloon: %d triangles, expected 320",
+           s.model.num_triangles);
     pbd_scene_free(&s);
 }
 
@@ -232,6 +272,14 @@ static const bad_scene bad[] = {
     {"bad_solver.json", ": solver: found \"newton\", expected one of: gs, jacobi"},
     {"vec_length.json", ": gravity: found an array of 2, expected an array of 3 numbers"},
     {"name_too_long.json", "bodies[0].name: found a string of 66 characters, expected 1 to 63"},
+    {"shape_matching_type.json", "bodies[0].shape_matching: found a number, expected an object"},
+    {"shape_matching_stiffness.json",
+     "bodies[0].shape_matching.stiffness: found 0, expected a number in (0, 1]"},
+    {"shape_matching_key.json", "bodies[0].shape_matching.stifness: unknown key"},
+    {"shape_matching_empty.json", "bodies[0].shape_matching.stiffness: missing (required)"},
+    {"pressure_range.json", "bodies[0].pressure: found -1, expected a number in (0, 1000]"},
+    {"pressure_compliance_alone.json",
+     "bodies[0].pressure_compliance: found without \"pressure\", expected both or neither"},
 };
 
 static void bad_scenes(void **state)
@@ -834,6 +882,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(good_scenes),
     cmocka_unit_test(two_particles),
     cmocka_unit_test(bad_scenes),
+    cmocka_unit_test(body_constraint_keys),
     cmocka_unit_test(unreadable),
     cmocka_unit_test(parse_string),
     cmocka_unit_test(tet_box),

@@ -866,6 +866,15 @@ static int cmd_run(const options *o)
         }
         if (types > 1)
             printf(" %d colours in all,", pbd_solver_num_colors(solver));
+        int shaped = 0, pressed = 0; /* the body constraints: one a body, no colours */
+        for (int b = 0; b < m->num_bodies; ++b) {
+            shaped += m->bodies[b].shape_stiffness > 0.0f;
+            pressed += m->bodies[b].pressure > 0.0f;
+        }
+        if (shaped > 0)
+            printf(" shape matching on %d bod%s,", shaped, shaped == 1 ? "y" : "ies");
+        if (pressed > 0)
+            printf(" pressure on %d bod%s,", pressed, pressed == 1 ? "y" : "ies");
         printf(" %d colliders\n", m->num_colliders);
         printf("solver       %s, %d iterations, %d substeps, dt %g s\n",
                c->solver == PBD_SOLVER_GS ? "gauss-seidel" : "jacobi", c->iterations, c->substeps,

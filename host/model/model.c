@@ -14,6 +14,7 @@ _Static_assert(sizeof(pbd_distance) == 16, "pbd_distance is 16 bytes on both sid
 _Static_assert(sizeof(pbd_attachment) == 32, "pbd_attachment is 32 bytes on both sides");
 _Static_assert(sizeof(pbd_collider) == 96, "pbd_collider is 96 bytes on both sides");
 _Static_assert(sizeof(pbd_segment) == 16, "pbd_segment is 16 bytes on both sides");
+_Static_assert(sizeof(pbd_body_constraint) == 32, "pbd_body_constraint is 32 bytes on both sides");
 
 const pbd_constraint_info pbd_constraint_types[PBD_CONSTRAINT_COUNT] = {
 #define PBD_X_INFO(id, name, type, arity, world) {#name, arity, world, sizeof(type)},
@@ -384,6 +385,14 @@ pbd_status pbd_model_validate(const pbd_model *m, pbd_error *err)
                                  "[0, 1])",
                                  b, (double)bd->friction, (double)bd->friction_kinetic,
                                  (double)bd->restitution);
+        if (!(bd->shape_stiffness >= 0.0f && bd->shape_stiffness <= 1.0f) ||
+            !(bd->pressure >= 0.0f && bd->pressure <= 1e3f) ||
+            !(bd->pressure_compliance >= 0.0f && bd->pressure_compliance <= PBD_MAX_COMPLIANCE))
+            return pbd_error_set(err, PBD_ERR_MODEL,
+                                 "body %d: shape_stiffness %g, pressure %g, pressure_compliance %g "
+                                 "(expected [0, 1], [0, 1000] and [0, %g]; 0: none)",
+                                 b, (double)bd->shape_stiffness, (double)bd->pressure,
+                                 (double)bd->pressure_compliance, (double)PBD_MAX_COMPLIANCE);
         if (bd->first != next || bd->count < 1)
             return pbd_error_set(err, PBD_ERR_MODEL,
                                  "body %d: particles [%d, %d) do not follow the previous body "

@@ -380,9 +380,22 @@ static int opt_list(ctx *c, const cJSON *obj, const char *parent, const char *na
 enum { CLOTH, ROPE, TET_BOX, PARTICLES, MESH };
 static const char *const body_types[] = {"cloth", "rope", "tet_box", "particles", "mesh", NULL};
 
-static const char *const common_keys[] = {
-    "type", "name",     "velocity", "angular_velocity", "pinned",      "compliance", "stiffness",
-    "mass", "momentum", "friction", "kinetic_friction", "restitution", NULL};
+static const char *const common_keys[] = {"type",
+                                          "name",
+                                          "velocity",
+                                          "angular_velocity",
+                                          "pinned",
+                                          "compliance",
+                                          "stiffness",
+                                          "mass",
+                                          "momentum",
+                                          "friction",
+                                          "kinetic_friction",
+                                          "restitution",
+                                          "shape_matching",
+                                          "pressure",
+                                          "pressure_compliance",
+                                          NULL};
 
 /* Body keys that are not the generator's: written to the model after generating. */
 typedef struct body_opts {
@@ -390,13 +403,43 @@ typedef struct body_opts {
     float friction;         /* the body's surface (pbd_body): < 0 unset */
     float friction_kinetic; /* < 0: the static one */
     float restitution;
+    float shape_stiffness;     /* "shape_matching": {"stiffness": k}; 0: none */
+    float pressure;            /* 0: none */
+    float pressure_compliance; /* m^3/Pa */
 } body_opts;
 static const field body_opt_fields[] = {
     {"momentum", 'b', 0, ANY_FLOAT, offsetof(body_opts, momentum)},
     {"friction", 'f', 0, {0.0, 100.0, 0, 0, 0}, offsetof(body_opts, friction)},
     {"kinetic_friction", 'f', 0, {0.0, 100.0, 0, 0, 0}, offsetof(body_opts, friction_kinetic)},
     {"restitution", 'f', 0, {0.0, 1.0, 0, 0, 0}, offsetof(body_opts, restitution)},
+    {"pressure", 'f', 0, {0.0, 1000.0, 1, 0, 0}, offsetof(body_opts, pressure)},
+    {"pressure_compliance",
+     'f',
+     0,
+     {0.0, PBD_MAX_COMPLIANCE, 0, 0, 0},
+     offsetof(body_opts, pressure_compliance)},
 };
+static const field shape_matching_fields[] = {
+    {"stiffness", 'f', 0, {0.0, 1.0, 1, 0, 0}, offsetof(body_opts, shape_stiffness)},
+};
+
+/* "shape_matching": {"stiffness": k}, k in (0, 1] (required). */
+static int read_shape_matching(ctx *c, const cJSON *obj, const char *key, body_opts *o)
+{
+    static const char *const keys[] = {"stiffness", NULL};
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, "shape_matching");
+    char sub[KEY_MAX], sub2[KEY_MAX];
+    if (!it)
+        return 0;
+    join(sub, key, "shape_matching");
+    if (!cJSON_IsObject(it))
+        return wrong_type(c, sub, it, "an object such as {\"stiffness\": 0.5}");
+    if (check_keys(c, it, sub, keys, NULL) || read_fields(c, it, sub, shape_matching_fields, 1, o))
+        return -1;
+    if (!cJSON_GetObjectItemCaseSensitive(it, "stiffness"))
+        return fail(c, PBD_ERR_SCENE, join(sub2, sub, "stiffness"), "missing (required)");
+    return 0;
+}
 static const char *const type_keys[][16] = {
     [CLOTH] = {"density", "resolution", "size", "center", "orientation", "shear", "bending",
                "bending_compliance", "pin", "tethers", NULL},
@@ -726,13 +769,14 @@ static int read_body(ctx *c, const cJSON *obj, const char *key, body_read *b)
     b->tet = pbd_tet_box_desc_default();
     b->parts = pbd_particles_desc_default();
     b->mesh_desc = pbd_mesh_desc_default();
-    b->opts = (body_opts){1, -1.0f, -1.0f, -1.0f};
+    b->opts = (body_opts){1, -1.0f, -1.0f, -1.0f, 0.0f, 0.0f, 0.0f};
     pbd_gen_common *com = body_common(b);
     void *const desc[] = {&b->cloth, &b->rope, &b->tet, &b->parts, &b->mesh_desc};
     const num_spec index = INT_IN(INT_MIN, INT_MAX);
     r = 0;
     if (read_fields(c, obj, key, common_fields, COUNT(common_fields), com) ||
         read_fields(c, obj, key, body_opt_fields, COUNT(body_opt_fields), &b->opts) ||
+        read_shape_matching(c, obj, key, &b->opts) ||
         opt_list(c, obj, key, "pinned", 0, index, 1, &b->l.pinned, &com->num_pinned) < 0 ||
         opt_string(c, obj, key, "name", &com->name) < 0 ||
         read_fields(c, obj, key, type_fields[type], type_field_counts[type], desc[type]) ||
@@ -758,6 +802,10 @@ static int read_body(ctx *c, const cJSON *obj, const char *key, body_read *b)
         cJSON_GetObjectItemCaseSensitive(obj, "volume_compliance"))
         r = fail(c, PBD_ERR_SCENE, join(sub, key, "volume_compliance"),
                  "found without \"volume\": true, expected both or neither");
+    if (r == 0 && !(b->opts.pressure > 0.0f) &&
+        cJSON_GetObjectItemCaseSensitive(obj, "pressure_compliance"))
+        r = fail(c, PBD_ERR_SCENE, join(sub, key, "pressure_compliance"),
+                 "found without \"pressure\", expected both or neither");
     if (r == 0 && com->name && (strlen(com->name) < 1 || strlen(com->name) > 63))
         r = fail(c, PBD_ERR_SCENE, join(sub, key, "name"),
                  "found a string of %zu characters, expected 1 to 63", strlen(com->name));
@@ -828,6 +876,9 @@ static int build_body(ctx *c, pbd_model *m, body_read *b, const char *key)
         bd->friction_kinetic =
             b->opts.friction_kinetic >= 0.0f ? b->opts.friction_kinetic : b->opts.friction;
         bd->restitution = b->opts.restitution;
+        bd->shape_stiffness = b->opts.shape_stiffness;
+        bd->pressure = b->opts.pressure;
+        bd->pressure_compliance = b->opts.pressure_compliance;
     }
     return r;
 }

@@ -46,6 +46,9 @@ typedef struct cl_impl {
     kernel gs_blocks; /* block Gauss-Seidel on CPU devices (else no kernel) */
     kernel gs_cuts;   /* project_gs_blocks over the boundary's groups of cuts (else none) */
     cl_mem segment_sums, out_step, out_other, body_apply, body_done, body_material;
+    /* body constraints (shape matching, pressure) */
+    cl_mem body_constraints, body_goal, body_constraint_sums, particle_rest, particle_grad;
+    cl_mem pressure_offsets, pressure_pairs, body_constraint_segments, body_constraint_ranges;
     cl_mem gl_x;     /* an OpenGL buffer the positions are copied into (pbd_solver_gl_attach) */
     size_t wg;       /* work-group size of the per-particle and per-constraint kernels */
     size_t acc_size; /* sizeof(pbd_acc) on the device: 8 with fp64 sums, else 4 */
@@ -248,6 +251,30 @@ static pbd_status cl_collide(void *impl, pbd_error *err)
 {
     cl_impl *c = impl;
     return launch(c, PBD_STAGE_COLLIDE, (size_t)c->plan->num_particles, c->wg, err);
+}
+
+/* The body constraints on the current iterate: a work-item a segment, a body, a particle. */
+static pbd_status cl_body_constraints(void *impl, int reset, pbd_error *err)
+{
+    cl_impl *c = impl;
+    const pbd_plan *pl = c->plan;
+    pbd_status status = PBD_OK;
+    cl_int r = reset;
+    cl_mem p = position_buffer(c, c->iterate);
+    ARG(&c->kernels[PBD_STAGE_BODY_REDUCE], "particle_p", p);
+    ARG(&c->kernels[PBD_STAGE_BODY_SOLVE], "particle_p", p);
+    ARG(&c->kernels[PBD_STAGE_BODY_SOLVE], "reset_lambda", r);
+    ARG(&c->kernels[PBD_STAGE_BODY_APPLY], "particle_p", p);
+    size_t nseg = (size_t)pl->num_body_constraint_segments, nb = (size_t)pl->num_bodies;
+    size_t np = (size_t)pl->num_particles;
+    int cpu = cpu_variant(c);
+    status = launch(c, PBD_STAGE_BODY_REDUCE, nseg, cpu ? serial_local(c, nseg) : c->wg, err);
+    if (status == PBD_OK)
+        status = launch(c, PBD_STAGE_BODY_SOLVE, nb, cpu ? serial_local(c, nb) : c->wg, err);
+    if (status == PBD_OK)
+        status = launch(c, PBD_STAGE_BODY_APPLY, np, c->wg, err);
+cleanup:
+    return status;
 }
 
 static pbd_status cl_project_jacobi(void *impl, int reset, pbd_error *err)
@@ -471,6 +498,12 @@ static pbd_status cl_read_state(void *impl, const pbd_state_arrays *a, pbd_error
         for (size_t k = 0; k < 6 * nb; ++k)
             a->body_track[k] = track[k];
     }
+    if (a->body_rotation) { /* each body's first float4 of PBD_GOAL_COUNT */
+        size_t origin[3] = {0, 0, 0}, region[3] = {f4, nb, 1};
+        PBD_CL_CHECK(clEnqueueReadBufferRect(q, c->body_goal, CL_TRUE, origin, origin, region,
+                                             PBD_GOAL_COUNT * f4, 0, f4, 0, a->body_rotation, 0,
+                                             NULL, NULL));
+    }
 cleanup:
     if (status != PBD_OK)
         clFinish(q);
@@ -506,6 +539,12 @@ static pbd_status cl_write_state(void *impl, const pbd_state_arrays *a, pbd_erro
         clEnqueueWriteBuffer(q, c->body_ref, CL_FALSE, 0, nb * f4, a->body_ref, 0, NULL, NULL));
     PBD_CL_CHECK(clEnqueueWriteBuffer(q, c->body_track, CL_TRUE, 0, 6 * nb * c->acc_size, track_src,
                                       0, NULL, NULL));
+    if (a->body_rotation) { /* each body's first float4 of PBD_GOAL_COUNT */
+        size_t origin[3] = {0, 0, 0}, region[3] = {f4, nb, 1};
+        PBD_CL_CHECK(clEnqueueWriteBufferRect(q, c->body_goal, CL_TRUE, origin, origin, region,
+                                              PBD_GOAL_COUNT * f4, 0, f4, 0, a->body_rotation, 0,
+                                              NULL, NULL));
+    }
 cleanup:
     if (status != PBD_OK)
         clFinish(q);
@@ -670,6 +709,15 @@ static void cl_destroy(void *impl)
                       &c->out_other,
                       &c->body_apply,
                       &c->body_done,
+                      &c->body_constraints,
+                      &c->body_goal,
+                      &c->body_constraint_sums,
+                      &c->particle_rest,
+                      &c->particle_grad,
+                      &c->pressure_offsets,
+                      &c->pressure_pairs,
+                      &c->body_constraint_segments,
+                      &c->body_constraint_ranges,
                       &c->block_offsets,
                       &c->block_runs,
                       &c->cut_offsets,
@@ -994,6 +1042,25 @@ static pbd_status create_buffers(cl_impl *c, const pbd_model *m, const pbd_plan 
     BUF(out_other, nb * PBD_OUT_COUNT * c->acc_size, NULL);
     BUF(body_apply, nb * PBD_APPLY_COUNT * f4, NULL);
     BUF(body_done, c->fused ? nb * sizeof(cl_int) : 0, NULL);
+    int active = plan->body_active, pressure = plan->pressure_active;
+    pbd_float4 *goal0 = active ? calloc(nb * PBD_GOAL_COUNT, f4) : NULL;
+    if (active && !goal0 && st == PBD_OK)
+        st = pbd_error_set(err, PBD_ERR_MEMORY, "out of memory creating the OpenCL solver");
+    for (size_t b = 0; goal0 && b < nb; ++b) /* no rotation yet */
+        goal0[b * PBD_GOAL_COUNT] = (pbd_float4){0.0f, 0.0f, 0.0f, 1.0f};
+    BUF(body_constraints, active ? nb * sizeof(pbd_body_constraint) : 0, plan->body_constraints);
+    BUF(body_goal, active ? nb * PBD_GOAL_COUNT * f4 : 0, goal0);
+    size_t nbseg = (size_t)plan->num_body_constraint_segments;
+    BUF(body_constraint_sums, active ? nbseg * PBD_BSUM_COUNT * sizeof(float) : 0, NULL);
+    BUF(body_constraint_segments, active ? nbseg * sizeof(pbd_segment) : 0,
+        plan->body_constraint_segments);
+    BUF(body_constraint_ranges, active ? (nb + 1) * sizeof(int) : 0, plan->body_constraint_ranges);
+    BUF(particle_rest, active ? np * f4 : 0, plan->particle_rest);
+    BUF(particle_grad, pressure ? np * f4 : 0, NULL);
+    BUF(pressure_offsets, active ? (np + 1) * sizeof(int) : 0, plan->pressure_offsets);
+    BUF(pressure_pairs, pressure ? 2 * (size_t)plan->pressure_offsets[np] * sizeof(int) : 0,
+        plan->pressure_pairs);
+    free(goal0);
 #undef BUF
     free(track0);
     if (st != PBD_OK)
@@ -1084,6 +1151,7 @@ static pbd_status bind_arguments(cl_impl *c, const pbd_plan *plan, pbd_error *er
     const pbd_plan_type *dist = &plan->type[PBD_CONSTRAINT_DISTANCE];
     cl_int n = plan->num_particles, ncol = plan->num_colliders;
     cl_int nbodies = plan->num_bodies, nseg = plan->num_segments, zero = 0;
+    cl_int nbcseg = plan->num_body_constraint_segments;
     cl_int keep_v = plan->cfg.velocity_update == PBD_VELOCITY_BDF2;
     cl_int track = plan->track, external = plan->external, materials = plan->materials;
     cl_int ninterior = dist->num_colors - plan->boundary_colors, nblocks = plan->num_blocks;
@@ -1121,6 +1189,13 @@ static pbd_status bind_arguments(cl_impl *c, const pbd_plan *plan, pbd_error *er
         BIND("body_done", c->body_done), BIND("stats", zero), BIND("mode", zero),
         BIND("num_bodies", nbodies), BIND("body_material", c->body_material),
         BIND("materials", materials), BIND("serial", zero),
+        BIND("particle_rest", c->particle_rest),
+        BIND("particle_grad", c->particle_grad), BIND("pressure_offsets", c->pressure_offsets),
+        BIND("pressure_pairs", c->pressure_pairs), BIND("body_constraints", c->body_constraints),
+        BIND("body_constraint_sums", c->body_constraint_sums), BIND("body_goal", c->body_goal),
+        BIND("body_constraint_segments", c->body_constraint_segments),
+        BIND("body_constraint_ranges", c->body_constraint_ranges),
+        BIND("num_body_constraint_segments", nbcseg),
     };
     /* clang-format on */
     int ncommon = (int)(sizeof common / sizeof common[0]);
@@ -1244,6 +1319,7 @@ const pbd_backend_ops pbd_cl_ops = {
     .project_jacobi = cl_project_jacobi,
     .gather_jacobi = cl_gather_jacobi,
     .collide = cl_collide,
+    .body_constraints = cl_body_constraints,
     .update = cl_update,
     .momentum = cl_momentum,
     .body_solve = cl_body_solve,

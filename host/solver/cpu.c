@@ -26,6 +26,9 @@ typedef struct cpu_impl {
     double *out_step;     /* PBD_OUT_* of the last PBD_SOLVE_STEP */
     double *out_other;    /* PBD_OUT_* of the last statistics / init */
     pbd_float4 *apply;    /* momentum_apply's record per body (PBD_APPLY_COUNT) */
+    pbd_float4 *goal;     /* body constraints: per body PBD_GOAL_COUNT (quaternion first) */
+    pbd_float4 *grad;     /* pressure: each particle's volume gradient this iteration */
+    float *body_sums;     /* body constraints: their segments x PBD_BSUM_COUNT */
     int pending;          /* a correction is computed but not yet applied to v */
     pbd_kernel_time times[PBD_STAGE_COUNT];
 } cpu_impl;
@@ -130,6 +133,62 @@ static pbd_status cpu_collide(void *impl, pbd_error *err)
     for (int i = 0; i < c->plan->num_particles; ++i)
         collide_one(c, i, c->p[i]);
     charge(c, PBD_STAGE_COLLIDE, t0);
+    return PBD_OK;
+}
+
+/* The body constraints as the device runs them (common/body_constraint.cl): each segment's
+ * particles in order, each body's segments in order, then every particle. */
+static pbd_status cpu_body_constraints(void *impl, int reset, pbd_error *err)
+{
+    (void)err;
+    cpu_impl *c = impl;
+    const pbd_plan *pl = c->plan;
+    double t0 = now_ms();
+    static const pbd_float4 zero = {0.0f, 0.0f, 0.0f, 0.0f};
+    for (int gi = 0; gi < pl->num_body_constraint_segments; ++gi) {
+        pbd_segment seg = pl->body_constraint_segments[gi];
+        pbd_body_constraint bc = pl->body_constraints[seg.body];
+        float *s = c->body_sums + (size_t)gi * PBD_BSUM_COUNT;
+        for (int q = 0; q < PBD_BSUM_COUNT; ++q)
+            s[q] = 0.0f;
+        pbd_float4 r = c->p[bc.first];
+        for (int i = seg.first; i < seg.first + seg.count; ++i) {
+            pbd_float4 g = zero;
+            if (bc.flags & PBD_BODY_PRESSURE) {
+                g = pbd_volume_gradient(c->p, r, pl->pressure_pairs, pl->pressure_offsets[i],
+                                        pl->pressure_offsets[i + 1]);
+                c->grad[i] = g;
+            }
+            pbd_body_constraint_sums(c->p[i], r, pl->particle_rest[i], g, bc.flags, s);
+        }
+    }
+    charge(c, PBD_STAGE_BODY_REDUCE, t0);
+    t0 = now_ms();
+    for (int b = 0; b < pl->num_bodies; ++b) {
+        pbd_body_constraint bc = pl->body_constraints[b];
+        if (bc.flags == 0)
+            continue;
+        float s[PBD_BSUM_COUNT];
+        for (int q = 0; q < PBD_BSUM_COUNT; ++q)
+            s[q] = 0.0f;
+        for (int gi = pl->body_constraint_ranges[b]; gi < pl->body_constraint_ranges[b + 1]; ++gi)
+            for (int q = 0; q < PBD_BSUM_COUNT; ++q)
+                s[q] = s[q] + c->body_sums[(size_t)gi * PBD_BSUM_COUNT + q];
+        pbd_body_constraint_solve(s, bc, c->p[bc.first], c->goal + (size_t)b * PBD_GOAL_COUNT,
+                                  pl->inv_h2, reset);
+    }
+    charge(c, PBD_STAGE_BODY_SOLVE, t0);
+    t0 = now_ms();
+    for (int i = 0; i < pl->num_particles; ++i) {
+        int b = c->particle_body[i];
+        pbd_body_constraint bc = pl->body_constraints[b];
+        if (bc.flags == 0)
+            continue;
+        c->p[i] = pbd_body_constraint_apply(c->p[i], pl->particle_rest[i],
+                                            bc.flags & PBD_BODY_PRESSURE ? c->grad[i] : zero, bc,
+                                            c->goal + (size_t)b * PBD_GOAL_COUNT);
+    }
+    charge(c, PBD_STAGE_BODY_APPLY, t0);
     return PBD_OK;
 }
 
@@ -332,6 +391,8 @@ static pbd_status cpu_read_state(void *impl, const pbd_state_arrays *a, pbd_erro
     }
     memcpy(a->body_ref, c->body_ref, nb * sizeof *a->body_ref);
     memcpy(a->body_track, c->body_track, 6 * nb * sizeof *a->body_track);
+    for (size_t b = 0; a->body_rotation && b < nb; ++b)
+        a->body_rotation[b] = c->goal[b * PBD_GOAL_COUNT];
     return PBD_OK;
 }
 
@@ -349,6 +410,8 @@ static pbd_status cpu_write_state(void *impl, const pbd_state_arrays *a, pbd_err
     }
     memcpy(c->body_ref, a->body_ref, nb * sizeof *a->body_ref);
     memcpy(c->body_track, a->body_track, 6 * nb * sizeof *a->body_track);
+    for (size_t b = 0; a->body_rotation && b < nb; ++b)
+        c->goal[b * PBD_GOAL_COUNT] = a->body_rotation[b];
     return PBD_OK;
 }
 
@@ -395,6 +458,14 @@ static size_t cpu_memory_bytes(const void *impl)
     for (int t = 0; t < PBD_CONSTRAINT_COUNT; ++t)
         b += ((size_t)pl->type[t].count + 1) * (pbd_constraint_types[t].size + sizeof(float));
     b += (np + 1 + 2 * nc) * sizeof(int) + (size_t)pl->num_segments * sizeof(pbd_segment);
+    /* The body constraints: per body its record and goal, per particle its rest offset and
+     * pressure row (and gradient), per segment its sums. */
+    size_t nbs = (size_t)pl->num_body_constraint_segments;
+    if (pl->body_active)
+        b += nb * (sizeof(pbd_body_constraint) + PBD_GOAL_COUNT * f4 + sizeof(int)) + np * f4 +
+             (np + 1) * sizeof(int) + nbs * (PBD_BSUM_COUNT * sizeof(float) + sizeof(pbd_segment));
+    if (pl->pressure_active)
+        b += np * f4 + 2 * (size_t)pl->pressure_offsets[np] * sizeof(int);
     return b;
 }
 
@@ -418,6 +489,9 @@ static void cpu_destroy(void *impl)
     free(c->out_step);
     free(c->out_other);
     free(c->apply);
+    free(c->goal);
+    free(c->grad);
+    free(c->body_sums);
     free(c);
 }
 
@@ -463,10 +537,15 @@ pbd_status pbd_cpu_create(const pbd_model *m, pbd_plan *plan, const pbd_solver_d
         c->out_step = calloc(nb * PBD_OUT_COUNT, sizeof(double));
         c->out_other = calloc(nb * PBD_OUT_COUNT, sizeof(double));
         c->apply = alloc4(nb * PBD_APPLY_COUNT);
+        c->goal = alloc4(plan->body_active ? nb * PBD_GOAL_COUNT : 1);
+        c->grad = alloc4(plan->pressure_active ? np : 1);
+        c->body_sums = calloc(
+            plan->body_active ? (size_t)plan->num_body_constraint_segments * PBD_BSUM_COUNT : 1,
+            sizeof(float));
     }
     if (!c || !c->x || !c->p || !c->v || !c->xp || !c->vp || !c->dx || !c->p_next || !c->gain ||
         !lambdas || !c->particle_body || !c->body_ref || !c->body_track || !c->segment_sums ||
-        !c->out_step || !c->out_other || !c->apply) {
+        !c->out_step || !c->out_other || !c->apply || !c->goal || !c->grad || !c->body_sums) {
         if (c)
             cpu_destroy(c);
         return pbd_error_set(err, PBD_ERR_MEMORY, "out of memory for %zu particles", np);
@@ -476,6 +555,8 @@ pbd_status pbd_cpu_create(const pbd_model *m, pbd_plan *plan, const pbd_solver_d
     memcpy(c->v, m->v, np * sizeof(pbd_float4));
     memcpy(c->particle_body, m->body, np * sizeof(int));
     memcpy(c->body_ref, plan->body_ref, nb * sizeof(pbd_float4));
+    for (size_t b = 0; plan->body_active && b < nb; ++b) /* no rotation yet */
+        c->goal[b * PBD_GOAL_COUNT] = (pbd_float4){0.0f, 0.0f, 0.0f, 1.0f};
     for (int k = 0; k < PBD_STAGE_COUNT; ++k)
         c->times[k].name = pbd_stage_names[k];
     *impl = c;
@@ -506,6 +587,7 @@ const pbd_backend_ops pbd_cpu_ops = {
     .project_jacobi = cpu_project_jacobi,
     .gather_jacobi = cpu_gather_jacobi,
     .collide = cpu_collide,
+    .body_constraints = cpu_body_constraints,
     .update = cpu_update,
     .momentum = cpu_momentum,
     .body_solve = cpu_body_solve,

@@ -59,6 +59,13 @@ PARAMS(body_solve_serial, "body_segments", "segment_sums", "body_ref", "body_tra
        "mode", "gh", "body_out", "body_apply", "num_bodies")
 PARAMS(momentum_apply, "particle_x", "particle_v", "particle_body", "body_apply", "rigid_k",
        "num_particles")
+PARAMS(body_constraint_reduce, "body_constraint_segments", "particle_p", "particle_rest",
+       "particle_grad", "pressure_offsets", "pressure_pairs", "body_constraints",
+       "body_constraint_sums", "num_body_constraint_segments")
+PARAMS(body_constraint_solve, "body_constraint_ranges", "body_constraint_sums", "particle_p",
+       "body_constraints", "body_goal", "inv_h2", "reset_lambda", "num_bodies")
+PARAMS(body_constraint_apply, "particle_p", "particle_body", "particle_rest", "particle_grad",
+       "body_constraints", "body_goal", "num_particles")
 
 const pbd_kernel_params pbd_kernel_param_table[] = {
     ENTRY(predict),
@@ -83,6 +90,9 @@ const pbd_kernel_params pbd_kernel_param_table[] = {
     ENTRY(body_solve),
     ENTRY(body_solve_serial),
     ENTRY(momentum_apply),
+    ENTRY(body_constraint_reduce),
+    ENTRY(body_constraint_solve),
+    ENTRY(body_constraint_apply),
 };
 const int pbd_kernel_param_table_count =
     (int)(sizeof pbd_kernel_param_table / sizeof pbd_kernel_param_table[0]);

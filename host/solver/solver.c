@@ -42,6 +42,12 @@ void pbd_plan_free(pbd_plan *plan)
     free(plan->colliders0);
     free(plan->collider_t0);
     free(plan->colliders);
+    free(plan->body_constraints);
+    free(plan->body_constraint_segments);
+    free(plan->body_constraint_ranges);
+    free(plan->particle_rest);
+    free(plan->pressure_offsets);
+    free(plan->pressure_pairs);
     memset(plan, 0, sizeof *plan);
 }
 
@@ -434,6 +440,134 @@ static pbd_status check_neo_hookean(const pbd_model *m, const pbd_config *cfg, p
                          (int)(b - m->bodies), b->name, h, worst, at, need);
 }
 
+/* The body constraints' plan: per body its record, per particle of a shape-matched body its
+ * rest offset from the body's initial centre of mass (Müller et al. 2005, q_i = x0_i - c0)
+ * and mass, and per particle of a pressure body the triangles around it (a CSR list in
+ * triangle order, the triangle's other two particles counter-clockwise after it, so that
+ * x_i . (x_j x x_k) / 6 is the triangle's share of the volume). A pressure body's surface must
+ * be closed (each edge in exactly two triangles, once each way) around a positive volume. */
+static pbd_status plan_body_constraints(const pbd_model *m, const pbd_config *cfg, pbd_plan *plan,
+                                        pbd_error *err)
+{
+    int nb = m->num_bodies, np = m->num_particles;
+    for (int b = 0; b < nb; ++b) {
+        plan->body_active |= m->bodies[b].shape_stiffness > 0.0f || m->bodies[b].pressure > 0.0f;
+        plan->pressure_active |= m->bodies[b].pressure > 0.0f;
+    }
+    if (!plan->body_active)
+        return PBD_OK;
+    plan->body_launches = 3;
+    plan->body_constraints = calloc((size_t)nb, sizeof *plan->body_constraints);
+    plan->particle_rest = calloc((size_t)np, sizeof *plan->particle_rest);
+    plan->pressure_offsets = calloc((size_t)np + 1, sizeof *plan->pressure_offsets);
+    plan->pressure_pairs = malloc(((size_t)6 * m->num_triangles + 1) * sizeof(int));
+    if (!plan->body_constraints || !plan->particle_rest || !plan->pressure_offsets ||
+        !plan->pressure_pairs)
+        return pbd_error_set(err, PBD_ERR_MEMORY, "out of memory preparing the solver");
+    const int *tri = m->triangles;
+    for (int t = 0; t < m->num_triangles; ++t)
+        if (m->bodies[m->body[tri[3 * t]]].pressure > 0.0f)
+            for (int k = 0; k < 3; ++k)
+                plan->pressure_offsets[tri[3 * t + k] + 1]++;
+    for (int i = 0; i < np; ++i)
+        plan->pressure_offsets[i + 1] += plan->pressure_offsets[i];
+    int *fill = malloc(((size_t)np + 1) * sizeof *fill);
+    if (!fill)
+        return pbd_error_set(err, PBD_ERR_MEMORY, "out of memory preparing the solver");
+    memcpy(fill, plan->pressure_offsets, ((size_t)np + 1) * sizeof *fill);
+    for (int t = 0; t < m->num_triangles; ++t)
+        if (m->bodies[m->body[tri[3 * t]]].pressure > 0.0f)
+            for (int k = 0; k < 3; ++k) {
+                int e = fill[tri[3 * t + k]]++;
+                plan->pressure_pairs[2 * e] = tri[3 * t + (k + 1) % 3];
+                plan->pressure_pairs[2 * e + 1] = tri[3 * t + (k + 2) % 3];
+            }
+    free(fill);
+    int nseg = 0;
+    for (int b = 0; b < nb; ++b)
+        if (m->bodies[b].shape_stiffness > 0.0f || m->bodies[b].pressure > 0.0f)
+            nseg += (m->bodies[b].count + PBD_BODY_SEGMENT - 1) / PBD_BODY_SEGMENT;
+    plan->body_constraint_segments = malloc(((size_t)nseg + 1) * sizeof(pbd_segment));
+    plan->body_constraint_ranges = malloc(((size_t)nb + 1) * sizeof(int));
+    if (!plan->body_constraint_segments || !plan->body_constraint_ranges)
+        return pbd_error_set(err, PBD_ERR_MEMORY, "out of memory preparing the solver");
+    plan->num_body_constraint_segments = nseg;
+    nseg = 0;
+    for (int b = 0; b < nb; ++b) {
+        const pbd_body *bd = &m->bodies[b];
+        plan->body_constraint_ranges[b] = nseg;
+        for (int f = 0; (bd->shape_stiffness > 0.0f || bd->pressure > 0.0f) && f < bd->count;
+             f += PBD_BODY_SEGMENT) {
+            int cnt = bd->count - f < PBD_BODY_SEGMENT ? bd->count - f : PBD_BODY_SEGMENT;
+            plan->body_constraint_segments[nseg++] = (pbd_segment){b, bd->first + f, cnt, 0};
+        }
+    }
+    plan->body_constraint_ranges[nb] = nseg;
+    pbd_status st = PBD_OK;
+    for (int b = 0; b < nb && st == PBD_OK; ++b) {
+        const pbd_body *bd = &m->bodies[b];
+        pbd_body_constraint *bc = &plan->body_constraints[b];
+        bc->first = bd->first;
+        if (bd->shape_stiffness > 0.0f) {
+            double mass = 0.0, c0[3] = {0.0, 0.0, 0.0};
+            for (int i = bd->first; i < bd->first + bd->count; ++i) {
+                mass += m->v[i].w;
+                c0[0] += m->v[i].w * (double)m->x[i].x;
+                c0[1] += m->v[i].w * (double)m->x[i].y;
+                c0[2] += m->v[i].w * (double)m->x[i].z;
+            }
+            for (int i = bd->first; i < bd->first + bd->count; ++i)
+                plan->particle_rest[i] = (pbd_float4){(float)(m->x[i].x - c0[0] / mass),
+                                                      (float)(m->x[i].y - c0[1] / mass),
+                                                      (float)(m->x[i].z - c0[2] / mass), m->v[i].w};
+            bc->flags |= PBD_BODY_SHAPE;
+            bc->shape_k = -plan_compliance(-bd->shape_stiffness, cfg->iterations);
+        }
+        if (bd->pressure > 0.0f) {
+            /* closed: for every edge i -> j of a triangle, j -> i in exactly one other, and
+             * no edge twice the same way */
+            double vol = 0.0;
+            for (int i = bd->first; i < bd->first + bd->count && st == PBD_OK; ++i)
+                for (int e = plan->pressure_offsets[i];
+                     e < plan->pressure_offsets[i + 1] && st == PBD_OK; ++e) {
+                    int j = plan->pressure_pairs[2 * e], back = 0, same = 0;
+                    for (int f = plan->pressure_offsets[j]; f < plan->pressure_offsets[j + 1]; ++f)
+                        back += plan->pressure_pairs[2 * f] == i;
+                    for (int f = plan->pressure_offsets[i]; f < plan->pressure_offsets[i + 1]; ++f)
+                        same += plan->pressure_pairs[2 * f] == j;
+                    if (back != 1 || same != 1)
+                        st = pbd_error_set(err, PBD_ERR_MODEL,
+                                           "body %d (%s): pressure needs a closed surface, but "
+                                           "its edge %d-%d is in %d triangles one way and %d the "
+                                           "other (expected 1 and 1)",
+                                           b, bd->name, i, j, same, back);
+                    const pbd_float4 a = m->x[i], p = m->x[j],
+                                     q = m->x[plan->pressure_pairs[2 * e + 1]];
+                    vol += (a.x * ((double)p.y * q.z - (double)p.z * q.y) +
+                            a.y * ((double)p.z * q.x - (double)p.x * q.z) +
+                            a.z * ((double)p.x * q.y - (double)p.y * q.x)) /
+                           18.0; /* each triangle thrice */
+                }
+            if (st == PBD_OK &&
+                plan->pressure_offsets[bd->first + bd->count] == plan->pressure_offsets[bd->first])
+                st = pbd_error_set(err, PBD_ERR_MODEL,
+                                   "body %d (%s): pressure needs a closed surface, and the body "
+                                   "has no triangles",
+                                   b, bd->name);
+            if (st == PBD_OK && !(vol > 0.0))
+                st = pbd_error_set(err, PBD_ERR_MODEL,
+                                   "body %d (%s): pressure needs a surface around a positive "
+                                   "volume, found %g m^3 (triangles counter-clockwise seen from "
+                                   "outside)",
+                                   b, bd->name, vol);
+            bc->flags |= PBD_BODY_PRESSURE;
+            bc->volume = (float)(vol * bd->pressure);
+            bc->compliance = bd->pressure_compliance;
+        }
+    }
+    return st;
+}
+
 int pbd_collider_moves(const pbd_collider *c)
 {
     return c->velocity.x != 0.0f || c->velocity.y != 0.0f || c->velocity.z != 0.0f ||
@@ -558,6 +692,9 @@ pbd_status pbd_plan_build(const pbd_model *m, const pbd_config *cfg, pbd_plan *p
     /* The correction: the reduction and the solve (its broadcast rides on the next predict). */
     plan->momentum_launches = plan->momentum_active ? 2 : 0;
     plan->body_segments[m->num_bodies] = nseg;
+    st = plan_body_constraints(m, cfg, plan, err);
+    if (st != PBD_OK)
+        goto fail;
     plan->solve_serial = 1;
     for (int b = 0; b < m->num_bodies; ++b)
         if (plan->body_segments[b + 1] - plan->body_segments[b] > PBD_SERIAL_SEGMENTS)
@@ -1031,7 +1168,8 @@ size_t pbd_solver_state_size(const pbd_solver *s)
     size_t np = (size_t)s->plan.num_particles, nb = (size_t)s->plan.num_bodies;
     int previous = s->plan.cfg.velocity_update == PBD_VELOCITY_BDF2;
     return sizeof(state_header) + (previous ? 4 : 2) * np * sizeof(pbd_float4) +
-           nb * (sizeof(pbd_float4) + 6 * sizeof(double));
+           nb * (sizeof(pbd_float4) + 6 * sizeof(double)) +
+           (s->plan.body_active ? nb * sizeof(pbd_float4) : 0);
 }
 
 long pbd_solver_substeps(const pbd_solver *s)
@@ -1044,7 +1182,7 @@ static pbd_state_arrays state_arrays(const pbd_solver *s, unsigned char *base)
 {
     size_t np = (size_t)s->plan.num_particles, nb = (size_t)s->plan.num_bodies;
     pbd_float4 *f = (pbd_float4 *)(base + sizeof(state_header));
-    pbd_state_arrays a = {f, f + np, NULL, NULL, NULL, NULL};
+    pbd_state_arrays a = {f, f + np, NULL, NULL, NULL, NULL, NULL};
     f += 2 * np;
     if (s->plan.cfg.velocity_update == PBD_VELOCITY_BDF2) {
         a.xp = f;
@@ -1053,6 +1191,8 @@ static pbd_state_arrays state_arrays(const pbd_solver *s, unsigned char *base)
     }
     a.body_ref = f;
     a.body_track = (double *)(f + nb);
+    if (s->plan.body_active) /* after 6 doubles a body: still 16-byte aligned */
+        a.body_rotation = (pbd_float4 *)(a.body_track + 6 * nb);
     return a;
 }
 
@@ -1298,6 +1438,16 @@ pbd_status pbd_solver_load_state(pbd_solver *s, const void *data, size_t size, c
                                "%s: body %zu: tracked momentum |P| %g, |L| %g or reference point "
                                "beyond what a body of %g kg within %g m and m/s can have",
                                f, b, p, l, mass[b], vmax);
+    }
+    for (size_t b = 0; a.body_rotation && b < nb && st == PBD_OK; ++b) {
+        pbd_float4 q = a.body_rotation[b];
+        double len =
+            sqrt((double)q.x * q.x + (double)q.y * q.y + (double)q.z * q.z + (double)q.w * q.w);
+        if (!(fabs(len - 1.0) <= 1e-5))
+            st = pbd_error_set(err, bad,
+                               "%s: body %zu: rotation (%g, %g, %g, %g), expected a unit "
+                               "quaternion",
+                               f, b, (double)q.x, (double)q.y, (double)q.z, (double)q.w);
     }
     free(mass);
     free(cur);

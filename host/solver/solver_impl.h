@@ -20,6 +20,9 @@ typedef enum pbd_stage {
     PBD_STAGE_REDUCE,
     PBD_STAGE_SOLVE,
     PBD_STAGE_APPLY,
+    PBD_STAGE_BODY_REDUCE, /* the body constraints' per-segment sums (and volume gradients) */
+    PBD_STAGE_BODY_SOLVE,  /* their per-body solve */
+    PBD_STAGE_BODY_APPLY,  /* their per-particle correction */
     PBD_STAGE_COUNT
 } pbd_stage;
 
@@ -105,6 +108,24 @@ typedef struct pbd_plan {
     float h;                  /* substep, s */
     float inv_h;
     float inv_h2;
+    /* Body constraints (shape matching, pressure): three stages an iteration, before the
+     * distance constraints, while a body has one (body_active). */
+    int body_active;
+    int body_launches;                     /* launches per iteration: 3 when active, else 0 */
+    pbd_body_constraint *body_constraints; /* per body (flags 0: none) */
+    int num_body_constraint_segments;
+    pbd_segment *body_constraint_segments; /* the particles of the bodies that have body
+                                              constraints, in pieces of PBD_BODY_SEGMENT */
+    int *body_constraint_ranges;           /* num_bodies + 1: body b's pieces are
+                                              [r[b], r[b + 1]) (none without constraints) */
+    pbd_float4 *particle_rest;             /* per particle: shape matching's rest offset q
+                                              from the body's initial centre of mass (xyz, m)
+                                              and its mass (w, kg); 0 outside shape bodies */
+    int pressure_active;                   /* a body has pressure */
+    int *pressure_offsets;                 /* num_particles + 1: particle i's triangles are
+                                              pressure_pairs[2 off[i] .. 2 off[i + 1]) */
+    int *pressure_pairs;                   /* per (particle, triangle): the triangle's other
+                                              two particles, counter-clockwise after i */
     float point_damping; /* fraction for the velocity update (point damping), else 0 */
     float rigid_damping; /* fraction for momentum_apply (rigid damping), else 0 */
 } pbd_plan;
@@ -116,11 +137,14 @@ int pbd_plan_num_colors(const pbd_plan *plan);
 void pbd_plan_free(pbd_plan *plan);
 
 /* What a run continues from (a checkpoint), in host arrays: positions and velocities, BDF2's
- * previous ones (NULL without BDF2), and per body the reference point and the tracked
- * momenta P_r, L_r (6 doubles). A pending momentum correction is applied before reading. */
+ * previous ones (NULL without BDF2), and per body the reference point, the tracked
+ * momenta P_r, L_r (6 doubles) and, where a body has body constraints, shape matching's last
+ * rotation (a unit quaternion, the next polar decomposition's start; NULL without). A
+ * pending momentum correction is applied before reading. */
 typedef struct pbd_state_arrays {
     pbd_float4 *x, *v, *xp, *vp, *body_ref;
     double *body_track;
+    pbd_float4 *body_rotation;
 } pbd_state_arrays;
 
 /* The stages of a substep, implemented by each backend. `impl` is the backend's state. */
@@ -134,6 +158,9 @@ typedef struct pbd_backend_ops {
     pbd_status (*project_jacobi)(void *impl, int reset_lambda, pbd_error *err);
     pbd_status (*gather_jacobi)(void *impl, pbd_error *err);
     pbd_status (*collide)(void *impl, pbd_error *err);
+    /* The body constraints on the current iterate: reduce, solve (XPBD multipliers reset
+     * with reset_lambda), apply. */
+    pbd_status (*body_constraints)(void *impl, int reset_lambda, pbd_error *err);
     /* keep_prev: store x and v for the next BDF2 prediction. */
     pbd_status (*update)(void *impl, int bdf2, int keep_prev, pbd_error *err);
     /* Momentum preservation for one substep: reduce, solve (PBD_SOLVE_STEP), apply. */

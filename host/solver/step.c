@@ -18,6 +18,9 @@ const char *const pbd_stage_names[PBD_STAGE_COUNT] = {
     "body_reduce",
     "body_solve",
     "momentum_apply",
+    "body_constraint_reduce",
+    "body_constraint_solve",
+    "body_constraint_apply",
 };
 
 #define STAGE(call)                                                                                \
@@ -33,6 +36,11 @@ static pbd_status iterate(const pbd_backend_ops *ops, void *impl, const pbd_plan
 {
     int jacobi = plan->cfg.solver == PBD_SOLVER_JACOBI;
     for (int t = 0; t < PBD_CONSTRAINT_COUNT; ++t) {
+        /* The body constraints (shape matching, pressure) after the per-element types and
+         * before the distance constraints, whose last pass also collides in the Jacobi
+         * gather and the CPU variant's blocks: reduce, solve, apply. */
+        if (t == PBD_CONSTRAINT_DISTANCE && plan->body_active)
+            STAGE(ops->body_constraints(impl, reset, err));
         if (t == PBD_CONSTRAINT_DISTANCE && jacobi) {
             /* Jacobi: every constraint's gain on the same iterate (on the CPU variant this
              * launches nothing: the gather projects as it sums), then the gather. */
@@ -157,5 +165,6 @@ long pbd_step_launches(const pbd_plan *plan)
     /* The momentum correction's own launches (momentum_apply runs alone only before the state
      * is read). */
     return (long)cfg->substeps *
-           (2 + (long)cfg->iterations * per_iteration + plan->momentum_launches);
+           (2 + (long)cfg->iterations * (per_iteration + plan->body_launches) +
+            plan->momentum_launches);
 }

@@ -3,7 +3,7 @@
 # gmsh 4.8.4. TetGen (AGPL) and Gmsh only prepare these files; pbd links neither.
 # usage: cd scenes/meshes && sh make_assets.sh
 set -eu
-python3 make_surfaces.py                      # torus.off, tablecloth.obj
+python3 make_surfaces.py                      # torus.off, tablecloth.obj, balloon.obj
 tetgen -Q -pq1.4a0.001 torus.off              # torus.1.node, .ele, .face
 for e in node ele face; do mv "torus.1.$e" "torus.$e"; done
 rm -f torus.off torus.1.edge torus.1.smesh

@@ -80,3 +80,38 @@ with open("tablecloth.obj", "w") as f:
     f.write("s off\n")
     for t in faces:
         f.write("f %s\n" % " ".join("%d/%d" % c for c in t))
+
+# A closed sphere of radius 0.25 m for the balloon: an icosahedron whose triangles are cut
+# in four `levels` times, the new vertices pushed out onto the sphere; counter-clockwise
+# seen from outside.
+levels, radius = 2, 0.25
+t = (1 + math.sqrt(5)) / 2
+verts = [(-1, t, 0), (1, t, 0), (-1, -t, 0), (1, -t, 0), (0, -1, t), (0, 1, t), (0, -1, -t),
+         (0, 1, -t), (t, 0, -1), (t, 0, 1), (-t, 0, -1), (-t, 0, 1)]
+verts = [tuple(c / math.sqrt(sum(x * x for x in v)) for c in v) for v in verts]
+faces = [(0, 11, 5), (0, 5, 1), (0, 1, 7), (0, 7, 10), (0, 10, 11), (1, 5, 9), (5, 11, 4),
+         (11, 10, 2), (10, 7, 6), (7, 1, 8), (3, 9, 4), (3, 4, 2), (3, 2, 6), (3, 6, 8),
+         (3, 8, 9), (4, 9, 5), (2, 4, 11), (6, 2, 10), (8, 6, 7), (9, 8, 1)]
+for _ in range(levels):
+    middle, split = {}, []
+
+    def mid(a, b):
+        key = (min(a, b), max(a, b))
+        if key not in middle:
+            m = [(verts[a][k] + verts[b][k]) / 2 for k in range(3)]
+            n = math.sqrt(sum(x * x for x in m))
+            verts.append(tuple(x / n for x in m))
+            middle[key] = len(verts) - 1
+        return middle[key]
+
+    for a, b, c in faces:
+        ab, bc, ca = mid(a, b), mid(b, c), mid(c, a)
+        split += [(a, ab, ca), (b, bc, ab), (c, ca, bc), (ab, bc, ca)]
+    faces = split
+with open("balloon.obj", "w") as f:
+    f.write("# a closed sphere, radius %g m: an icosahedron subdivided %d times\n" % (radius, levels))
+    f.write("o balloon\n")
+    for v in verts:
+        f.write("v %.6f %.6f %.6f\n" % tuple(radius * x for x in v))
+    for a, b, c in faces:
+        f.write("f %d %d %d\n" % (a + 1, b + 1, c + 1))

@@ -1,0 +1,80 @@
+/* The body constraints (shape matching, pressure; pbd_shared.h), three stages an iteration
+ * over the bodies that have them, the same in both variants, every sum in a fixed order.
+ * Bodies without them (flags 0) return at once. Built after pbd_shared.h. */
+
+/* Stage one: a work-item a segment (of at most PBD_BODY_SEGMENT particles of a body with
+ * body constraints) sums its particles in order into body_constraint_sums (PBD_BSUM_COUNT
+ * floats), and stores each pressure particle's volume gradient. */
+__kernel void
+body_constraint_reduce(__global const pbd_segment *body_constraint_segments,
+                       __global const pbd_float4 *particle_p,
+                       __global const pbd_float4 *particle_rest, __global pbd_float4 *particle_grad,
+                       __global const int *pressure_offsets, __global const int *pressure_pairs,
+                       __global const pbd_body_constraint *body_constraints,
+                       __global float *body_constraint_sums, int num_body_constraint_segments)
+{
+    int gi = get_global_id(0);
+    if (gi >= num_body_constraint_segments)
+        return;
+    pbd_segment seg = body_constraint_segments[gi];
+    pbd_body_constraint bc = body_constraints[seg.body];
+    float s[PBD_BSUM_COUNT];
+    for (int q = 0; q < PBD_BSUM_COUNT; ++q)
+        s[q] = 0.0f;
+    pbd_float4 r = particle_p[bc.first];
+    for (int i = seg.first; i < seg.first + seg.count; ++i) {
+        pbd_float4 g = PBD_F4(0.0f, 0.0f, 0.0f, 0.0f);
+        if (bc.flags & PBD_BODY_PRESSURE) {
+            g = pbd_volume_gradient(particle_p, r, pressure_pairs, pressure_offsets[i],
+                                    pressure_offsets[i + 1]);
+            particle_grad[i] = g;
+        }
+        pbd_body_constraint_sums(particle_p[i], r, particle_rest[i], g, bc.flags, s);
+    }
+    for (int q = 0; q < PBD_BSUM_COUNT; ++q)
+        body_constraint_sums[gi * PBD_BSUM_COUNT + q] = s[q];
+}
+
+/* Stage two: a work-item a body adds its segments' sums in order and solves. */
+__kernel void body_constraint_solve(__global const int *body_constraint_ranges,
+                                    __global const float *body_constraint_sums,
+                                    __global const pbd_float4 *particle_p,
+                                    __global const pbd_body_constraint *body_constraints,
+                                    __global pbd_float4 *body_goal, float inv_h2, int reset_lambda,
+                                    int num_bodies)
+{
+    int b = get_global_id(0);
+    if (b >= num_bodies)
+        return;
+    pbd_body_constraint bc = body_constraints[b];
+    if (bc.flags == 0)
+        return;
+    float s[PBD_BSUM_COUNT];
+    for (int q = 0; q < PBD_BSUM_COUNT; ++q)
+        s[q] = 0.0f;
+    for (int g = body_constraint_ranges[b]; g < body_constraint_ranges[b + 1]; ++g)
+        for (int q = 0; q < PBD_BSUM_COUNT; ++q)
+            s[q] = s[q] + body_constraint_sums[g * PBD_BSUM_COUNT + q];
+    pbd_body_constraint_solve(s, bc, particle_p[bc.first], body_goal + b * PBD_GOAL_COUNT, inv_h2,
+                              reset_lambda);
+}
+
+/* Stage three: a work-item a particle moves toward its goal and along its gradient. */
+__kernel void body_constraint_apply(__global pbd_float4 *particle_p,
+                                    __global const int *particle_body,
+                                    __global const pbd_float4 *particle_rest,
+                                    __global const pbd_float4 *particle_grad,
+                                    __global const pbd_body_constraint *body_constraints,
+                                    __global const pbd_float4 *body_goal, int num_particles)
+{
+    int i = get_global_id(0);
+    if (i >= num_particles)
+        return;
+    int b = particle_body[i];
+    pbd_body_constraint bc = body_constraints[b];
+    if (bc.flags == 0)
+        return;
+    pbd_float4 g = bc.flags & PBD_BODY_PRESSURE ? particle_grad[i] : PBD_F4(0.0f, 0.0f, 0.0f, 0.0f);
+    particle_p[i] = pbd_body_constraint_apply(particle_p[i], particle_rest[i], g, bc,
+                                              body_goal + b * PBD_GOAL_COUNT);
+}
