@@ -1410,6 +1410,7 @@ PBD_INLINE void pbd_body_constraint_sums(pbd_float4 p, pbd_float4 r, pbd_float4 
         s[PBD_BSUM_MP] = s[PBD_BSUM_MP] + mx;
         s[PBD_BSUM_MP + 1] = s[PBD_BSUM_MP + 1] + my;
         s[PBD_BSUM_MP + 2] = s[PBD_BSUM_MP + 2] + mz;
+        PBD_UNROLL
         for (int k = 0; k < 3; ++k) {
             s[PBD_BSUM_MPQ + k] = s[PBD_BSUM_MPQ + k] + mx * q[k];
             s[PBD_BSUM_MPQ + 3 + k] = s[PBD_BSUM_MPQ + 3 + k] + my * q[k];

@@ -19,6 +19,7 @@ body_constraint_reduce(__global const pbd_segment *body_constraint_segments,
     pbd_segment seg = body_constraint_segments[gi];
     pbd_body_constraint bc = body_constraints[seg.body];
     float s[PBD_BSUM_COUNT];
+    PBD_UNROLL
     for (int q = 0; q < PBD_BSUM_COUNT; ++q)
         s[q] = 0.0f;
     pbd_float4 r = particle_p[bc.first];
@@ -31,6 +32,7 @@ body_constraint_reduce(__global const pbd_segment *body_constraint_segments,
         }
         pbd_body_constraint_sums(particle_p[i], r, particle_rest[i], g, bc.flags, s);
     }
+    PBD_UNROLL
     for (int q = 0; q < PBD_BSUM_COUNT; ++q)
         body_constraint_sums[gi * PBD_BSUM_COUNT + q] = s[q];
 }
@@ -50,11 +52,13 @@ __kernel void body_constraint_solve(__global const int *body_constraint_ranges,
     if (bc.flags == 0)
         return;
     float s[PBD_BSUM_COUNT];
+    PBD_UNROLL
     for (int q = 0; q < PBD_BSUM_COUNT; ++q)
         s[q] = 0.0f;
     for (int g = body_constraint_ranges[b]; g < body_constraint_ranges[b + 1]; ++g)
-        for (int q = 0; q < PBD_BSUM_COUNT; ++q)
-            s[q] = s[q] + body_constraint_sums[g * PBD_BSUM_COUNT + q];
+        PBD_UNROLL
+    for (int q = 0; q < PBD_BSUM_COUNT; ++q)
+        s[q] = s[q] + body_constraint_sums[g * PBD_BSUM_COUNT + q];
     pbd_body_constraint_solve(s, bc, particle_p[bc.first], body_goal + b * PBD_GOAL_COUNT, inv_h2,
                               reset_lambda);
 }
