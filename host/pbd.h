@@ -65,6 +65,13 @@ typedef struct pbd_body {
      * friction sqrt(body's x collider's), restitution the larger. < 0 (default): the
      * collider's alone. */
     float friction, friction_kinetic, restitution;
+    /* Particle contacts: each particle of the body is a sphere of this radius (m, >= 0;
+     * 0, the default: the body takes no part in particle contacts). Particles of two bodies
+     * that both have a radius push each other apart; within one body only with
+     * self_collision (1), and then only pairs farther apart than their radii's sum in the
+     * initial (rest) shape. */
+    float radius;
+    int self_collision;
     char name[64];
 } pbd_body;
 

@@ -370,6 +370,13 @@ static int material_ok(const pbd_body *b)
            (b->restitution == -1.0f || (b->restitution >= 0.0f && b->restitution <= 1.0f));
 }
 
+/* A body's particle radius: 0 (no contacts) or in (0, 1e3] m; self-collision needs one. */
+static int contact_ok(const pbd_body *b)
+{
+    return (b->radius == 0.0f || (b->radius > 0.0f && b->radius <= 1e3f)) &&
+           (b->self_collision == 0 || (b->self_collision == 1 && b->radius > 0.0f));
+}
+
 pbd_status pbd_model_validate(const pbd_model *m, pbd_error *err)
 {
     if (m->num_particles < 1)
@@ -384,6 +391,11 @@ pbd_status pbd_model_validate(const pbd_model *m, pbd_error *err)
                                  "[0, 1])",
                                  b, (double)bd->friction, (double)bd->friction_kinetic,
                                  (double)bd->restitution);
+        if (!contact_ok(bd))
+            return pbd_error_set(err, PBD_ERR_MODEL,
+                                 "body %d: particle radius %g, self-collision %d (expected 0, or "
+                                 "(0, 1000] m; self-collision 0, or 1 with a radius)",
+                                 b, (double)bd->radius, bd->self_collision);
         if (bd->first != next || bd->count < 1)
             return pbd_error_set(err, PBD_ERR_MODEL,
                                  "body %d: particles [%d, %d) do not follow the previous body "
