@@ -19,6 +19,7 @@
 #define pbd_sqrtf(x)    sqrt(x)
 #define pbd_fabsf(x)    fabs(x)
 #define pbd_fmaxf(a, b) fmax((a), (b))
+#define pbd_floorf(x)   floor(x)
 #else
 #include <math.h>
 
@@ -27,6 +28,7 @@
 #define pbd_sqrtf(x)    sqrtf(x)
 #define pbd_fabsf(x)    fabsf(x)
 #define pbd_fmaxf(a, b) fmaxf((a), (b))
+#define pbd_floorf(x)   floorf(x)
 #endif
 
 /* Below this length (m) a distance constraint has no direction and is left alone. */
@@ -1233,6 +1235,137 @@ PBD_INLINE float pbd_particle_error(PBD_GLOBAL const pbd_float4 *x,
         e = pbd_fmaxf(e, pbd_distance_error(x[d.a], x[d.b], d.rest));
     }
     return e;
+}
+
+/* ---- particle contacts -------------------------------------------------------------------
+ * Particles of bodies with a radius are spheres. Every substep a uniform grid of cells twice
+ * the largest radius is hashed into a table of a power-of-two size (the particles' counting
+ * sort: cell_start[h] .. cell_start[h + 1] - 1 of cell_sorted are the particles whose cell
+ * hashes to h, ascending). Contacts are then found from each particle's 27 neighbouring
+ * cells and projected as unilateral distance constraints, C = r_i + r_j - |p_i - p_j| > 0,
+ * with a Jacobi gather: each particle sums its own side of every pair. Both sides of a pair
+ * are computed from the same operands in the same order, so they are exactly opposite
+ * (scaled by each end's inverse mass), and both ends are scaled by the same relaxation,
+ * omega / max(n_i, n_j) (n: the contacts each end had at the substep's start), so a pair's
+ * corrections carry no net momentum. */
+
+/* Cells farther than this from the origin are clamped into the last one (NaN: the first). */
+#define PBD_CELL_LIMIT 1048576.0f
+
+PBD_INLINE int pbd_cell_coord(float v, float inv_cell)
+{
+    float f = pbd_floorf(v * inv_cell);
+    if (!(f >= -PBD_CELL_LIMIT))
+        f = -PBD_CELL_LIMIT;
+    if (f > PBD_CELL_LIMIT)
+        f = PBD_CELL_LIMIT;
+    return (int)f;
+}
+
+/* A cell's entry in a table of mask + 1 entries (Teschner et al. 2003's primes). Different
+ * cells may share an entry: the contact test compares the cells themselves. */
+PBD_INLINE int pbd_cell_hash(int x, int y, int z, int mask)
+{
+    unsigned h = ((unsigned)x * 73856093u) ^ ((unsigned)y * 19349663u) ^ ((unsigned)z * 83492791u);
+    return (int)(h & (unsigned)mask);
+}
+
+/* Particle i's cell from its position: cell[4 i .. 4 i + 2] its coordinates, cell[4 i + 3]
+ * its table entry, which it returns. */
+PBD_INLINE int pbd_contact_cell(PBD_GLOBAL const pbd_float4 *p, PBD_GLOBAL int *cell, int i,
+                                float inv_cell, int mask)
+{
+    pbd_float4 q = p[i];
+    int x = pbd_cell_coord(q.x, inv_cell), y = pbd_cell_coord(q.y, inv_cell);
+    int z = pbd_cell_coord(q.z, inv_cell), h = pbd_cell_hash(x, y, z, mask);
+    cell[4 * i] = x, cell[4 * i + 1] = y, cell[4 * i + 2] = z, cell[4 * i + 3] = h;
+    return h;
+}
+
+/* Particle i's contacts, the neighbouring cells in a fixed order and each cell's particles
+ * by index. With `count_only`, returns how many it has (num is not read); otherwise returns
+ * the same count and leaves its correction in out[0..2] and the part of it that other
+ * bodies cause in out[3..5]. Pairs within a body count only with its self-collision, and
+ * only if the two were at least r_i + r_j apart at rest. */
+PBD_INLINE int pbd_contacts(PBD_GLOBAL const pbd_float4 *p, PBD_GLOBAL const pbd_float4 *rest,
+                            PBD_GLOBAL const float *radius, PBD_GLOBAL const int *body,
+                            PBD_GLOBAL const int *body_self, PBD_GLOBAL const int *cell,
+                            PBD_GLOBAL const int *cell_start, PBD_GLOBAL const int *cell_sorted,
+                            int mask, PBD_GLOBAL const int *num, float omega, int count_only, int i,
+                            float *out)
+{
+    float ri = radius[i];
+    int n = 0, bi = body[i];
+    for (int k = 0; k < 6; ++k)
+        out[k] = 0.0f;
+    if (!(ri > 0.0f))
+        return 0;
+    pbd_float4 pi = p[i], qi = rest[i];
+    int cx = cell[4 * i], cy = cell[4 * i + 1], cz = cell[4 * i + 2];
+    for (int dz = -1; dz <= 1; ++dz)
+        for (int dy = -1; dy <= 1; ++dy)
+            for (int dx = -1; dx <= 1; ++dx) {
+                int x = cx + dx, y = cy + dy, z = cz + dz, h = pbd_cell_hash(x, y, z, mask);
+                for (int s = cell_start[h]; s < cell_start[h + 1]; ++s) {
+                    int j = cell_sorted[s];
+                    if (j == i || cell[4 * j] != x || cell[4 * j + 1] != y || cell[4 * j + 2] != z)
+                        continue;
+                    float rj = radius[j];
+                    int bj = body[j];
+                    if (!(rj > 0.0f) || (bj == bi && !body_self[bi]))
+                        continue;
+                    float rs = ri + rj;
+                    if (bj == bi) {
+                        pbd_float4 qj = rest[j];
+                        float ex = qi.x - qj.x, ey = qi.y - qj.y, ez = qi.z - qj.z;
+                        if (ex * ex + ey * ey + ez * ez < rs * rs)
+                            continue;
+                    }
+                    pbd_float4 pj = p[j];
+                    float ex = pi.x - pj.x, ey = pi.y - pj.y, ez = pi.z - pj.z;
+                    float l2 = ex * ex + ey * ey + ez * ez, ws = pi.w + pj.w;
+                    if (!(l2 < rs * rs) || !(l2 > 0.0f) || !(ws > 0.0f))
+                        continue;
+                    ++n;
+                    if (count_only)
+                        continue;
+                    int ni = num[i], nj = num[j], nm = ni > nj ? ni : nj;
+                    float len = pbd_sqrtf(l2);
+                    float g = (rs - len) / (len * ws) * (omega / (float)(nm > 0 ? nm : 1));
+                    float wg = pi.w * g;
+                    out[0] = out[0] + wg * ex, out[1] = out[1] + wg * ey;
+                    out[2] = out[2] + wg * ez;
+                    if (bj != bi)
+                        out[3] = out[3] + wg * ex, out[4] = out[4] + wg * ey,
+                        out[5] = out[5] + wg * ez;
+                }
+            }
+    return n;
+}
+
+/* Particle i's contact correction into dp[i] (applied by pbd_contact_apply once every
+ * particle has its own); what other bodies push it by is, with `track`, an external impulse
+ * for the momentum tracker (dx), as a collider's push is. */
+PBD_INLINE void pbd_contact_solve(PBD_GLOBAL const pbd_float4 *p, PBD_GLOBAL const pbd_float4 *rest,
+                                  PBD_GLOBAL const float *radius, PBD_GLOBAL const int *body,
+                                  PBD_GLOBAL const int *body_self, PBD_GLOBAL const int *cell,
+                                  PBD_GLOBAL const int *cell_start,
+                                  PBD_GLOBAL const int *cell_sorted, int mask,
+                                  PBD_GLOBAL const int *num, float omega, PBD_GLOBAL pbd_float4 *dp,
+                                  PBD_GLOBAL pbd_float4 *dx, int track, int i)
+{
+    float o[6];
+    pbd_contacts(p, rest, radius, body, body_self, cell, cell_start, cell_sorted, mask, num, omega,
+                 0, i, o);
+    dp[i] = PBD_F4(o[0], o[1], o[2], 0.0f);
+    if (track && (o[3] != 0.0f || o[4] != 0.0f || o[5] != 0.0f))
+        dx[i] = PBD_F4(dx[i].x + o[3], dx[i].y + o[4], dx[i].z + o[5], 0.0f);
+}
+
+PBD_INLINE void pbd_contact_apply(PBD_GLOBAL pbd_float4 *p, PBD_GLOBAL const pbd_float4 *dp, int i)
+{
+    pbd_float4 q = p[i], d = dp[i];
+    p[i] = PBD_F4(q.x + d.x, q.y + d.y, q.z + d.z, q.w);
 }
 
 #endif

@@ -55,6 +55,11 @@ typedef struct cl_impl {
     int pending;  /* a momentum correction is computed but not yet applied to v */
     size_t bytes; /* device memory allocated */
     int fused;    /* the update also sums for the correction (update_reduce_serial) */
+    /* particle contacts: the hash's kernels (hash_*), contact_count, contact_solve and
+     * contact_apply, in contact_names' order, and their buffers */
+    kernel contact_kernels[8];
+    cl_mem contact_cell, cell_count, cell_fill, cell_start, cell_sorted, contact_num, contact_dp;
+    cl_mem particle_rest, particle_radius, body_self;
     pbd_kernel_time times[PBD_STAGE_COUNT];
 } cl_impl;
 
@@ -170,6 +175,58 @@ static pbd_status cl_predict(void *impl, int bdf2, pbd_error *err)
     if (status == PBD_OK)
         c->pending = 0;
     c->iterate = c->jacobi_start;
+cleanup:
+    return status;
+}
+
+/* The contact kernels, one variant for both kinds of device. */
+enum {
+    HASH_CLEAR,
+    HASH_COUNT,
+    HASH_SCAN,
+    HASH_SCATTER,
+    HASH_SORT,
+    CONTACT_COUNT,
+    CONTACT_SOLVE,
+    CONTACT_APPLY,
+    CONTACT_KERNELS
+};
+static const char *const contact_names[CONTACT_KERNELS] = {
+    "hash_clear", "hash_count",    "hash_scan",     "hash_scatter",
+    "hash_sort",  "contact_count", "contact_solve", "contact_apply"};
+
+/* The hash of the predictions (a counting sort made deterministic by sorting each entry)
+ * and each particle's contact count. */
+static pbd_status cl_contacts_build(void *impl, pbd_error *err)
+{
+    cl_impl *c = impl;
+    pbd_status status = PBD_OK;
+    kernel *k = c->contact_kernels;
+    cl_mem p = position_buffer(c, c->iterate);
+    size_t np = (size_t)c->plan->num_particles, ts = (size_t)c->plan->table_size;
+    ARG(&k[HASH_COUNT], "particle_p", p);
+    ARG(&k[CONTACT_COUNT], "particle_p", p);
+    const size_t items[CONTACT_COUNT + 1] = {ts, np, PBD_REDUCE_WG, np, ts, np};
+    for (int j = HASH_CLEAR; j <= CONTACT_COUNT && status == PBD_OK; ++j)
+        status = launch_kernel(c, &k[j], PBD_STAGE_HASH, items[j],
+                               j == HASH_SCAN ? PBD_REDUCE_WG : c->wg, err);
+cleanup:
+    return status;
+}
+
+/* One Jacobi step of the contacts: every particle's correction, then all of them applied. */
+static pbd_status cl_contacts(void *impl, pbd_error *err)
+{
+    cl_impl *c = impl;
+    pbd_status status = PBD_OK;
+    kernel *k = c->contact_kernels;
+    cl_mem p = position_buffer(c, c->iterate);
+    size_t np = (size_t)c->plan->num_particles;
+    ARG(&k[CONTACT_SOLVE], "particle_p", p);
+    ARG(&k[CONTACT_APPLY], "particle_p", p);
+    status = launch_kernel(c, &k[CONTACT_SOLVE], PBD_STAGE_CONTACT, np, c->wg, err);
+    if (status == PBD_OK)
+        status = launch_kernel(c, &k[CONTACT_APPLY], PBD_STAGE_CONTACT, np, c->wg, err);
 cleanup:
     return status;
 }
@@ -595,7 +652,20 @@ static void cl_destroy(void *impl)
         clReleaseKernel(c->gs_blocks.k);
     if (c->gs_cuts.k)
         clReleaseKernel(c->gs_cuts.k);
-    cl_mem *mems[] = {&c->x,
+    for (int k = 0; k < CONTACT_KERNELS; ++k)
+        if (c->contact_kernels[k].k)
+            clReleaseKernel(c->contact_kernels[k].k);
+    cl_mem *mems[] = {&c->contact_cell,
+                      &c->cell_count,
+                      &c->cell_fill,
+                      &c->cell_start,
+                      &c->cell_sorted,
+                      &c->contact_num,
+                      &c->contact_dp,
+                      &c->particle_rest,
+                      &c->particle_radius,
+                      &c->body_self,
+                      &c->x,
                       &c->p,
                       &c->v,
                       &c->xp,
@@ -793,6 +863,9 @@ static pbd_status choose_kernels(cl_impl *c, pbd_plan *plan, const pbd_solver_de
      * kernels/cpu/. */
     status = pbd_cl_build(&c->cl, desc->kernel_dir, plan->variant,
                           float_sums && info->fp64 ? "-DPBD_FLOAT_ACC=1" : NULL, err);
+    names[PBD_STAGE_HASH] = names[PBD_STAGE_CONTACT] = NULL; /* contact_kernels: */
+    for (int k = 0; status == PBD_OK && plan->contacts && k < CONTACT_KERNELS; ++k)
+        status = make_kernel(c, contact_names[k], &c->contact_kernels[k], err);
     for (int k = 0; status == PBD_OK && k < PBD_STAGE_COUNT; ++k)
         if (names[k])
             status = make_kernel(c, names[k], &c->kernels[k], err);
@@ -949,6 +1022,17 @@ static pbd_status create_buffers(cl_impl *c, const pbd_model *m, const pbd_plan 
     BUF(out_other, nb * PBD_OUT_COUNT * c->acc_size, NULL);
     BUF(body_apply, nb * PBD_APPLY_COUNT * f4, NULL);
     BUF(body_done, c->fused ? nb * sizeof(cl_int) : 0, NULL);
+    size_t nh = plan->contacts ? np : 0, ts = plan->contacts ? (size_t)plan->table_size : 0;
+    BUF(contact_cell, 4 * nh * sizeof(cl_int), NULL);
+    BUF(cell_count, ts * sizeof(cl_int), NULL);
+    BUF(cell_fill, ts * sizeof(cl_int), NULL);
+    BUF(cell_start, (ts + (ts > 0)) * sizeof(cl_int), NULL);
+    BUF(cell_sorted, nh * sizeof(cl_int), NULL);
+    BUF(contact_num, nh * sizeof(cl_int), NULL);
+    BUF(contact_dp, nh * f4, NULL);
+    BUF(particle_rest, nh * f4, plan->particle_rest);
+    BUF(particle_radius, nh * sizeof(float), plan->particle_radius);
+    BUF(body_self, plan->contacts ? nb * sizeof(cl_int) : 0, plan->body_self);
 #undef BUF
     free(track0);
     if (st != PBD_OK)
@@ -1047,6 +1131,8 @@ static pbd_status bind_arguments(cl_impl *c, const pbd_plan *plan, pbd_error *er
     cl_float inv_h2 = plan->inv_h2, omega = plan->cfg.omega;
     cl_float point = plan->point_damping, rigid = plan->rigid_damping;
     cl_float4 gh = {{g[0], g[1], g[2], plan->h}};
+    cl_int table_size = plan->table_size, table_mask = plan->table_size - 1;
+    cl_float inv_cell = plan->inv_cell;
     c->jacobi_start = plan->cfg.solver == PBD_SOLVER_JACOBI && plan->cfg.iterations % 2 == 1;
     /* clang-format off */
     const binding common[] = {
@@ -1075,7 +1161,13 @@ static pbd_status bind_arguments(cl_impl *c, const pbd_plan *plan, pbd_error *er
         BIND("body_out", c->out_other), BIND("body_segments", c->body_segments),
         BIND("body_done", c->body_done), BIND("stats", zero), BIND("mode", zero),
         BIND("num_bodies", nbodies), BIND("body_material", c->body_material),
-        BIND("materials", materials),
+        BIND("materials", materials), BIND("contact_cell", c->contact_cell),
+        BIND("cell_count", c->cell_count), BIND("cell_fill", c->cell_fill),
+        BIND("cell_start", c->cell_start), BIND("cell_sorted", c->cell_sorted),
+        BIND("contact_num", c->contact_num), BIND("contact_dp", c->contact_dp),
+        BIND("particle_rest", c->particle_rest), BIND("particle_radius", c->particle_radius),
+        BIND("body_self", c->body_self), BIND("table_size", table_size),
+        BIND("table_mask", table_mask), BIND("inv_cell", inv_cell),
     };
     /* clang-format on */
     int ncommon = (int)(sizeof common / sizeof common[0]);
@@ -1085,6 +1177,8 @@ static pbd_status bind_arguments(cl_impl *c, const pbd_plan *plan, pbd_error *er
         status = bind(&c->gs_blocks, common, ncommon, err);
     if (status == PBD_OK)
         status = bind(&c->gs_cuts, common, ncommon, err);
+    for (int k = 0; k < CONTACT_KERNELS && status == PBD_OK; ++k)
+        status = bind(&c->contact_kernels[k], common, ncommon, err);
     if (status != PBD_OK)
         return status;
     return bind_exceptions(c, plan, err);
@@ -1199,6 +1293,8 @@ const pbd_backend_ops pbd_cl_ops = {
     .project_jacobi = cl_project_jacobi,
     .gather_jacobi = cl_gather_jacobi,
     .collide = cl_collide,
+    .contacts_build = cl_contacts_build,
+    .contacts = cl_contacts,
     .update = cl_update,
     .momentum = cl_momentum,
     .body_solve = cl_body_solve,

@@ -39,6 +39,9 @@ void pbd_plan_free(pbd_plan *plan)
     free(plan->body_ref);
     free(plan->body_flags);
     free(plan->body_material);
+    free(plan->particle_radius);
+    free(plan->body_self);
+    free(plan->particle_rest);
     free(plan->colliders0);
     free(plan->collider_t0);
     free(plan->colliders);
@@ -422,6 +425,40 @@ int pbd_collider_moves(const pbd_collider *c)
            c->angular_velocity.z != 0.0f;
 }
 
+/* Particle contacts, where a body has a particle radius: each particle's radius, the bodies'
+ * self-collision, the rest shape, and the hash's size (cells twice the largest radius, so a
+ * particle's contacts lie in its own and the 26 neighbouring cells; a table of at least as
+ * many entries as particles). Contacts between bodies are external impulses to each. */
+static pbd_status plan_contacts(const pbd_model *m, pbd_plan *plan, pbd_error *err)
+{
+    float rmax = 0.0f;
+    int with = 0;
+    for (int b = 0; b < m->num_bodies; ++b) {
+        rmax = m->bodies[b].radius > rmax ? m->bodies[b].radius : rmax;
+        with += m->bodies[b].radius > 0.0f;
+    }
+    if (with == 0)
+        return PBD_OK;
+    size_t np = (size_t)m->num_particles, nb = (size_t)m->num_bodies;
+    plan->particle_radius = malloc(np * sizeof *plan->particle_radius);
+    plan->body_self = malloc(nb * sizeof *plan->body_self);
+    plan->particle_rest = malloc(np * sizeof *plan->particle_rest);
+    if (!plan->particle_radius || !plan->body_self || !plan->particle_rest)
+        return pbd_error_set(err, PBD_ERR_MEMORY, "out of memory preparing the contacts");
+    for (size_t i = 0; i < np; ++i)
+        plan->particle_radius[i] = m->bodies[m->body[i]].radius;
+    for (size_t b = 0; b < nb; ++b)
+        plan->body_self[b] = m->bodies[b].self_collision;
+    memcpy(plan->particle_rest, m->x, np * sizeof *plan->particle_rest);
+    plan->contacts = 1;
+    plan->table_size = 16;
+    while ((size_t)plan->table_size < np)
+        plan->table_size *= 2;
+    plan->inv_cell = 1.0f / (2.0f * rmax);
+    plan->external |= with > 1;
+    return PBD_OK;
+}
+
 pbd_status pbd_plan_build(const pbd_model *m, const pbd_config *cfg, pbd_plan *plan, pbd_error *err)
 {
     memset(plan, 0, sizeof *plan);
@@ -504,6 +541,9 @@ pbd_status pbd_plan_build(const pbd_model *m, const pbd_config *cfg, pbd_plan *p
         plan->bounce |= m->colliders[k].restitution > 0.0f;
     for (int t = 0; t < PBD_CONSTRAINT_COUNT; ++t)
         plan->external |= pbd_constraint_types[t].world && plan->type[t].count > 0;
+    st = plan_contacts(m, plan, err);
+    if (st != PBD_OK)
+        goto fail;
 
     int nseg = 0;
     for (int b = 0; b < m->num_bodies; ++b)

@@ -20,6 +20,8 @@ typedef enum pbd_stage {
     PBD_STAGE_REDUCE,
     PBD_STAGE_SOLVE,
     PBD_STAGE_APPLY,
+    PBD_STAGE_HASH,    /* particle contacts: the hash and each particle's contact count */
+    PBD_STAGE_CONTACT, /* particle contacts: projected, once an iteration */
     PBD_STAGE_COUNT
 } pbd_stage;
 
@@ -106,6 +108,13 @@ typedef struct pbd_plan {
     float inv_h2;
     float point_damping; /* fraction for the velocity update (point damping), else 0 */
     float rigid_damping; /* fraction for momentum_apply (rigid damping), else 0 */
+    /* Particle contacts (pbd_contacts): on when a body has a particle radius. */
+    int contacts;
+    int table_size;            /* hash table entries, a power of two >= the particles */
+    float inv_cell;            /* 1 / cell size; a cell is twice the largest radius, 1/m */
+    float *particle_radius;    /* per particle, its body's radius (0: no contacts), m */
+    int *body_self;            /* per body, 1: self-collision */
+    pbd_float4 *particle_rest; /* the initial positions: self-contacts' rest distances */
 } pbd_plan;
 
 pbd_status pbd_plan_build(const pbd_model *m, const pbd_config *cfg, pbd_plan *plan,
@@ -133,6 +142,10 @@ typedef struct pbd_backend_ops {
     pbd_status (*project_jacobi)(void *impl, int reset_lambda, pbd_error *err);
     pbd_status (*gather_jacobi)(void *impl, pbd_error *err);
     pbd_status (*collide)(void *impl, pbd_error *err);
+    /* Particle contacts: the hash and contact counts from the predictions (once a
+     * substep), and their projection (once an iteration). */
+    pbd_status (*contacts_build)(void *impl, pbd_error *err);
+    pbd_status (*contacts)(void *impl, pbd_error *err);
     /* keep_prev: store x and v for the next BDF2 prediction. */
     pbd_status (*update)(void *impl, int bdf2, int keep_prev, pbd_error *err);
     /* Momentum preservation for one substep: reduce, solve (PBD_SOLVE_STEP), apply. */

@@ -18,6 +18,8 @@ const char *const pbd_stage_names[PBD_STAGE_COUNT] = {
     "body_reduce",
     "body_solve",
     "momentum_apply",
+    "contact_hash",
+    "contact",
 };
 
 #define STAGE(call)                                                                                \
@@ -32,6 +34,10 @@ static pbd_status iterate(const pbd_backend_ops *ops, void *impl, const pbd_plan
                           pbd_error *err)
 {
     int jacobi = plan->cfg.solver == PBD_SOLVER_JACOBI;
+    /* particle contacts first, so that the colliders, which end the iteration, have the last
+     * word against them */
+    if (plan->contacts)
+        STAGE(ops->contacts(impl, err));
     for (int t = 0; t < PBD_CONSTRAINT_COUNT; ++t) {
         if (t == PBD_CONSTRAINT_DISTANCE && jacobi) {
             /* Jacobi: every constraint's gain on the same iterate (on the CPU variant this
@@ -132,6 +138,9 @@ pbd_status pbd_step_frame(const pbd_backend_ops *ops, void *impl, const pbd_plan
         }
         /* predict (also applies the previous substep's momentum correction: its broadcast) */
         STAGE(ops->predict(impl, bdf2, err));
+        /* particle contacts: the hash of the predictions */
+        if (plan->contacts)
+            STAGE(ops->contacts_build(impl, err));
         /* project: XPBD multipliers start at zero each substep (Macklin 2016, Algorithm 1) */
         for (int it = 0; it < cfg->iterations; ++it)
             STAGE(iterate(ops, impl, plan, it == 0, err));
@@ -156,6 +165,9 @@ long pbd_step_launches(const pbd_plan *plan)
         per_iteration = plan->jacobi_launches;
     /* The momentum correction's own launches (momentum_apply runs alone only before the state
      * is read). */
-    return (long)cfg->substeps *
-           (2 + (long)cfg->iterations * per_iteration + plan->momentum_launches);
+    /* particle contacts: the hash's five launches and the counts, then two an iteration */
+    if (plan->contacts)
+        per_iteration += 2;
+    return (long)cfg->substeps * (2 + (long)cfg->iterations * per_iteration +
+                                  plan->momentum_launches + (plan->contacts ? 6 : 0));
 }

@@ -1,0 +1,125 @@
+/* Particle contacts (pbd_contacts in pbd_shared.h). Every substep, from the predicted
+ * positions, a counting sort of the particles by their cells' table entries: hash_clear,
+ * hash_count (an integer histogram: atomic_inc gives the same counts in any order),
+ * hash_scan, hash_scatter (atomic slots, in no fixed order), hash_sort (each entry's
+ * particles by index: the order the CPU reference's sort gives), then contact_count. Every
+ * iteration, contact_solve (each particle's side of its contacts) and contact_apply. No
+ * float atomics: every float is summed by one work-item in a fixed order. Built after
+ * pbd_shared.h. */
+
+__kernel void hash_clear(__global int *cell_count, __global int *cell_fill, int table_size)
+{
+    int h = get_global_id(0);
+    if (h >= table_size)
+        return;
+    cell_count[h] = 0;
+    cell_fill[h] = 0;
+}
+
+__kernel void hash_count(__global const pbd_float4 *particle_p, __global int *contact_cell,
+                         __global int *cell_count, float inv_cell, int table_mask,
+                         int num_particles)
+{
+    int i = get_global_id(0);
+    if (i >= num_particles)
+        return;
+    atomic_inc(&cell_count[pbd_contact_cell(particle_p, contact_cell, i, inv_cell, table_mask)]);
+}
+
+/* The exclusive prefix sum of the counts, one work-group of PBD_REDUCE_WG: each work-item
+ * sums a run of entries, the first scans the runs' sums, then each writes its run's starts.
+ * Integers: the order of addition does not matter. */
+__kernel void hash_scan(__global const int *cell_count, __global int *cell_start, int table_size)
+{
+    __local int part[PBD_REDUCE_WG];
+    int l = get_local_id(0), run = (table_size + PBD_REDUCE_WG - 1) / PBD_REDUCE_WG;
+    int lo = l * run, hi = lo + run < table_size ? lo + run : table_size, s = 0;
+    for (int h = lo; h < hi; ++h)
+        s += cell_count[h];
+    part[l] = s;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (l == 0) {
+        int total = 0;
+        for (int k = 0; k < PBD_REDUCE_WG; ++k) {
+            int t = part[k];
+            part[k] = total;
+            total += t;
+        }
+        cell_start[table_size] = total;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    s = part[l];
+    for (int h = lo; h < hi; ++h) {
+        cell_start[h] = s;
+        s += cell_count[h];
+    }
+}
+
+__kernel void hash_scatter(__global const int *contact_cell, __global const int *cell_start,
+                           __global int *cell_fill, __global int *cell_sorted, int num_particles)
+{
+    int i = get_global_id(0);
+    if (i >= num_particles)
+        return;
+    int h = contact_cell[4 * i + 3];
+    cell_sorted[cell_start[h] + atomic_inc(&cell_fill[h])] = i;
+}
+
+/* Each entry's particles by index (insertion sort: entries hold a few particles). */
+__kernel void hash_sort(__global const int *cell_start, __global int *cell_sorted, int table_size)
+{
+    int h = get_global_id(0);
+    if (h >= table_size)
+        return;
+    int lo = cell_start[h], hi = cell_start[h + 1];
+    for (int k = lo + 1; k < hi; ++k) {
+        int v = cell_sorted[k], j = k - 1;
+        while (j >= lo && cell_sorted[j] > v) {
+            cell_sorted[j + 1] = cell_sorted[j];
+            --j;
+        }
+        cell_sorted[j + 1] = v;
+    }
+}
+
+__kernel void contact_count(__global const pbd_float4 *particle_p,
+                            __global const pbd_float4 *particle_rest,
+                            __global const float *particle_radius,
+                            __global const int *particle_body, __global const int *body_self,
+                            __global const int *contact_cell, __global const int *cell_start,
+                            __global const int *cell_sorted, int table_mask,
+                            __global int *contact_num, int num_particles)
+{
+    int i = get_global_id(0);
+    if (i >= num_particles)
+        return;
+    float o[6];
+    contact_num[i] =
+        pbd_contacts(particle_p, particle_rest, particle_radius, particle_body, body_self,
+                     contact_cell, cell_start, cell_sorted, table_mask, contact_num, 1.0f, 1, i, o);
+}
+
+__kernel void
+contact_solve(__global const pbd_float4 *particle_p, __global const pbd_float4 *particle_rest,
+              __global const float *particle_radius, __global const int *particle_body,
+              __global const int *body_self, __global const int *contact_cell,
+              __global const int *cell_start, __global const int *cell_sorted, int table_mask,
+              __global const int *contact_num, float omega, __global pbd_float4 *contact_dp,
+              __global pbd_float4 *particle_dx, int track, int num_particles)
+{
+    int i = get_global_id(0);
+    if (i >= num_particles)
+        return;
+    pbd_contact_solve(particle_p, particle_rest, particle_radius, particle_body, body_self,
+                      contact_cell, cell_start, cell_sorted, table_mask, contact_num, omega,
+                      contact_dp, particle_dx, track, i);
+}
+
+__kernel void contact_apply(__global pbd_float4 *particle_p, __global const pbd_float4 *contact_dp,
+                            int num_particles)
+{
+    int i = get_global_id(0);
+    if (i >= num_particles)
+        return;
+    pbd_contact_apply(particle_p, contact_dp, i);
+}
