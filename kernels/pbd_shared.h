@@ -1283,32 +1283,43 @@ PBD_INLINE int pbd_contact_cell(PBD_GLOBAL const pbd_float4 *p, PBD_GLOBAL int *
 }
 
 /* Particle i's contacts, the neighbouring cells in a fixed order and each cell's particles
- * by index. With `count_only`, returns how many it has (num is not read); otherwise returns
- * the same count and leaves its correction in out[0..2] and the part of it that other
- * bodies cause in out[3..5]. Pairs within a body count only with its self-collision, and
- * only if the two were at least r_i + r_j apart at rest. */
-PBD_INLINE int pbd_contacts(PBD_GLOBAL const pbd_float4 *p, PBD_GLOBAL const pbd_float4 *rest,
-                            PBD_GLOBAL const float *radius, PBD_GLOBAL const int *body,
-                            PBD_GLOBAL const int *body_self, PBD_GLOBAL const int *cell,
+ * by index. With `count_only`, returns how many it has (num, x and material are not read);
+ * otherwise returns the same count and leaves in out[0..2] its correction, in out[3..5] the
+ * part of it that other bodies cause, and in out[6..8] that part's moment about x[i] (taken
+ * at the contact point, the pair's midpoint, so that a pair's moments cancel, friction's
+ * too). Pairs within a body count only with its self-collision, and only if the two were at
+ * least r_i + r_j apart at rest.
+ *
+ * Friction (Macklin et al. 2014, eq. 24-25, as pbd_friction): the pair's relative motion
+ * since the substep's start, (p_i - x_i) - (p_j - x_j), has a tangential part t; static
+ * (|t| < mu_s depth) removes it, kinetic shortens it by mu_k depth, shared by inverse mass
+ * as the push is. mu_s, mu_k: the two bodies' (material .x, .y) mixed as Box2D mixes,
+ * sqrt(a b); a body without friction of its own (< 0) makes the contact frictionless. */
+PBD_INLINE int pbd_contacts(PBD_GLOBAL const pbd_float4 *p, PBD_GLOBAL const pbd_float4 *x,
+                            PBD_GLOBAL const pbd_float4 *rest, PBD_GLOBAL const float *radius,
+                            PBD_GLOBAL const int *body, PBD_GLOBAL const int *body_self,
+                            PBD_GLOBAL const pbd_float4 *material, PBD_GLOBAL const int *cell,
                             PBD_GLOBAL const int *cell_start, PBD_GLOBAL const int *cell_sorted,
                             int mask, PBD_GLOBAL const int *num, float omega, int count_only, int i,
                             float *out)
 {
     float ri = radius[i];
     int n = 0, bi = body[i];
-    for (int k = 0; k < 6; ++k)
+    for (int k = 0; k < 9; ++k)
         out[k] = 0.0f;
     if (!(ri > 0.0f))
         return 0;
-    pbd_float4 pi = p[i], qi = rest[i];
+    pbd_float4 pi = p[i], qi = rest[i], xi = count_only ? pi : x[i];
+    pbd_float4 mi = count_only ? PBD_F4(-1.0f, -1.0f, 0.0f, 0.0f) : material[bi];
     int cx = cell[4 * i], cy = cell[4 * i + 1], cz = cell[4 * i + 2];
     for (int dz = -1; dz <= 1; ++dz)
         for (int dy = -1; dy <= 1; ++dy)
             for (int dx = -1; dx <= 1; ++dx) {
-                int x = cx + dx, y = cy + dy, z = cz + dz, h = pbd_cell_hash(x, y, z, mask);
+                int hx = cx + dx, hy = cy + dy, hz = cz + dz, h = pbd_cell_hash(hx, hy, hz, mask);
                 for (int s = cell_start[h]; s < cell_start[h + 1]; ++s) {
                     int j = cell_sorted[s];
-                    if (j == i || cell[4 * j] != x || cell[4 * j + 1] != y || cell[4 * j + 2] != z)
+                    if (j == i || cell[4 * j] != hx || cell[4 * j + 1] != hy ||
+                        cell[4 * j + 2] != hz)
                         continue;
                     float rj = radius[j];
                     int bj = body[j];
@@ -1330,36 +1341,117 @@ PBD_INLINE int pbd_contacts(PBD_GLOBAL const pbd_float4 *p, PBD_GLOBAL const pbd
                     if (count_only)
                         continue;
                     int ni = num[i], nj = num[j], nm = ni > nj ? ni : nj;
-                    float len = pbd_sqrtf(l2);
-                    float g = (rs - len) / (len * ws) * (omega / (float)(nm > 0 ? nm : 1));
-                    float wg = pi.w * g;
-                    out[0] = out[0] + wg * ex, out[1] = out[1] + wg * ey;
-                    out[2] = out[2] + wg * ez;
-                    if (bj != bi)
-                        out[3] = out[3] + wg * ex, out[4] = out[4] + wg * ey,
-                        out[5] = out[5] + wg * ez;
+                    float len = pbd_sqrtf(l2), depth = rs - len;
+                    float f = pi.w * (omega / (float)(nm > 0 ? nm : 1));
+                    float g = depth / (len * ws);
+                    float cxv = g * ex, cyv = g * ey, czv = g * ez;
+                    pbd_float4 mj = material[bj];
+                    if (mi.x > 0.0f && mj.x > 0.0f) {
+                        pbd_float4 xj = x[j];
+                        float nx = ex / len, ny = ey / len, nz = ez / len;
+                        float rx = (pi.x - xi.x) - (pj.x - xj.x);
+                        float ry = (pi.y - xi.y) - (pj.y - xj.y);
+                        float rz = (pi.z - xi.z) - (pj.z - xj.z);
+                        float rn = rx * nx + ry * ny + rz * nz;
+                        float tx = rx - rn * nx, ty = ry - rn * ny, tz = rz - rn * nz;
+                        float lt = pbd_sqrtf(tx * tx + ty * ty + tz * tz);
+                        float mus = pbd_sqrtf(mi.x * mj.x);
+                        float muk = mi.y > 0.0f && mj.y > 0.0f ? pbd_sqrtf(mi.y * mj.y) : 0.0f;
+                        float k = lt < mus * depth ? 1.0f
+                                  : lt > 0.0f      ? (muk * depth < lt ? muk * depth / lt : 1.0f)
+                                                   : 0.0f;
+                        float kw = k / ws;
+                        cxv = cxv - kw * tx, cyv = cyv - kw * ty, czv = czv - kw * tz;
+                    }
+                    cxv = f * cxv, cyv = f * cyv, czv = f * czv;
+                    out[0] = out[0] + cxv, out[1] = out[1] + cyv, out[2] = out[2] + czv;
+                    if (bj != bi) {
+                        /* the lever: the midpoint, the same bits from either end */
+                        float ax = (pi.x + pj.x) * 0.5f - xi.x, ay = (pi.y + pj.y) * 0.5f - xi.y;
+                        float az = (pi.z + pj.z) * 0.5f - xi.z;
+                        out[3] = out[3] + cxv, out[4] = out[4] + cyv, out[5] = out[5] + czv;
+                        out[6] = out[6] + (ay * czv - az * cyv);
+                        out[7] = out[7] + (az * cxv - ax * czv);
+                        out[8] = out[8] + (ax * cyv - ay * cxv);
+                    }
                 }
             }
     return n;
 }
 
 /* Particle i's contact correction into dp[i] (applied by pbd_contact_apply once every
- * particle has its own); what other bodies push it by is, with `track`, an external impulse
- * for the momentum tracker (dx), as a collider's push is. */
-PBD_INLINE void pbd_contact_solve(PBD_GLOBAL const pbd_float4 *p, PBD_GLOBAL const pbd_float4 *rest,
-                                  PBD_GLOBAL const float *radius, PBD_GLOBAL const int *body,
-                                  PBD_GLOBAL const int *body_self, PBD_GLOBAL const int *cell,
+ * particle has its own). What other bodies push it by is, with `track`, an external impulse
+ * for the momentum tracker (dx), as a collider's push is. The tracker takes every impulse's
+ * moment at the particle's final position, but a pair's pushes cancel in moment only where
+ * they act, so the push is also kept apart (cdx) with its moment there about x[i] (a), from
+ * which pbd_contact_moment corrects the tracked angular momentum. */
+PBD_INLINE void pbd_contact_solve(PBD_GLOBAL const pbd_float4 *p, PBD_GLOBAL const pbd_float4 *x,
+                                  PBD_GLOBAL const pbd_float4 *rest, PBD_GLOBAL const float *radius,
+                                  PBD_GLOBAL const int *body, PBD_GLOBAL const int *body_self,
+                                  PBD_GLOBAL const pbd_float4 *material, PBD_GLOBAL const int *cell,
                                   PBD_GLOBAL const int *cell_start,
                                   PBD_GLOBAL const int *cell_sorted, int mask,
                                   PBD_GLOBAL const int *num, float omega, PBD_GLOBAL pbd_float4 *dp,
-                                  PBD_GLOBAL pbd_float4 *dx, int track, int i)
+                                  PBD_GLOBAL pbd_float4 *dx, PBD_GLOBAL pbd_float4 *cdx,
+                                  PBD_GLOBAL pbd_float4 *a, int track, int i)
 {
-    float o[6];
-    pbd_contacts(p, rest, radius, body, body_self, cell, cell_start, cell_sorted, mask, num, omega,
-                 0, i, o);
+    float o[9];
+    pbd_contacts(p, x, rest, radius, body, body_self, material, cell, cell_start, cell_sorted, mask,
+                 num, omega, 0, i, o);
     dp[i] = PBD_F4(o[0], o[1], o[2], 0.0f);
-    if (track && (o[3] != 0.0f || o[4] != 0.0f || o[5] != 0.0f))
+    if (track && (o[3] != 0.0f || o[4] != 0.0f || o[5] != 0.0f)) {
+        pbd_float4 c = cdx[i], m = a[i];
         dx[i] = PBD_F4(dx[i].x + o[3], dx[i].y + o[4], dx[i].z + o[5], 0.0f);
+        cdx[i] = PBD_F4(c.x + o[3], c.y + o[4], c.z + o[5], 0.0f);
+        a[i] = PBD_F4(m.x + o[6], m.y + o[7], m.z + o[8], 0.0f);
+    }
+}
+
+/* The substep's contact bookkeeping starts at zero. */
+PBD_INLINE void pbd_contact_start(PBD_GLOBAL pbd_float4 *cdx, PBD_GLOBAL pbd_float4 *a, int i)
+{
+    cdx[i] = PBD_F4(0.0f, 0.0f, 0.0f, 0.0f);
+    a[i] = PBD_F4(0.0f, 0.0f, 0.0f, 0.0f);
+}
+
+/* After the iterations (p final), body b's tracked angular momentum L_r gets two terms that
+ * make a pair's contacts change the pair's total L (about any fixed point) by no more than
+ * rounding:
+ * - the difference between its contact impulses' moments where they acted and where the
+ *   tracker takes them, at the final positions: sum of m / h (a - (p - x) x cdx);
+ * - L_r is about the centre of mass, which the substep moves by h P_new / M, where P_new
+ *   includes the contacts' impulse J: its moment c x P about a fixed point then changes by
+ *   h / M (J x P_r) more than the impulses' own moment, which this takes back:
+ *   P_r x (sum m cdx) / M, P_r the tracked momentum before the substep's impulses.
+ * Sums in particle order. */
+PBD_INLINE void pbd_contact_moment(int b, PBD_GLOBAL const int *body_first,
+                                   PBD_GLOBAL const int *flags, PBD_GLOBAL const pbd_float4 *p,
+                                   PBD_GLOBAL const pbd_float4 *v, PBD_GLOBAL const pbd_float4 *x,
+                                   PBD_GLOBAL const pbd_float4 *cdx, PBD_GLOBAL const pbd_float4 *a,
+                                   float inv_h, PBD_GLOBAL pbd_acc *track)
+{
+    if (!(flags[b] & PBD_BODY_MOMENTUM))
+        return;
+    pbd_acc s[3] = {(pbd_acc)0, (pbd_acc)0, (pbd_acc)0};
+    pbd_acc j[3] = {(pbd_acc)0, (pbd_acc)0, (pbd_acc)0}, mass = (pbd_acc)0, pj[3];
+    for (int i = body_first[b]; i < body_first[b + 1]; ++i) {
+        pbd_float4 q = p[i], o = x[i], c = cdx[i], m = a[i];
+        float rx = q.x - o.x, ry = q.y - o.y, rz = q.z - o.z;
+        float dx = m.x - (ry * c.z - rz * c.y), dy = m.y - (rz * c.x - rx * c.z);
+        float dz = m.z - (rx * c.y - ry * c.x);
+        pbd_acc mi = (pbd_acc)v[i].w;
+        s[0] = s[0] + mi * (pbd_acc)(dx * inv_h);
+        s[1] = s[1] + mi * (pbd_acc)(dy * inv_h);
+        s[2] = s[2] + mi * (pbd_acc)(dz * inv_h);
+        j[0] = j[0] + mi * (pbd_acc)c.x;
+        j[1] = j[1] + mi * (pbd_acc)c.y;
+        j[2] = j[2] + mi * (pbd_acc)c.z;
+        mass = mass + mi;
+    }
+    PBD_GLOBAL pbd_acc *t = track + 6 * b;
+    pbd_cross(t[0], t[1], t[2], j[0], j[1], j[2], pj);
+    for (int k = 0; k < 3; ++k)
+        t[3 + k] = t[3 + k] + (s[k] + pj[k] / mass);
 }
 
 PBD_INLINE void pbd_contact_apply(PBD_GLOBAL pbd_float4 *p, PBD_GLOBAL const pbd_float4 *dp, int i)

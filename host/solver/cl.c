@@ -57,9 +57,9 @@ typedef struct cl_impl {
     int fused;    /* the update also sums for the correction (update_reduce_serial) */
     /* particle contacts: the hash's kernels (hash_*), contact_count, contact_solve and
      * contact_apply, in contact_names' order, and their buffers */
-    kernel contact_kernels[8];
+    kernel contact_kernels[9]; /* CONTACT_KERNELS */
     cl_mem contact_cell, cell_count, cell_fill, cell_start, cell_sorted, contact_num, contact_dp;
-    cl_mem particle_rest, particle_radius, body_self;
+    cl_mem particle_rest, particle_radius, body_self, body_first, contact_cdx, contact_a;
     pbd_kernel_time times[PBD_STAGE_COUNT];
 } cl_impl;
 
@@ -189,11 +189,12 @@ enum {
     CONTACT_COUNT,
     CONTACT_SOLVE,
     CONTACT_APPLY,
+    CONTACT_MOMENT,
     CONTACT_KERNELS
 };
 static const char *const contact_names[CONTACT_KERNELS] = {
-    "hash_clear", "hash_count",    "hash_scan",     "hash_scatter",
-    "hash_sort",  "contact_count", "contact_solve", "contact_apply"};
+    "hash_clear",    "hash_count",    "hash_scan",     "hash_scatter",  "hash_sort",
+    "contact_count", "contact_solve", "contact_apply", "contact_moment"};
 
 /* The hash of the predictions (a counting sort made deterministic by sorting each entry)
  * and each particle's contact count. */
@@ -227,6 +228,19 @@ static pbd_status cl_contacts(void *impl, pbd_error *err)
     status = launch_kernel(c, &k[CONTACT_SOLVE], PBD_STAGE_CONTACT, np, c->wg, err);
     if (status == PBD_OK)
         status = launch_kernel(c, &k[CONTACT_APPLY], PBD_STAGE_CONTACT, np, c->wg, err);
+cleanup:
+    return status;
+}
+
+static pbd_status cl_contacts_moment(void *impl, pbd_error *err)
+{
+    cl_impl *c = impl;
+    pbd_status status = PBD_OK;
+    kernel *k = &c->contact_kernels[CONTACT_MOMENT];
+    cl_mem p = position_buffer(c, c->iterate);
+    ARG(k, "particle_p", p);
+    status = launch_kernel(c, k, PBD_STAGE_CONTACT, (size_t)c->plan->num_bodies,
+                           serial_local(c, (size_t)c->plan->num_bodies), err);
 cleanup:
     return status;
 }
@@ -665,6 +679,9 @@ static void cl_destroy(void *impl)
                       &c->particle_rest,
                       &c->particle_radius,
                       &c->body_self,
+                      &c->body_first,
+                      &c->contact_cdx,
+                      &c->contact_a,
                       &c->x,
                       &c->p,
                       &c->v,
@@ -1033,6 +1050,9 @@ static pbd_status create_buffers(cl_impl *c, const pbd_model *m, const pbd_plan 
     BUF(particle_rest, nh * f4, plan->particle_rest);
     BUF(particle_radius, nh * sizeof(float), plan->particle_radius);
     BUF(body_self, plan->contacts ? nb * sizeof(cl_int) : 0, plan->body_self);
+    BUF(body_first, plan->contacts ? (nb + 1) * sizeof(cl_int) : 0, plan->body_first);
+    BUF(contact_cdx, nh * f4, NULL);
+    BUF(contact_a, nh * f4, NULL);
 #undef BUF
     free(track0);
     if (st != PBD_OK)
@@ -1168,6 +1188,7 @@ static pbd_status bind_arguments(cl_impl *c, const pbd_plan *plan, pbd_error *er
         BIND("particle_rest", c->particle_rest), BIND("particle_radius", c->particle_radius),
         BIND("body_self", c->body_self), BIND("table_size", table_size),
         BIND("table_mask", table_mask), BIND("inv_cell", inv_cell),
+        BIND("body_first", c->body_first), BIND("contact_cdx", c->contact_cdx), BIND("contact_a", c->contact_a),
     };
     /* clang-format on */
     int ncommon = (int)(sizeof common / sizeof common[0]);
@@ -1295,6 +1316,7 @@ const pbd_backend_ops pbd_cl_ops = {
     .collide = cl_collide,
     .contacts_build = cl_contacts_build,
     .contacts = cl_contacts,
+    .contacts_moment = cl_contacts_moment,
     .update = cl_update,
     .momentum = cl_momentum,
     .body_solve = cl_body_solve,

@@ -29,7 +29,7 @@ typedef struct cpu_impl {
     int pending;          /* a correction is computed but not yet applied to v */
     /* particle contacts: the hash (as the device's kernels leave it) and the corrections */
     int *contact_cell, *cell_count, *cell_start, *cell_sorted, *contact_num;
-    pbd_float4 *contact_dp;
+    pbd_float4 *contact_dp, *contact_cdx, *contact_a;
     pbd_kernel_time times[PBD_STAGE_COUNT];
 } cpu_impl;
 
@@ -167,34 +167,23 @@ static pbd_status cpu_gather_jacobi(void *impl, pbd_error *err)
     return PBD_OK;
 }
 
-/* The device's counting sort, as hash_sort leaves it: each table entry's particles in
- * ascending order, which visiting them in order gives here. */
+/* The hash as the device's kernels leave it, and each particle's contact count. */
 static pbd_status cpu_contacts_build(void *impl, pbd_error *err)
 {
     (void)err;
     cpu_impl *c = impl;
     const pbd_plan *pl = c->plan;
     double t0 = now_ms();
-    int n = pl->num_particles, ts = pl->table_size, mask = ts - 1;
-    memset(c->cell_count, 0, (size_t)ts * sizeof *c->cell_count);
+    int n = pl->num_particles, mask = pl->table_size - 1;
+    pbd_contact_hash_build(pl, c->p, c->contact_cell, c->cell_count, c->cell_start, c->cell_sorted);
     for (int i = 0; i < n; ++i)
-        c->cell_count[pbd_contact_cell(c->p, c->contact_cell, i, pl->inv_cell, mask)]++;
-    int total = 0;
-    for (int h = 0; h < ts; ++h) {
-        c->cell_start[h] = total;
-        total += c->cell_count[h];
-        c->cell_count[h] = 0; /* now the fill */
-    }
-    c->cell_start[ts] = total;
-    for (int i = 0; i < n; ++i) {
-        int h = c->contact_cell[4 * i + 3];
-        c->cell_sorted[c->cell_start[h] + c->cell_count[h]++] = i;
-    }
-    float o[6];
-    for (int i = 0; i < n; ++i)
-        c->contact_num[i] = pbd_contacts(
-            c->p, pl->particle_rest, pl->particle_radius, c->particle_body, pl->body_self,
-            c->contact_cell, c->cell_start, c->cell_sorted, mask, c->contact_num, 1.0f, 1, i, o);
+        pbd_contact_start(c->contact_cdx, c->contact_a, i);
+    float o[9];
+    for (int i = 0; i < n; ++i) /* counting reads no start positions and no materials */
+        c->contact_num[i] =
+            pbd_contacts(c->p, c->p, pl->particle_rest, pl->particle_radius, c->particle_body,
+                         pl->body_self, c->p, c->contact_cell, c->cell_start, c->cell_sorted, mask,
+                         c->contact_num, 1.0f, 1, i, o);
     charge(c, PBD_STAGE_HASH, t0);
     return PBD_OK;
 }
@@ -206,12 +195,25 @@ static pbd_status cpu_contacts(void *impl, pbd_error *err)
     const pbd_plan *pl = c->plan;
     double t0 = now_ms();
     for (int i = 0; i < pl->num_particles; ++i)
-        pbd_contact_solve(c->p, pl->particle_rest, pl->particle_radius, c->particle_body,
-                          pl->body_self, c->contact_cell, c->cell_start, c->cell_sorted,
-                          pl->table_size - 1, c->contact_num, pl->cfg.omega, c->contact_dp, c->dx,
-                          pl->track, i);
+        pbd_contact_solve(c->p, c->x, pl->particle_rest, pl->particle_radius, c->particle_body,
+                          pl->body_self, pl->body_material, c->contact_cell, c->cell_start,
+                          c->cell_sorted, pl->table_size - 1, c->contact_num, pl->cfg.omega,
+                          c->contact_dp, c->dx, c->contact_cdx, c->contact_a, pl->track, i);
     for (int i = 0; i < pl->num_particles; ++i)
         pbd_contact_apply(c->p, c->contact_dp, i);
+    charge(c, PBD_STAGE_CONTACT, t0);
+    return PBD_OK;
+}
+
+static pbd_status cpu_contacts_moment(void *impl, pbd_error *err)
+{
+    (void)err;
+    cpu_impl *c = impl;
+    const pbd_plan *pl = c->plan;
+    double t0 = now_ms();
+    for (int b = 0; b < pl->num_bodies; ++b)
+        pbd_contact_moment(b, pl->body_first, pl->body_flags, c->p, c->v, c->x, c->contact_cdx,
+                           c->contact_a, pl->inv_h, c->body_track);
     charge(c, PBD_STAGE_CONTACT, t0);
     return PBD_OK;
 }
@@ -430,7 +432,7 @@ static size_t cpu_memory_bytes(const void *impl)
          nb * (f4 + 6 * sizeof(double) + 2 * PBD_OUT_COUNT * sizeof(double) + PBD_APPLY_COUNT * f4);
     b += (size_t)pl->num_segments * PBD_SUM_COUNT * sizeof(double);
     if (pl->contacts) /* the hash and the corrections */
-        b += np * (6 * sizeof(int) + f4) + (3 * (size_t)pl->table_size + 1) * sizeof(int);
+        b += np * (6 * sizeof(int) + 3 * f4) + (3 * (size_t)pl->table_size + 1) * sizeof(int);
     /* The plan's arrays the loops read: constraints and multipliers, CSR, colours, segments. */
     for (int t = 0; t < PBD_CONSTRAINT_COUNT; ++t)
         b += ((size_t)pl->type[t].count + 1) * (pbd_constraint_types[t].size + sizeof(float));
@@ -464,6 +466,8 @@ static void cpu_destroy(void *impl)
     free(c->cell_sorted);
     free(c->contact_num);
     free(c->contact_dp);
+    free(c->contact_cdx);
+    free(c->contact_a);
     free(c);
 }
 
@@ -516,11 +520,14 @@ pbd_status pbd_cpu_create(const pbd_model *m, pbd_plan *plan, const pbd_solver_d
         c->cell_sorted = malloc((nh + 1) * sizeof(int));
         c->contact_num = malloc((nh + 1) * sizeof(int));
         c->contact_dp = alloc4(nh);
+        c->contact_cdx = alloc4(nh);
+        c->contact_a = alloc4(nh);
     }
     if (!c || !c->x || !c->p || !c->v || !c->xp || !c->vp || !c->dx || !c->p_next || !c->gain ||
         !lambdas || !c->particle_body || !c->body_ref || !c->body_track || !c->segment_sums ||
         !c->out_step || !c->out_other || !c->apply || !c->contact_cell || !c->cell_count ||
-        !c->cell_start || !c->cell_sorted || !c->contact_num || !c->contact_dp) {
+        !c->cell_start || !c->cell_sorted || !c->contact_num || !c->contact_dp || !c->contact_cdx ||
+        !c->contact_a) {
         if (c)
             cpu_destroy(c);
         return pbd_error_set(err, PBD_ERR_MEMORY, "out of memory for %zu particles", np);
@@ -562,6 +569,7 @@ const pbd_backend_ops pbd_cpu_ops = {
     .collide = cpu_collide,
     .contacts_build = cpu_contacts_build,
     .contacts = cpu_contacts,
+    .contacts_moment = cpu_contacts_moment,
     .update = cpu_update,
     .momentum = cpu_momentum,
     .body_solve = cpu_body_solve,

@@ -42,6 +42,7 @@ void pbd_plan_free(pbd_plan *plan)
     free(plan->particle_radius);
     free(plan->body_self);
     free(plan->particle_rest);
+    free(plan->body_first);
     free(plan->colliders0);
     free(plan->collider_t0);
     free(plan->colliders);
@@ -443,12 +444,16 @@ static pbd_status plan_contacts(const pbd_model *m, pbd_plan *plan, pbd_error *e
     plan->particle_radius = malloc(np * sizeof *plan->particle_radius);
     plan->body_self = malloc(nb * sizeof *plan->body_self);
     plan->particle_rest = malloc(np * sizeof *plan->particle_rest);
-    if (!plan->particle_radius || !plan->body_self || !plan->particle_rest)
+    plan->body_first = malloc((nb + 1) * sizeof *plan->body_first);
+    if (!plan->particle_radius || !plan->body_self || !plan->particle_rest || !plan->body_first)
         return pbd_error_set(err, PBD_ERR_MEMORY, "out of memory preparing the contacts");
     for (size_t i = 0; i < np; ++i)
         plan->particle_radius[i] = m->bodies[m->body[i]].radius;
-    for (size_t b = 0; b < nb; ++b)
+    for (size_t b = 0; b < nb; ++b) {
         plan->body_self[b] = m->bodies[b].self_collision;
+        plan->body_first[b] = m->bodies[b].first;
+    }
+    plan->body_first[nb] = (int)np;
     memcpy(plan->particle_rest, m->x, np * sizeof *plan->particle_rest);
     plan->contacts = 1;
     plan->table_size = 16;
@@ -457,6 +462,26 @@ static pbd_status plan_contacts(const pbd_model *m, pbd_plan *plan, pbd_error *e
     plan->inv_cell = 1.0f / (2.0f * rmax);
     plan->external |= with > 1;
     return PBD_OK;
+}
+
+void pbd_contact_hash_build(const pbd_plan *plan, const pbd_float4 *p, int *cell, int *fill,
+                            int *start, int *sorted)
+{
+    int n = plan->num_particles, ts = plan->table_size, mask = ts - 1;
+    memset(fill, 0, (size_t)ts * sizeof *fill);
+    for (int i = 0; i < n; ++i)
+        fill[pbd_contact_cell(p, cell, i, plan->inv_cell, mask)]++;
+    int total = 0;
+    for (int h = 0; h < ts; ++h) {
+        start[h] = total;
+        total += fill[h];
+        fill[h] = 0;
+    }
+    start[ts] = total;
+    for (int i = 0; i < n; ++i) {
+        int h = cell[4 * i + 3];
+        sorted[start[h] + fill[h]++] = i;
+    }
 }
 
 pbd_status pbd_plan_build(const pbd_model *m, const pbd_config *cfg, pbd_plan *plan, pbd_error *err)
@@ -576,6 +601,11 @@ pbd_status pbd_plan_build(const pbd_model *m, const pbd_config *cfg, pbd_plan *p
     /* Collision and attachment displacements are recorded only where there is something
      * external to record. */
     plan->track = plan->momentum_active && plan->external;
+    /* contacts between bodies: their impulses' moments where they acted */
+    int with = 0;
+    for (int b = 0; b < m->num_bodies; ++b)
+        with += m->bodies[b].radius > 0.0f;
+    plan->contact_moments = plan->track && plan->contacts && with > 1;
     /* The correction: the reduction and the solve (its broadcast rides on the next predict). */
     plan->momentum_launches = plan->momentum_active ? 2 : 0;
     plan->body_segments[m->num_bodies] = nseg;

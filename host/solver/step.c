@@ -144,6 +144,9 @@ pbd_status pbd_step_frame(const pbd_backend_ops *ops, void *impl, const pbd_plan
         /* project: XPBD multipliers start at zero each substep (Macklin 2016, Algorithm 1) */
         for (int it = 0; it < cfg->iterations; ++it)
             STAGE(iterate(ops, impl, plan, it == 0, err));
+        /* the contacts' impulses' moments where they acted, for the tracked L */
+        if (plan->contact_moments)
+            STAGE(ops->contacts_moment(impl, err));
         /* update (on the CPU variant with fp64 sums, also the momentum stage's reduction and
          * per-body solve: the fused update) */
         STAGE(ops->update(impl, bdf2, keep_prev, err));
@@ -168,6 +171,7 @@ long pbd_step_launches(const pbd_plan *plan)
     /* particle contacts: the hash's five launches and the counts, then two an iteration */
     if (plan->contacts)
         per_iteration += 2;
-    return (long)cfg->substeps * (2 + (long)cfg->iterations * per_iteration +
-                                  plan->momentum_launches + (plan->contacts ? 6 : 0));
+    return (long)cfg->substeps *
+           (2 + (long)cfg->iterations * per_iteration + plan->momentum_launches +
+            (plan->contacts ? 6 : 0) + plan->contact_moments);
 }

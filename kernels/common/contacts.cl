@@ -3,7 +3,8 @@
  * hash_count (an integer histogram: atomic_inc gives the same counts in any order),
  * hash_scan, hash_scatter (atomic slots, in no fixed order), hash_sort (each entry's
  * particles by index: the order the CPU reference's sort gives), then contact_count. Every
- * iteration, contact_solve (each particle's side of its contacts) and contact_apply. No
+ * iteration, contact_solve (each particle's side of its contacts) and contact_apply; after the
+ * iterations, where momentum is tracked, contact_moment. No
  * float atomics: every float is summed by one work-item in a fixed order. Built after
  * pbd_shared.h. */
 
@@ -16,13 +17,16 @@ __kernel void hash_clear(__global int *cell_count, __global int *cell_fill, int 
     cell_fill[h] = 0;
 }
 
+/* Also starts the substep's contact bookkeeping (pbd_contact_start). */
 __kernel void hash_count(__global const pbd_float4 *particle_p, __global int *contact_cell,
                          __global int *cell_count, float inv_cell, int table_mask,
+                         __global pbd_float4 *contact_cdx, __global pbd_float4 *contact_a,
                          int num_particles)
 {
     int i = get_global_id(0);
     if (i >= num_particles)
         return;
+    pbd_contact_start(contact_cdx, contact_a, i);
     atomic_inc(&cell_count[pbd_contact_cell(particle_p, contact_cell, i, inv_cell, table_mask)]);
 }
 
@@ -93,26 +97,30 @@ __kernel void contact_count(__global const pbd_float4 *particle_p,
     int i = get_global_id(0);
     if (i >= num_particles)
         return;
-    float o[6];
-    contact_num[i] =
-        pbd_contacts(particle_p, particle_rest, particle_radius, particle_body, body_self,
-                     contact_cell, cell_start, cell_sorted, table_mask, contact_num, 1.0f, 1, i, o);
+    float o[9];
+    /* counting reads no start positions and no materials: the positions stand in for both */
+    contact_num[i] = pbd_contacts(particle_p, particle_p, particle_rest, particle_radius,
+                                  particle_body, body_self, particle_p, contact_cell, cell_start,
+                                  cell_sorted, table_mask, contact_num, 1.0f, 1, i, o);
 }
 
 __kernel void
-contact_solve(__global const pbd_float4 *particle_p, __global const pbd_float4 *particle_rest,
-              __global const float *particle_radius, __global const int *particle_body,
-              __global const int *body_self, __global const int *contact_cell,
+contact_solve(__global const pbd_float4 *particle_p, __global const pbd_float4 *particle_x,
+              __global const pbd_float4 *particle_rest, __global const float *particle_radius,
+              __global const int *particle_body, __global const int *body_self,
+              __global const pbd_float4 *body_material, __global const int *contact_cell,
               __global const int *cell_start, __global const int *cell_sorted, int table_mask,
               __global const int *contact_num, float omega, __global pbd_float4 *contact_dp,
-              __global pbd_float4 *particle_dx, int track, int num_particles)
+              __global pbd_float4 *particle_dx, __global pbd_float4 *contact_cdx,
+              __global pbd_float4 *contact_a, int track, int num_particles)
 {
     int i = get_global_id(0);
     if (i >= num_particles)
         return;
-    pbd_contact_solve(particle_p, particle_rest, particle_radius, particle_body, body_self,
-                      contact_cell, cell_start, cell_sorted, table_mask, contact_num, omega,
-                      contact_dp, particle_dx, track, i);
+    pbd_contact_solve(particle_p, particle_x, particle_rest, particle_radius, particle_body,
+                      body_self, body_material, contact_cell, cell_start, cell_sorted, table_mask,
+                      contact_num, omega, contact_dp, particle_dx, contact_cdx, contact_a, track,
+                      i);
 }
 
 __kernel void contact_apply(__global pbd_float4 *particle_p, __global const pbd_float4 *contact_dp,
@@ -122,4 +130,20 @@ __kernel void contact_apply(__global pbd_float4 *particle_p, __global const pbd_
     if (i >= num_particles)
         return;
     pbd_contact_apply(particle_p, contact_dp, i);
+}
+
+/* A body a work-item: its contact impulses' moments where they acted (pbd_contact_moment). */
+__kernel void contact_moment(__global const int *body_first, __global const int *body_flags,
+                             __global const pbd_float4 *particle_p,
+                             __global const pbd_float4 *particle_v,
+                             __global const pbd_float4 *particle_x,
+                             __global const pbd_float4 *contact_cdx,
+                             __global const pbd_float4 *contact_a, float inv_h,
+                             __global pbd_acc *body_track, int num_bodies)
+{
+    int b = get_global_id(0);
+    if (b >= num_bodies)
+        return;
+    pbd_contact_moment(b, body_first, body_flags, particle_p, particle_v, particle_x, contact_cdx,
+                       contact_a, inv_h, body_track);
 }
