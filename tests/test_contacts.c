@@ -384,10 +384,13 @@ static void contacts_deterministic(void **state)
 }
 
 static const struct CMUnitTest tests[] = {
-    cmocka_unit_test(hash_finds_all_pairs),        cmocka_unit_test(momentum_through_contacts_cpu),
-    pbd_device_test(momentum_through_contacts_cl), cmocka_unit_test(pile_stays_apart),
+    cmocka_unit_test(hash_finds_all_pairs),
+    cmocka_unit_test(momentum_through_contacts_cpu),
+    pbd_device_test(momentum_through_contacts_cl),
+    cmocka_unit_test(pile_stays_apart),
     cmocka_unit_test(default_radius),
-    pbd_device_test(contacts_same_bits),           pbd_device_test(contacts_deterministic),
+    pbd_device_test(contacts_same_bits),
+    pbd_device_test(contacts_deterministic),
 };
 
 PBD_TEST_MAIN("contacts", tests)
