@@ -1238,11 +1238,13 @@ PBD_INLINE float pbd_particle_error(PBD_GLOBAL const pbd_float4 *x,
 }
 
 /* ---- particle contacts -------------------------------------------------------------------
- * Particles of bodies with a radius are spheres. Every substep a uniform grid of cells twice
- * the largest radius is hashed into a table of a power-of-two size (the particles' counting
- * sort: cell_start[h] .. cell_start[h + 1] - 1 of cell_sorted are the particles whose cell
- * hashes to h, ascending). Contacts are then found from each particle's 27 neighbouring
- * cells and projected as unilateral distance constraints, C = r_i + r_j - |p_i - p_j| > 0,
+ * Particles of bodies with a radius are spheres. Every substep a uniform grid of cells of
+ * PBD_CONTACT_REACH times the largest radii's sum is hashed into a table of a power-of-two
+ * size (the particles' counting sort: cell_start[h] .. cell_start[h + 1] - 1 of cell_sorted
+ * are the particles whose cell hashes to h, ascending). From each particle's 27 neighbouring
+ * cells come its candidates, the particles within PBD_CONTACT_REACH radii's sums, listed
+ * once a substep (contact_cand, contact_other); every iteration projects those closer than
+ * their radii's sum as unilateral distance constraints, C = r_i + r_j - |p_i - p_j| > 0,
  * with a Jacobi gather: each particle sums its own side of every pair. Both sides of a pair
  * are computed from the same operands in the same order, so they are exactly opposite
  * (scaled by each end's inverse mass), and both ends are scaled by the same relaxation,
@@ -1282,35 +1284,87 @@ PBD_INLINE int pbd_contact_cell(PBD_GLOBAL const pbd_float4 *p, PBD_GLOBAL int *
     return h;
 }
 
-/* Particle i's contacts, the neighbouring cells in a fixed order and each cell's particles
- * by index. With `count_only`, returns how many it has (num, x and material are not read);
- * otherwise returns the same count and leaves in out[0..2] its correction, in out[3..5] the
- * part of it that other bodies cause, and in out[6..8] that part's moment about x[i] (taken
- * at the contact point, the pair's midpoint, so that a pair's moments cancel, friction's
- * too). Pairs within a body count only with its self-collision, and only if the two were at
- * least r_i + r_j apart at rest.
- *
- * Friction (Macklin et al. 2014, eq. 24-25, as pbd_friction): the pair's relative motion
- * since the substep's start, (p_i - x_i) - (p_j - x_j), has a tangential part t; static
- * (|t| < mu_s depth) removes it, kinetic shortens it by mu_k depth, shared by inverse mass
- * as the push is. mu_s, mu_k: the two bodies' (material .x, .y) mixed as Box2D mixes,
- * sqrt(a b); a body without friction of its own (< 0) makes the contact frictionless. */
-PBD_INLINE int pbd_contacts(PBD_GLOBAL const pbd_float4 *p, PBD_GLOBAL const pbd_float4 *x,
-                            PBD_GLOBAL const pbd_float4 *rest, PBD_GLOBAL const float *radius,
-                            PBD_GLOBAL const int *body, PBD_GLOBAL const int *body_self,
-                            PBD_GLOBAL const pbd_float4 *material, PBD_GLOBAL const int *cell,
-                            PBD_GLOBAL const int *cell_start, PBD_GLOBAL const int *cell_sorted,
-                            int mask, PBD_GLOBAL const int *num, float omega, int count_only, int i,
-                            float *out)
+/* Pairs within this many radii's sums at the substep's start are contact candidates for its
+ * iterations: a particle moves far less in a substep, and the list is much shorter than
+ * the 27 cells it comes from. */
+#define PBD_CONTACT_REACH 1.5f
+/* A particle's candidates listed (contact_other[i PBD_CONTACT_LIST + k]); a particle with
+ * more searches the cells again every iteration, in the same order, so the sums are the
+ * same either way. */
+#define PBD_CONTACT_LIST 32
+
+/* One contact, particle i's side against j, added to out (pbd_contacts says what). */
+PBD_INLINE void pbd_contact_pair(PBD_GLOBAL const pbd_float4 *p, PBD_GLOBAL const pbd_float4 *x,
+                                 PBD_GLOBAL const float *radius, PBD_GLOBAL const int *body,
+                                 PBD_GLOBAL const pbd_float4 *material, PBD_GLOBAL const int *num,
+                                 float omega, int i, int j, float *out)
+{
+    int bi = body[i], bj = body[j];
+    float rs = radius[i] + radius[j];
+    pbd_float4 pi = p[i], pj = p[j];
+    float ex = pi.x - pj.x, ey = pi.y - pj.y, ez = pi.z - pj.z;
+    float l2 = ex * ex + ey * ey + ez * ez, ws = pi.w + pj.w;
+    if (!(l2 < rs * rs) || !(l2 > 0.0f))
+        return;
+    int ni = num[i], nj = num[j], nm = ni > nj ? ni : nj;
+    float len = pbd_sqrtf(l2), depth = rs - len;
+    float f = pi.w * (omega / (float)(nm > 0 ? nm : 1));
+    float g = depth / (len * ws);
+    float cxv = g * ex, cyv = g * ey, czv = g * ez;
+    pbd_float4 mi = material[bi], mj = material[bj], xi = x[i];
+    if (mi.x > 0.0f && mj.x > 0.0f) {
+        pbd_float4 xj = x[j];
+        float nx = ex / len, ny = ey / len, nz = ez / len;
+        float rx = (pi.x - xi.x) - (pj.x - xj.x);
+        float ry = (pi.y - xi.y) - (pj.y - xj.y);
+        float rz = (pi.z - xi.z) - (pj.z - xj.z);
+        float rn = rx * nx + ry * ny + rz * nz;
+        float tx = rx - rn * nx, ty = ry - rn * ny, tz = rz - rn * nz;
+        float lt = pbd_sqrtf(tx * tx + ty * ty + tz * tz);
+        float mus = pbd_sqrtf(mi.x * mj.x);
+        float muk = mi.y > 0.0f && mj.y > 0.0f ? pbd_sqrtf(mi.y * mj.y) : 0.0f;
+        float k = lt < mus * depth ? 1.0f
+                  : lt > 0.0f      ? (muk * depth < lt ? muk * depth / lt : 1.0f)
+                                   : 0.0f;
+        float kw = k / ws;
+        cxv = cxv - kw * tx, cyv = cyv - kw * ty, czv = czv - kw * tz;
+    }
+    cxv = f * cxv, cyv = f * cyv, czv = f * czv;
+    out[0] = out[0] + cxv, out[1] = out[1] + cyv, out[2] = out[2] + czv;
+    if (bj != bi) {
+        /* the lever: the midpoint, the same bits from either end */
+        float ax = (pi.x + pj.x) * 0.5f - xi.x, ay = (pi.y + pj.y) * 0.5f - xi.y;
+        float az = (pi.z + pj.z) * 0.5f - xi.z;
+        out[3] = out[3] + cxv, out[4] = out[4] + cyv, out[5] = out[5] + czv;
+        out[6] = out[6] + (ay * czv - az * cyv);
+        out[7] = out[7] + (az * cxv - ax * czv);
+        out[8] = out[8] + (ax * cyv - ay * cxv);
+    }
+}
+
+/* Particle i's contact candidates at the positions the hash was built from (p0), the
+ * neighbouring cells in a fixed order and each cell's particles by index: returns how many.
+ * *active gets how many are closer than their radii's sum. With `list`, the first
+ * PBD_CONTACT_LIST go to other[i PBD_CONTACT_LIST ..]; with `solve`, each one's contact at
+ * the positions p is added to out (pbd_contact_pair). Pairs within a body count only with its
+ * self-collision, and only if the two were at least r_i + r_j apart at rest. The test is
+ * symmetric, so j is i's candidate exactly when i is j's. */
+PBD_INLINE int pbd_contact_search(PBD_GLOBAL const pbd_float4 *p0,
+                                  PBD_GLOBAL const pbd_float4 *rest, PBD_GLOBAL const float *radius,
+                                  PBD_GLOBAL const int *body, PBD_GLOBAL const int *body_self,
+                                  PBD_GLOBAL const int *cell, PBD_GLOBAL const int *cell_start,
+                                  PBD_GLOBAL const int *cell_sorted, int mask, int i, int list,
+                                  PBD_GLOBAL int *other, int *active, int solve,
+                                  PBD_GLOBAL const pbd_float4 *p, PBD_GLOBAL const pbd_float4 *x,
+                                  PBD_GLOBAL const pbd_float4 *material, PBD_GLOBAL const int *num,
+                                  float omega, float *out)
 {
     float ri = radius[i];
     int n = 0, bi = body[i];
-    for (int k = 0; k < 9; ++k)
-        out[k] = 0.0f;
+    *active = 0;
     if (!(ri > 0.0f))
         return 0;
-    pbd_float4 pi = p[i], qi = rest[i], xi = count_only ? pi : x[i];
-    pbd_float4 mi = count_only ? PBD_F4(-1.0f, -1.0f, 0.0f, 0.0f) : material[bi];
+    pbd_float4 pi = p0[i], qi = rest[i];
     int cx = cell[4 * i], cy = cell[4 * i + 1], cz = cell[4 * i + 2];
     for (int dz = -1; dz <= 1; ++dz)
         for (int dy = -1; dy <= 1; ++dy)
@@ -1325,58 +1379,59 @@ PBD_INLINE int pbd_contacts(PBD_GLOBAL const pbd_float4 *p, PBD_GLOBAL const pbd
                     int bj = body[j];
                     if (!(rj > 0.0f) || (bj == bi && !body_self[bi]))
                         continue;
-                    float rs = ri + rj;
+                    float rs = ri + rj, reach = PBD_CONTACT_REACH * rs;
                     if (bj == bi) {
                         pbd_float4 qj = rest[j];
                         float ex = qi.x - qj.x, ey = qi.y - qj.y, ez = qi.z - qj.z;
                         if (ex * ex + ey * ey + ez * ez < rs * rs)
                             continue;
                     }
-                    pbd_float4 pj = p[j];
+                    pbd_float4 pj = p0[j];
                     float ex = pi.x - pj.x, ey = pi.y - pj.y, ez = pi.z - pj.z;
-                    float l2 = ex * ex + ey * ey + ez * ez, ws = pi.w + pj.w;
-                    if (!(l2 < rs * rs) || !(l2 > 0.0f) || !(ws > 0.0f))
+                    float l2 = ex * ex + ey * ey + ez * ez;
+                    if (!(l2 < reach * reach) || !(pi.w + pj.w > 0.0f))
                         continue;
+                    if (list && n < PBD_CONTACT_LIST)
+                        other[i * PBD_CONTACT_LIST + n] = j;
+                    if (solve)
+                        pbd_contact_pair(p, x, radius, body, material, num, omega, i, j, out);
                     ++n;
-                    if (count_only)
-                        continue;
-                    int ni = num[i], nj = num[j], nm = ni > nj ? ni : nj;
-                    float len = pbd_sqrtf(l2), depth = rs - len;
-                    float f = pi.w * (omega / (float)(nm > 0 ? nm : 1));
-                    float g = depth / (len * ws);
-                    float cxv = g * ex, cyv = g * ey, czv = g * ez;
-                    pbd_float4 mj = material[bj];
-                    if (mi.x > 0.0f && mj.x > 0.0f) {
-                        pbd_float4 xj = x[j];
-                        float nx = ex / len, ny = ey / len, nz = ez / len;
-                        float rx = (pi.x - xi.x) - (pj.x - xj.x);
-                        float ry = (pi.y - xi.y) - (pj.y - xj.y);
-                        float rz = (pi.z - xi.z) - (pj.z - xj.z);
-                        float rn = rx * nx + ry * ny + rz * nz;
-                        float tx = rx - rn * nx, ty = ry - rn * ny, tz = rz - rn * nz;
-                        float lt = pbd_sqrtf(tx * tx + ty * ty + tz * tz);
-                        float mus = pbd_sqrtf(mi.x * mj.x);
-                        float muk = mi.y > 0.0f && mj.y > 0.0f ? pbd_sqrtf(mi.y * mj.y) : 0.0f;
-                        float k = lt < mus * depth ? 1.0f
-                                  : lt > 0.0f      ? (muk * depth < lt ? muk * depth / lt : 1.0f)
-                                                   : 0.0f;
-                        float kw = k / ws;
-                        cxv = cxv - kw * tx, cyv = cyv - kw * ty, czv = czv - kw * tz;
-                    }
-                    cxv = f * cxv, cyv = f * cyv, czv = f * czv;
-                    out[0] = out[0] + cxv, out[1] = out[1] + cyv, out[2] = out[2] + czv;
-                    if (bj != bi) {
-                        /* the lever: the midpoint, the same bits from either end */
-                        float ax = (pi.x + pj.x) * 0.5f - xi.x, ay = (pi.y + pj.y) * 0.5f - xi.y;
-                        float az = (pi.z + pj.z) * 0.5f - xi.z;
-                        out[3] = out[3] + cxv, out[4] = out[4] + cyv, out[5] = out[5] + czv;
-                        out[6] = out[6] + (ay * czv - az * cyv);
-                        out[7] = out[7] + (az * cxv - ax * czv);
-                        out[8] = out[8] + (ax * cyv - ay * cxv);
-                    }
+                    *active += l2 < rs * rs && l2 > 0.0f;
                 }
             }
     return n;
+}
+
+/* Particle i's contacts: its listed candidates, or with more than the list holds
+ * (cand[i]), the cells again. out[0..2]: its correction; out[3..5]: the part of it that
+ * other bodies cause; out[6..8]: that part's moment about x[i], taken at the contact point,
+ * the pair's midpoint, so that a pair's moments cancel, friction's too.
+ *
+ * Friction (Macklin et al. 2014, eq. 24-25, as pbd_friction): the pair's relative motion
+ * since the substep's start, (p_i - x_i) - (p_j - x_j), has a tangential part t; static
+ * (|t| < mu_s depth) removes it, kinetic shortens it by mu_k depth, shared by inverse mass
+ * as the push is. mu_s, mu_k: the two bodies' (material .x, .y) mixed as Box2D mixes,
+ * sqrt(a b); a body without friction of its own (< 0) makes the contact frictionless. */
+PBD_INLINE void pbd_contacts(PBD_GLOBAL const pbd_float4 *p, PBD_GLOBAL const pbd_float4 *x,
+                             PBD_GLOBAL const pbd_float4 *p0, PBD_GLOBAL const pbd_float4 *rest,
+                             PBD_GLOBAL const float *radius, PBD_GLOBAL const int *body,
+                             PBD_GLOBAL const int *body_self, PBD_GLOBAL const pbd_float4 *material,
+                             PBD_GLOBAL const int *cell, PBD_GLOBAL const int *cell_start,
+                             PBD_GLOBAL const int *cell_sorted, int mask,
+                             PBD_GLOBAL const int *cand, PBD_GLOBAL const int *other,
+                             PBD_GLOBAL const int *num, float omega, int i, float *out)
+{
+    for (int k = 0; k < 9; ++k)
+        out[k] = 0.0f;
+    int n = cand[i], active;
+    if (n <= PBD_CONTACT_LIST) {
+        for (int k = 0; k < n; ++k)
+            pbd_contact_pair(p, x, radius, body, material, num, omega, i,
+                             other[i * PBD_CONTACT_LIST + k], out);
+    } else {
+        pbd_contact_search(p0, rest, radius, body, body_self, cell, cell_start, cell_sorted, mask,
+                           i, 0, (PBD_GLOBAL int *)0, &active, 1, p, x, material, num, omega, out);
+    }
 }
 
 /* Particle i's contact correction into dp[i] (applied by pbd_contact_apply once every
@@ -1385,19 +1440,18 @@ PBD_INLINE int pbd_contacts(PBD_GLOBAL const pbd_float4 *p, PBD_GLOBAL const pbd
  * moment at the particle's final position, but a pair's pushes cancel in moment only where
  * they act, so the push is also kept apart (cdx) with its moment there about x[i] (a), from
  * which pbd_contact_moment corrects the tracked angular momentum. */
-PBD_INLINE void pbd_contact_solve(PBD_GLOBAL const pbd_float4 *p, PBD_GLOBAL const pbd_float4 *x,
-                                  PBD_GLOBAL const pbd_float4 *rest, PBD_GLOBAL const float *radius,
-                                  PBD_GLOBAL const int *body, PBD_GLOBAL const int *body_self,
-                                  PBD_GLOBAL const pbd_float4 *material, PBD_GLOBAL const int *cell,
-                                  PBD_GLOBAL const int *cell_start,
-                                  PBD_GLOBAL const int *cell_sorted, int mask,
-                                  PBD_GLOBAL const int *num, float omega, PBD_GLOBAL pbd_float4 *dp,
-                                  PBD_GLOBAL pbd_float4 *dx, PBD_GLOBAL pbd_float4 *cdx,
-                                  PBD_GLOBAL pbd_float4 *a, int track, int i)
+PBD_INLINE void pbd_contact_solve(
+    PBD_GLOBAL const pbd_float4 *p, PBD_GLOBAL const pbd_float4 *x, PBD_GLOBAL const pbd_float4 *p0,
+    PBD_GLOBAL const pbd_float4 *rest, PBD_GLOBAL const float *radius, PBD_GLOBAL const int *body,
+    PBD_GLOBAL const int *body_self, PBD_GLOBAL const pbd_float4 *material,
+    PBD_GLOBAL const int *cell, PBD_GLOBAL const int *cell_start, PBD_GLOBAL const int *cell_sorted,
+    int mask, PBD_GLOBAL const int *cand, PBD_GLOBAL const int *other, PBD_GLOBAL const int *num,
+    float omega, PBD_GLOBAL pbd_float4 *dp, PBD_GLOBAL pbd_float4 *dx, PBD_GLOBAL pbd_float4 *cdx,
+    PBD_GLOBAL pbd_float4 *a, int track, int i)
 {
     float o[9];
-    pbd_contacts(p, x, rest, radius, body, body_self, material, cell, cell_start, cell_sorted, mask,
-                 num, omega, 0, i, o);
+    pbd_contacts(p, x, p0, rest, radius, body, body_self, material, cell, cell_start, cell_sorted,
+                 mask, cand, other, num, omega, i, o);
     dp[i] = PBD_F4(o[0], o[1], o[2], 0.0f);
     if (track && (o[3] != 0.0f || o[4] != 0.0f || o[5] != 0.0f)) {
         pbd_float4 c = cdx[i], m = a[i];
@@ -1407,9 +1461,12 @@ PBD_INLINE void pbd_contact_solve(PBD_GLOBAL const pbd_float4 *p, PBD_GLOBAL con
     }
 }
 
-/* The substep's contact bookkeeping starts at zero. */
-PBD_INLINE void pbd_contact_start(PBD_GLOBAL pbd_float4 *cdx, PBD_GLOBAL pbd_float4 *a, int i)
+/* The substep's contact bookkeeping: the positions the hash is built from, and no contact
+ * displacement yet. */
+PBD_INLINE void pbd_contact_start(PBD_GLOBAL const pbd_float4 *p, PBD_GLOBAL pbd_float4 *p0,
+                                  PBD_GLOBAL pbd_float4 *cdx, PBD_GLOBAL pbd_float4 *a, int i)
 {
+    p0[i] = p[i];
     cdx[i] = PBD_F4(0.0f, 0.0f, 0.0f, 0.0f);
     a[i] = PBD_F4(0.0f, 0.0f, 0.0f, 0.0f);
 }

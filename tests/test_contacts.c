@@ -20,9 +20,11 @@ static float uniform(unsigned *s, float lo, float hi)
     return lo + (hi - lo) * (float)(next_random(s) >> 8) / 16777216.0f;
 }
 
-/* Whether the contact test counts the pair (i, j) on positions p: the rules of pbd_contacts
- * written out plainly. */
-static int brute_pair(const pbd_plan *pl, const pbd_model *m, const pbd_float4 *p, int i, int j)
+/* Whether the pair (i, j) on positions p is a contact candidate (within PBD_CONTACT_REACH
+ * radii's sums; `touching`: a contact, within the radii's sum): the rules of
+ * pbd_contact_search written out plainly. */
+static int brute_pair(const pbd_plan *pl, const pbd_model *m, const pbd_float4 *p, int i, int j,
+                      int touching)
 {
     float ri = pl->particle_radius[i], rj = pl->particle_radius[j], rs = ri + rj;
     int bi = m->body[i], bj = m->body[j];
@@ -35,14 +37,17 @@ static int brute_pair(const pbd_plan *pl, const pbd_model *m, const pbd_float4 *
             return 0;
     }
     float ex = p[i].x - p[j].x, ey = p[i].y - p[j].y, ez = p[i].z - p[j].z;
-    float l2 = ex * ex + ey * ey + ez * ez;
-    return l2 < rs * rs && l2 > 0.0f && p[i].w + p[j].w > 0.0f;
+    float l2 = ex * ex + ey * ey + ez * ez, reach = PBD_CONTACT_REACH * rs;
+    if (!(p[i].w + p[j].w > 0.0f))
+        return 0;
+    return touching ? l2 < rs * rs && l2 > 0.0f : l2 < reach * reach;
 }
 
 /* Random clouds of three bodies (radii r, r / 2 and none; the first with self-collision and a
  * rest shape of other random positions), in boxes small enough for crowded cells and large
- * enough for cells that share table entries: every particle's contacts through the hash are
- * exactly those a search over all pairs finds. */
+ * enough for cells that share table entries: every particle's candidates and contacts
+ * through the hash are exactly those a search over all pairs finds, and its list holds
+ * candidates only, each once. */
 static void hash_finds_all_pairs(void **state)
 {
     (void)state;
@@ -80,9 +85,13 @@ static void hash_finds_all_pairs(void **state)
             int *fill = malloc((size_t)pl.table_size * sizeof *fill);
             int *start = malloc(((size_t)pl.table_size + 1) * sizeof *start);
             assert_true(p && cell && sorted && fill && start);
-            for (int i = 0; i < n; ++i)
+            pbd_float4 *x0 = malloc((size_t)n * sizeof *x0);
+            assert_non_null(x0);
+            for (int i = 0; i < n; ++i) {
                 p[i] = (pbd_float4){uniform(&seed, -side, side), uniform(&seed, -side, side),
                                     uniform(&seed, -side, side), m.x[i].w};
+                x0[i] = (pbd_float4){p[i].x + uniform(&seed, -r, r), p[i].y, p[i].z, p[i].w};
+            }
             pbd_contact_hash_build(&pl, p, cell, fill, start, sorted);
             /* each entry's particles ascending, each particle once */
             assert_int_equal(start[pl.table_size], n);
@@ -92,20 +101,57 @@ static void hash_finds_all_pairs(void **state)
                     assert_true(k == start[h] || sorted[k - 1] < sorted[k]);
                 }
             long pairs = 0;
+            int *other = malloc((size_t)n * PBD_CONTACT_LIST * sizeof *other);
+            assert_non_null(other);
             for (int i = 0; i < n; ++i) {
-                int want = 0;
+                int want = 0, want_cand = 0, active;
                 float o[9];
-                for (int j = 0; j < n; ++j)
-                    want += brute_pair(&pl, &m, p, i, j);
-                int got =
-                    pbd_contacts(p, p, pl.particle_rest, pl.particle_radius, m.body, pl.body_self,
-                                 p, cell, start, sorted, pl.table_size - 1, NULL, 1.0f, 1, i, o);
-                expect(got == want,
-                       "%d particles, radius %g: particle %d has %d contacts "
-                       "through the hash, %d by brute force",
-                       n, (double)r, i, got, want);
+                for (int j = 0; j < n; ++j) {
+                    want += brute_pair(&pl, &m, p, i, j, 1);
+                    want_cand += brute_pair(&pl, &m, p, i, j, 0);
+                }
+                int got = pbd_contact_search(p, pl.particle_rest, pl.particle_radius, m.body,
+                                             pl.body_self, cell, start, sorted, pl.table_size - 1,
+                                             i, 1, other, &active, 0, p, p, p, NULL, 1.0f, o);
+                expect(got == want_cand && active == want,
+                       "%d particles, radius %g: particle %d has %d candidates and %d contacts "
+                       "through the hash, %d and %d by brute force",
+                       n, (double)r, i, got, active, want_cand, want);
+                /* a listed particle's contacts through its list and through the cells again
+                 * (as one with more than the list holds) are the same bits, friction too */
+                if (got <= PBD_CONTACT_LIST) {
+                    float a[9], b[9];
+                    int *num = calloc((size_t)n, sizeof *num);
+                    int *cand = calloc((size_t)n, sizeof *cand);
+                    assert_true(num && cand);
+                    cand[i] = got;
+                    const pbd_float4 mat[3] = {
+                        {0.5f, 0.3f, 0.0f, 0.0f}, {0.8f, 0.8f, 0.0f, 0.0f}, {-1, -1, -1, 0}};
+                    for (int q = 0; q < n; ++q)
+                        num[q] = q % 3;
+                    pbd_contacts(p, x0, p, pl.particle_rest, pl.particle_radius, m.body,
+                                 pl.body_self, mat, cell, start, sorted, pl.table_size - 1, cand,
+                                 other, num, 1.0f, i, a);
+                    for (int q = 0; q < 9; ++q)
+                        b[q] = 0.0f;
+                    pbd_contact_search(p, pl.particle_rest, pl.particle_radius, m.body,
+                                       pl.body_self, cell, start, sorted, pl.table_size - 1, i, 0,
+                                       NULL, &active, 1, p, x0, mat, num, 1.0f, b);
+                    expect(memcmp(a, b, sizeof a) == 0, "particle %d: list and cells differ", i);
+                    free(num);
+                    free(cand);
+                }
+                /* the listed ones are candidates, each once */
+                for (int k = 0; k < got && k < PBD_CONTACT_LIST; ++k) {
+                    int j = other[i * PBD_CONTACT_LIST + k];
+                    expect(brute_pair(&pl, &m, p, i, j, 0), "particle %d lists %d", i, j);
+                    for (int q = 0; q < k; ++q)
+                        expect(other[i * PBD_CONTACT_LIST + q] != j, "%d listed twice", j);
+                }
                 pairs += want;
             }
+            free(other);
+            free(x0);
             pairs_total += pairs;
             free(p);
             free(cell);
@@ -260,10 +306,17 @@ static const char folding_cloth[] =
     "\"size\": [0.2, 0.2, 0.2], \"center\": [0, 0.8, 0], \"density\": 300, \"young_modulus\": "
     "30000, \"poisson_ratio\": 0.3, \"particle_radius\": 0.04}]}";
 
+static const char *const scene_names[] = {"two cubes", "folding cloth", "crowded cubes"};
+
+/* 0: the two cubes; 1: the folding cloth; 2: the two cubes with radii large enough that
+ * particles have more candidates than their list holds (0.18 m, 1.8 times the spacing: up
+ * to 36 candidates, 128 times more than 32 in 50 frames). */
 static void scene_for(int which, int jacobi, pbd_scene *sc)
 {
     char json[4096];
-    snprintf(json, sizeof json, which ? folding_cloth : two_cubes, jacobi ? "jacobi" : "gs");
+    snprintf(json, sizeof json, which == 1 ? folding_cloth : two_cubes, jacobi ? "jacobi" : "gs");
+    for (char *r = json; which == 2 && (r = strstr(r, "\"particle_radius\": 0.05")) != NULL;)
+        memcpy(r + strlen("\"particle_radius\": "), "0.18", 4);
     pbd_error err = {0};
     assert_int_equal(pbd_scene_parse(json, "contacts", sc, &err), PBD_OK);
 }
@@ -288,7 +341,7 @@ static void default_radius(void **state)
 static void contacts_same_bits(void **state)
 {
     (void)state;
-    for (int which = 0; which < 2; ++which)
+    for (int which = 0; which < 3; ++which)
         for (int jacobi = 0; jacobi < 2; ++jacobi) {
             pbd_scene sc = {0};
             scene_for(which, jacobi, &sc);
@@ -338,8 +391,8 @@ static void contacts_same_bits(void **state)
             free(xo);
             print_message("%s, %s on %s: %ld particles differ, by %.3g at most; contacts "
                           "moved a particle by %.3g m\n",
-                          which ? "folding cloth" : "two cubes", jacobi ? "jacobi" : "gs",
-                          pbd_solver_device_name(cl), differ, worst, moved);
+                          scene_names[which], jacobi ? "jacobi" : "gs", pbd_solver_device_name(cl),
+                          differ, worst, moved);
             expect(moved > 0.05, "contacts moved no particle by 5 cm: %.3g", moved);
             if (pbd_test_exact(cl))
                 expect(differ == 0, "%ld particles differ", differ);
@@ -359,7 +412,7 @@ static void contacts_same_bits(void **state)
 static void contacts_deterministic(void **state)
 {
     (void)state;
-    for (int which = 0; which < 2; ++which) {
+    for (int which = 0; which < 3; ++which) {
         pbd_scene sc = {0};
         scene_for(which, which, &sc);
         int n = sc.model.num_particles;
@@ -376,7 +429,7 @@ static void contacts_deterministic(void **state)
             pbd_solver_destroy(sv);
         }
         expect(memcmp(x[0], x[1], (size_t)n * sizeof *x[0]) == 0, "%s: two runs differ",
-               which ? "folding cloth" : "two cubes");
+               scene_names[which]);
         free(x[0]);
         free(x[1]);
         pbd_scene_free(&sc);

@@ -60,6 +60,7 @@ typedef struct cl_impl {
     kernel contact_kernels[9]; /* CONTACT_KERNELS */
     cl_mem contact_cell, cell_count, cell_fill, cell_start, cell_sorted, contact_num, contact_dp;
     cl_mem particle_rest, particle_radius, body_self, body_first, contact_cdx, contact_a;
+    cl_mem contact_p0, contact_cand, contact_other;
     pbd_kernel_time times[PBD_STAGE_COUNT];
 } cl_impl;
 
@@ -186,15 +187,15 @@ enum {
     HASH_SCAN,
     HASH_SCATTER,
     HASH_SORT,
-    CONTACT_COUNT,
+    CONTACT_LIST,
     CONTACT_SOLVE,
     CONTACT_APPLY,
     CONTACT_MOMENT,
     CONTACT_KERNELS
 };
 static const char *const contact_names[CONTACT_KERNELS] = {
-    "hash_clear",    "hash_count",    "hash_scan",     "hash_scatter",  "hash_sort",
-    "contact_count", "contact_solve", "contact_apply", "contact_moment"};
+    "hash_clear",   "hash_count",    "hash_scan",     "hash_scatter",  "hash_sort",
+    "contact_list", "contact_solve", "contact_apply", "contact_moment"};
 
 /* The hash of the predictions (a counting sort made deterministic by sorting each entry)
  * and each particle's contact count. */
@@ -206,9 +207,8 @@ static pbd_status cl_contacts_build(void *impl, pbd_error *err)
     cl_mem p = position_buffer(c, c->iterate);
     size_t np = (size_t)c->plan->num_particles, ts = (size_t)c->plan->table_size;
     ARG(&k[HASH_COUNT], "particle_p", p);
-    ARG(&k[CONTACT_COUNT], "particle_p", p);
-    const size_t items[CONTACT_COUNT + 1] = {ts, np, PBD_REDUCE_WG, np, ts, np};
-    for (int j = HASH_CLEAR; j <= CONTACT_COUNT && status == PBD_OK; ++j)
+    const size_t items[CONTACT_LIST + 1] = {ts, np, PBD_REDUCE_WG, np, ts, np};
+    for (int j = HASH_CLEAR; j <= CONTACT_LIST && status == PBD_OK; ++j)
         status = launch_kernel(c, &k[j], PBD_STAGE_HASH, items[j],
                                j == HASH_SCAN ? PBD_REDUCE_WG : c->wg, err);
 cleanup:
@@ -681,6 +681,9 @@ static void cl_destroy(void *impl)
                       &c->body_self,
                       &c->body_first,
                       &c->contact_cdx,
+                      &c->contact_p0,
+                      &c->contact_cand,
+                      &c->contact_other,
                       &c->contact_a,
                       &c->x,
                       &c->p,
@@ -1052,6 +1055,9 @@ static pbd_status create_buffers(cl_impl *c, const pbd_model *m, const pbd_plan 
     BUF(body_self, plan->contacts ? nb * sizeof(cl_int) : 0, plan->body_self);
     BUF(body_first, plan->contacts ? (nb + 1) * sizeof(cl_int) : 0, plan->body_first);
     BUF(contact_cdx, nh * f4, NULL);
+    BUF(contact_p0, nh * f4, NULL);
+    BUF(contact_cand, nh * sizeof(cl_int), NULL);
+    BUF(contact_other, nh * PBD_CONTACT_LIST * sizeof(cl_int), NULL);
     BUF(contact_a, nh * f4, NULL);
 #undef BUF
     free(track0);
@@ -1188,7 +1194,9 @@ static pbd_status bind_arguments(cl_impl *c, const pbd_plan *plan, pbd_error *er
         BIND("particle_rest", c->particle_rest), BIND("particle_radius", c->particle_radius),
         BIND("body_self", c->body_self), BIND("table_size", table_size),
         BIND("table_mask", table_mask), BIND("inv_cell", inv_cell),
-        BIND("body_first", c->body_first), BIND("contact_cdx", c->contact_cdx), BIND("contact_a", c->contact_a),
+        BIND("body_first", c->body_first), BIND("contact_cdx", c->contact_cdx),
+        BIND("contact_p0", c->contact_p0), BIND("contact_cand", c->contact_cand),
+        BIND("contact_other", c->contact_other), BIND("contact_a", c->contact_a),
     };
     /* clang-format on */
     int ncommon = (int)(sizeof common / sizeof common[0]);

@@ -29,7 +29,8 @@ typedef struct cpu_impl {
     int pending;          /* a correction is computed but not yet applied to v */
     /* particle contacts: the hash (as the device's kernels leave it) and the corrections */
     int *contact_cell, *cell_count, *cell_start, *cell_sorted, *contact_num;
-    pbd_float4 *contact_dp, *contact_cdx, *contact_a;
+    pbd_float4 *contact_dp, *contact_cdx, *contact_a, *contact_p0;
+    int *contact_cand, *contact_other;
     pbd_kernel_time times[PBD_STAGE_COUNT];
 } cpu_impl;
 
@@ -177,13 +178,13 @@ static pbd_status cpu_contacts_build(void *impl, pbd_error *err)
     int n = pl->num_particles, mask = pl->table_size - 1;
     pbd_contact_hash_build(pl, c->p, c->contact_cell, c->cell_count, c->cell_start, c->cell_sorted);
     for (int i = 0; i < n; ++i)
-        pbd_contact_start(c->contact_cdx, c->contact_a, i);
+        pbd_contact_start(c->p, c->contact_p0, c->contact_cdx, c->contact_a, i);
     float o[9];
-    for (int i = 0; i < n; ++i) /* counting reads no start positions and no materials */
-        c->contact_num[i] =
-            pbd_contacts(c->p, c->p, pl->particle_rest, pl->particle_radius, c->particle_body,
-                         pl->body_self, c->p, c->contact_cell, c->cell_start, c->cell_sorted, mask,
-                         c->contact_num, 1.0f, 1, i, o);
+    for (int i = 0; i < n; ++i)
+        c->contact_cand[i] = pbd_contact_search(
+            c->contact_p0, pl->particle_rest, pl->particle_radius, c->particle_body, pl->body_self,
+            c->contact_cell, c->cell_start, c->cell_sorted, mask, i, 1, c->contact_other,
+            &c->contact_num[i], 0, c->p, c->x, pl->body_material, c->contact_num, 1.0f, o);
     charge(c, PBD_STAGE_HASH, t0);
     return PBD_OK;
 }
@@ -195,10 +196,11 @@ static pbd_status cpu_contacts(void *impl, pbd_error *err)
     const pbd_plan *pl = c->plan;
     double t0 = now_ms();
     for (int i = 0; i < pl->num_particles; ++i)
-        pbd_contact_solve(c->p, c->x, pl->particle_rest, pl->particle_radius, c->particle_body,
-                          pl->body_self, pl->body_material, c->contact_cell, c->cell_start,
-                          c->cell_sorted, pl->table_size - 1, c->contact_num, pl->cfg.omega,
-                          c->contact_dp, c->dx, c->contact_cdx, c->contact_a, pl->track, i);
+        pbd_contact_solve(c->p, c->x, c->contact_p0, pl->particle_rest, pl->particle_radius,
+                          c->particle_body, pl->body_self, pl->body_material, c->contact_cell,
+                          c->cell_start, c->cell_sorted, pl->table_size - 1, c->contact_cand,
+                          c->contact_other, c->contact_num, pl->cfg.omega, c->contact_dp, c->dx,
+                          c->contact_cdx, c->contact_a, pl->track, i);
     for (int i = 0; i < pl->num_particles; ++i)
         pbd_contact_apply(c->p, c->contact_dp, i);
     charge(c, PBD_STAGE_CONTACT, t0);
@@ -432,7 +434,8 @@ static size_t cpu_memory_bytes(const void *impl)
          nb * (f4 + 6 * sizeof(double) + 2 * PBD_OUT_COUNT * sizeof(double) + PBD_APPLY_COUNT * f4);
     b += (size_t)pl->num_segments * PBD_SUM_COUNT * sizeof(double);
     if (pl->contacts) /* the hash and the corrections */
-        b += np * (6 * sizeof(int) + 3 * f4) + (3 * (size_t)pl->table_size + 1) * sizeof(int);
+        b += np * ((7 + PBD_CONTACT_LIST) * sizeof(int) + 4 * f4) +
+             (3 * (size_t)pl->table_size + 1) * sizeof(int);
     /* The plan's arrays the loops read: constraints and multipliers, CSR, colours, segments. */
     for (int t = 0; t < PBD_CONSTRAINT_COUNT; ++t)
         b += ((size_t)pl->type[t].count + 1) * (pbd_constraint_types[t].size + sizeof(float));
@@ -467,6 +470,9 @@ static void cpu_destroy(void *impl)
     free(c->contact_num);
     free(c->contact_dp);
     free(c->contact_cdx);
+    free(c->contact_p0);
+    free(c->contact_cand);
+    free(c->contact_other);
     free(c->contact_a);
     free(c);
 }
@@ -521,13 +527,16 @@ pbd_status pbd_cpu_create(const pbd_model *m, pbd_plan *plan, const pbd_solver_d
         c->contact_num = malloc((nh + 1) * sizeof(int));
         c->contact_dp = alloc4(nh);
         c->contact_cdx = alloc4(nh);
+        c->contact_p0 = alloc4(nh);
+        c->contact_cand = malloc((nh + 1) * sizeof(int));
+        c->contact_other = malloc((PBD_CONTACT_LIST * nh + 1) * sizeof(int));
         c->contact_a = alloc4(nh);
     }
     if (!c || !c->x || !c->p || !c->v || !c->xp || !c->vp || !c->dx || !c->p_next || !c->gain ||
         !lambdas || !c->particle_body || !c->body_ref || !c->body_track || !c->segment_sums ||
         !c->out_step || !c->out_other || !c->apply || !c->contact_cell || !c->cell_count ||
         !c->cell_start || !c->cell_sorted || !c->contact_num || !c->contact_dp || !c->contact_cdx ||
-        !c->contact_a) {
+        !c->contact_p0 || !c->contact_cand || !c->contact_other || !c->contact_a) {
         if (c)
             cpu_destroy(c);
         return pbd_error_set(err, PBD_ERR_MEMORY, "out of memory for %zu particles", np);

@@ -427,9 +427,10 @@ int pbd_collider_moves(const pbd_collider *c)
 }
 
 /* Particle contacts, where a body has a particle radius: each particle's radius, the bodies'
- * self-collision, the rest shape, and the hash's size (cells twice the largest radius, so a
- * particle's contacts lie in its own and the 26 neighbouring cells; a table of at least as
- * many entries as particles). Contacts between bodies are external impulses to each. */
+ * self-collision, the rest shape, and the hash's size (cells of PBD_CONTACT_REACH times the
+ * largest radii's sum, so a particle's candidates lie in its own and the 26 neighbouring cells; a
+ * table of at least as many entries as particles). Contacts between bodies are external impulses to
+ * each. */
 static pbd_status plan_contacts(const pbd_model *m, pbd_plan *plan, pbd_error *err)
 {
     float rmax = 0.0f;
@@ -459,7 +460,7 @@ static pbd_status plan_contacts(const pbd_model *m, pbd_plan *plan, pbd_error *e
     plan->table_size = 16;
     while ((size_t)plan->table_size < np)
         plan->table_size *= 2;
-    plan->inv_cell = 1.0f / (2.0f * rmax);
+    plan->inv_cell = 1.0f / (PBD_CONTACT_REACH * 2.0f * rmax);
     plan->external |= with > 1;
     return PBD_OK;
 }

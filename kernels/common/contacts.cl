@@ -1,12 +1,11 @@
-/* Particle contacts (pbd_contacts in pbd_shared.h). Every substep, from the predicted
- * positions, a counting sort of the particles by their cells' table entries: hash_clear,
- * hash_count (an integer histogram: atomic_inc gives the same counts in any order),
- * hash_scan, hash_scatter (atomic slots, in no fixed order), hash_sort (each entry's
- * particles by index: the order the CPU reference's sort gives), then contact_count. Every
- * iteration, contact_solve (each particle's side of its contacts) and contact_apply; after the
- * iterations, where momentum is tracked, contact_moment. No
- * float atomics: every float is summed by one work-item in a fixed order. Built after
- * pbd_shared.h. */
+/* Particle contacts (pbd_shared.h). Every substep, from the predicted positions, a counting
+ * sort of the particles by their cells' table entries: hash_clear, hash_count (an integer
+ * histogram: atomic_inc gives the same counts in any order), hash_scan, hash_scatter
+ * (atomic slots, in no fixed order), hash_sort (each entry's particles by index: the order
+ * the CPU reference's sort gives), then contact_list, each particle's candidates. Every
+ * iteration, contact_solve (each particle's side of its contacts) and contact_apply; after
+ * the iterations, where momentum is tracked, contact_moment. No float atomics: every float
+ * is summed by one work-item in a fixed order. Built after pbd_shared.h. */
 
 __kernel void hash_clear(__global int *cell_count, __global int *cell_fill, int table_size)
 {
@@ -20,13 +19,13 @@ __kernel void hash_clear(__global int *cell_count, __global int *cell_fill, int 
 /* Also starts the substep's contact bookkeeping (pbd_contact_start). */
 __kernel void hash_count(__global const pbd_float4 *particle_p, __global int *contact_cell,
                          __global int *cell_count, float inv_cell, int table_mask,
-                         __global pbd_float4 *contact_cdx, __global pbd_float4 *contact_a,
-                         int num_particles)
+                         __global pbd_float4 *contact_p0, __global pbd_float4 *contact_cdx,
+                         __global pbd_float4 *contact_a, int num_particles)
 {
     int i = get_global_id(0);
     if (i >= num_particles)
         return;
-    pbd_contact_start(contact_cdx, contact_a, i);
+    pbd_contact_start(particle_p, contact_p0, contact_cdx, contact_a, i);
     atomic_inc(&cell_count[pbd_contact_cell(particle_p, contact_cell, i, inv_cell, table_mask)]);
 }
 
@@ -86,41 +85,47 @@ __kernel void hash_sort(__global const int *cell_start, __global int *cell_sorte
     }
 }
 
-__kernel void contact_count(__global const pbd_float4 *particle_p,
-                            __global const pbd_float4 *particle_rest,
-                            __global const float *particle_radius,
-                            __global const int *particle_body, __global const int *body_self,
-                            __global const int *contact_cell, __global const int *cell_start,
-                            __global const int *cell_sorted, int table_mask,
-                            __global int *contact_num, int num_particles)
+/* Each particle's candidates (contact_cand, listed in contact_other up to PBD_CONTACT_LIST)
+ * and its contacts now (contact_num, for the relaxation). */
+__kernel void contact_list(__global const pbd_float4 *contact_p0,
+                           __global const pbd_float4 *particle_rest,
+                           __global const float *particle_radius, __global const int *particle_body,
+                           __global const int *body_self, __global const int *contact_cell,
+                           __global const int *cell_start, __global const int *cell_sorted,
+                           int table_mask, __global int *contact_cand, __global int *contact_other,
+                           __global int *contact_num, int num_particles)
 {
     int i = get_global_id(0);
     if (i >= num_particles)
         return;
+    int active;
     float o[9];
-    /* counting reads no start positions and no materials: the positions stand in for both */
-    contact_num[i] = pbd_contacts(particle_p, particle_p, particle_rest, particle_radius,
-                                  particle_body, body_self, particle_p, contact_cell, cell_start,
-                                  cell_sorted, table_mask, contact_num, 1.0f, 1, i, o);
+    contact_cand[i] =
+        pbd_contact_search(contact_p0, particle_rest, particle_radius, particle_body, body_self,
+                           contact_cell, cell_start, cell_sorted, table_mask, i, 1, contact_other,
+                           &active, 0, contact_p0, contact_p0, particle_rest, contact_num, 1.0f, o);
+    contact_num[i] = active;
 }
 
 __kernel void
 contact_solve(__global const pbd_float4 *particle_p, __global const pbd_float4 *particle_x,
-              __global const pbd_float4 *particle_rest, __global const float *particle_radius,
-              __global const int *particle_body, __global const int *body_self,
-              __global const pbd_float4 *body_material, __global const int *contact_cell,
-              __global const int *cell_start, __global const int *cell_sorted, int table_mask,
-              __global const int *contact_num, float omega, __global pbd_float4 *contact_dp,
-              __global pbd_float4 *particle_dx, __global pbd_float4 *contact_cdx,
-              __global pbd_float4 *contact_a, int track, int num_particles)
+              __global const pbd_float4 *contact_p0, __global const pbd_float4 *particle_rest,
+              __global const float *particle_radius, __global const int *particle_body,
+              __global const int *body_self, __global const pbd_float4 *body_material,
+              __global const int *contact_cell, __global const int *cell_start,
+              __global const int *cell_sorted, int table_mask, __global const int *contact_cand,
+              __global const int *contact_other, __global const int *contact_num, float omega,
+              __global pbd_float4 *contact_dp, __global pbd_float4 *particle_dx,
+              __global pbd_float4 *contact_cdx, __global pbd_float4 *contact_a, int track,
+              int num_particles)
 {
     int i = get_global_id(0);
     if (i >= num_particles)
         return;
-    pbd_contact_solve(particle_p, particle_x, particle_rest, particle_radius, particle_body,
-                      body_self, body_material, contact_cell, cell_start, cell_sorted, table_mask,
-                      contact_num, omega, contact_dp, particle_dx, contact_cdx, contact_a, track,
-                      i);
+    pbd_contact_solve(particle_p, particle_x, contact_p0, particle_rest, particle_radius,
+                      particle_body, body_self, body_material, contact_cell, cell_start,
+                      cell_sorted, table_mask, contact_cand, contact_other, contact_num, omega,
+                      contact_dp, particle_dx, contact_cdx, contact_a, track, i);
 }
 
 __kernel void contact_apply(__global pbd_float4 *particle_p, __global const pbd_float4 *contact_dp,
