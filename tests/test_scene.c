@@ -75,6 +75,7 @@ static const good_scene good[] = {
     {"soft_cubes_zero_gravity.json", 4 * 125, 0, 4, 0, 0},
     {"soft_pile.json", 100 * 512, 0, 100, 0, 1},
     {"cloth_self_fold.json", 8 * 80, 7 * 80 + 8 * 79 + 2 * 7 * 79, 1, 0, 1},
+    {"bowling.json", 206 + 10 * 121, 0, 11, 0, 1},
     {"cloth_shapes.json", 48 * 48, 47 * 48 * 2 + 47 * 47 * 2, 1, 0, 3},
     /* Mesh bodies: the counts of the files in scenes/meshes/ (TetGen, OBJ, Gmsh 4.1). */
     {"soft_torus.json", 472, 2437, 1, 0, 1},

@@ -9,3 +9,5 @@ for e in node ele face; do mv "torus.1.$e" "torus.$e"; done
 rm -f torus.off torus.1.edge torus.1.smesh
 gmsh -3 -format msh22 log.geo -o log22.msh >/dev/null
 gmsh -3 -format msh41 log.geo -o log41.msh >/dev/null
+gmsh -3 -format msh41 ball.geo -o ball41.msh >/dev/null
+gmsh -3 -format msh41 pin.geo -o pin41.msh >/dev/null
