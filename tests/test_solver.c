@@ -986,13 +986,14 @@ static void hash_repeats(void **state)
 }
 
 /* The device-memory estimate is a lower bound of what the OpenCL solver allocates (and not
- * a loose one), for both solvers, BDF2 and the correction; a device with less memory, or a
+ * a loose one), for both solvers, BDF2, the correction and particle contacts; a device with less memory, or a
  * smaller single-allocation limit, than the estimate refuses the scene naming the limit. */
 static void device_memory_estimate(void **state)
 {
     (void)state;
-    const char *scenes[2] = {PBD_SCENES_DIR "/spinning_box.json", "@cloth-64"};
-    for (int v = 0; v < 4; ++v) {
+    const char *scenes[3] = {PBD_SCENES_DIR "/spinning_box.json", "@cloth-64",
+                             PBD_SCENES_DIR "/soft_cubes_zero_gravity.json"};
+    for (int v = 0; v < 6; ++v) {
         pbd_scene s = {0};
         pbd_error err = {0};
         assert_int_equal(pbd_scene_load(scenes[v / 2], &s, &err), PBD_OK);
