@@ -55,8 +55,8 @@ typedef struct cl_impl {
     int pending;  /* a momentum correction is computed but not yet applied to v */
     size_t bytes; /* device memory allocated */
     int fused;    /* the update also sums for the correction (update_reduce_serial) */
-    /* particle contacts: the hash's kernels (hash_*), contact_count, contact_solve and
-     * contact_apply, in contact_names' order, and their buffers */
+    /* particle contacts: the hash's kernels (hash_*), contact_list, contact_solve,
+     * contact_apply and contact_moment, in contact_names' order, and their buffers */
     kernel contact_kernels[9]; /* CONTACT_KERNELS */
     cl_mem contact_cell, cell_count, cell_fill, cell_start, cell_sorted, contact_num, contact_dp;
     cl_mem particle_rest, particle_radius, body_self, body_first, contact_cdx, contact_a;
@@ -198,7 +198,7 @@ static const char *const contact_names[CONTACT_KERNELS] = {
     "contact_list", "contact_solve", "contact_apply", "contact_moment"};
 
 /* The hash of the predictions (a counting sort made deterministic by sorting each entry)
- * and each particle's contact count. */
+ * and each particle's candidates. */
 static pbd_status cl_contacts_build(void *impl, pbd_error *err)
 {
     cl_impl *c = impl;

@@ -168,7 +168,7 @@ static pbd_status cpu_gather_jacobi(void *impl, pbd_error *err)
     return PBD_OK;
 }
 
-/* The hash as the device's kernels leave it, and each particle's contact count. */
+/* The hash as the device's kernels leave it, and each particle's candidates. */
 static pbd_status cpu_contacts_build(void *impl, pbd_error *err)
 {
     (void)err;

@@ -20,7 +20,7 @@ typedef enum pbd_stage {
     PBD_STAGE_REDUCE,
     PBD_STAGE_SOLVE,
     PBD_STAGE_APPLY,
-    PBD_STAGE_HASH,    /* particle contacts: the hash and each particle's contact count */
+    PBD_STAGE_HASH,    /* particle contacts: the hash and each particle's candidates */
     PBD_STAGE_CONTACT, /* particle contacts: projected, once an iteration */
     PBD_STAGE_COUNT
 } pbd_stage;
@@ -110,10 +110,10 @@ typedef struct pbd_plan {
     float rigid_damping; /* fraction for momentum_apply (rigid damping), else 0 */
     /* Particle contacts (pbd_contacts): on when a body has a particle radius. */
     int contacts;
-    int table_size;            /* hash table entries, a power of two >= the particles */
-    float inv_cell;            /* 1 / cell size; a cell is twice the largest radius, 1/m */
-    float *particle_radius;    /* per particle, its body's radius (0: no contacts), m */
-    int *body_self;            /* per body, 1: self-collision */
+    int table_size;         /* hash table entries, a power of two >= the particles */
+    float inv_cell;         /* 1 / cell size (PBD_CONTACT_REACH x the largest radii's sum), 1/m */
+    float *particle_radius; /* per particle, its body's radius (0: no contacts), m */
+    int *body_self;         /* per body, 1: self-collision */
     pbd_float4 *particle_rest; /* the initial positions: self-contacts' rest distances */
     int *body_first;           /* num_bodies + 1: body b is particles [bf[b], bf[b + 1]) */
     int contact_moments;       /* 1: contacts between bodies are tracked (contact_moment runs) */
@@ -144,7 +144,7 @@ typedef struct pbd_backend_ops {
     pbd_status (*project_jacobi)(void *impl, int reset_lambda, pbd_error *err);
     pbd_status (*gather_jacobi)(void *impl, pbd_error *err);
     pbd_status (*collide)(void *impl, pbd_error *err);
-    /* Particle contacts: the hash and contact counts from the predictions (once a
+    /* Particle contacts: the hash and the candidate lists from the predictions (once a
      * substep), and their projection (once an iteration). */
     pbd_status (*contacts_build)(void *impl, pbd_error *err);
     pbd_status (*contacts)(void *impl, pbd_error *err);

@@ -166,11 +166,12 @@ long pbd_step_launches(const pbd_plan *plan)
         per_iteration = plan->gs_launches;
     else
         per_iteration = plan->jacobi_launches;
-    /* The momentum correction's own launches (momentum_apply runs alone only before the state
-     * is read). */
-    /* particle contacts: the hash's five launches and the counts, then two an iteration */
+    /* particle contacts: the hash's five launches and the candidate lists, then two an
+     * iteration, and the moments */
     if (plan->contacts)
         per_iteration += 2;
+    /* The momentum correction's own launches (momentum_apply runs alone only before the state
+     * is read). */
     return (long)cfg->substeps *
            (2 + (long)cfg->iterations * per_iteration + plan->momentum_launches +
             (plan->contacts ? 6 : 0) + plan->contact_moments);
