@@ -336,6 +336,45 @@ static void default_radius(void **state)
     pbd_scene_free(&sc);
 }
 
+/* Contacts cost nothing where no body asks for them: the same scene without radii runs no
+ * contact stage on the device (counted launches) and as many launches a frame fewer as the
+ * contact stages take; with them, the device counts what pbd_step_launches says. */
+static void contacts_cost_nothing_off(void **state)
+{
+    (void)state;
+    long planned[2];
+    for (int on = 0; on < 2; ++on) {
+        pbd_scene sc = {0};
+        scene_for(0, 0, &sc);
+        for (int b = 0; b < sc.model.num_bodies && !on; ++b)
+            sc.model.bodies[b].radius = 0.0f;
+        pbd_error err = {0};
+        pbd_solver *sv = NULL;
+        pbd_solver_desc d = {.backend = PBD_BACKEND_CL, .profile = 1};
+        assert_int_equal(test_solver_create(&sc.model, &sc.config, &d, &sv, &err), PBD_OK);
+        assert_int_equal(pbd_solver_step(sv, 2, &err), PBD_OK);
+        planned[on] = pbd_solver_launches_per_frame(sv);
+        const pbd_kernel_time *t = NULL;
+        int count = 0;
+        long contact = 0, all = 0;
+        assert_int_equal(pbd_solver_kernel_times(sv, &t, &count, &err), PBD_OK);
+        for (int k = 0; k < count; ++k) {
+            all += t[k].launches;
+            if (strncmp(t[k].name, "contact", 7) == 0)
+                contact += t[k].launches;
+        }
+        /* two frames of 8 substeps: the hash and lists (6), 4 iterations of 2, the moments */
+        long want = on ? 2 * 8 * (6 + 4 * 2 + 1) : 0;
+        print_message("contacts %s: %ld contact launches of %ld, %ld a frame by the plan\n",
+                      on ? "on" : "off", contact, all, pbd_solver_launches_per_frame(sv));
+        expect(contact == want && all > 0, "%ld contact launches, expected %ld", contact, want);
+        pbd_solver_destroy(sv);
+        pbd_scene_free(&sc);
+    }
+    expect(planned[1] - planned[0] == 8 * (6 + 4 * 2 + 1), "the plan says %ld and %ld a frame",
+           planned[0], planned[1]);
+}
+
 /* The device gives the CPU reference's bits (on a CPU device; elsewhere within 1e-4 of the
  * scene's size), both solvers, on the test's kernel variant, and the contacts did act. */
 static void contacts_same_bits(void **state)
@@ -442,6 +481,7 @@ static const struct CMUnitTest tests[] = {
     pbd_device_test(momentum_through_contacts_cl),
     cmocka_unit_test(pile_stays_apart),
     cmocka_unit_test(default_radius),
+    pbd_device_test(contacts_cost_nothing_off),
     pbd_device_test(contacts_same_bits),
     pbd_device_test(contacts_deterministic),
 };
