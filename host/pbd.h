@@ -73,6 +73,13 @@ typedef struct pbd_body {
      * the initial one, > 0; 0 (default): none. */
     float pressure;
     float pressure_compliance; /* its XPBD compliance, m^3/Pa, >= 0 (0: hard) */
+    /* Particle contacts: each particle of the body is a sphere of this radius (m, >= 0;
+     * 0, the default: the body takes no part in particle contacts). Particles of two bodies
+     * that both have a radius push each other apart; within one body only with
+     * self_collision (1), and then only pairs farther apart than their radii's sum in the
+     * initial (rest) shape. */
+    float radius;
+    int self_collision;
     char name[64];
 } pbd_body;
 

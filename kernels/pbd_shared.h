@@ -23,6 +23,7 @@
 #define pbd_sqrtf(x)    sqrt(x)
 #define pbd_fabsf(x)    fabs(x)
 #define pbd_fmaxf(a, b) fmax((a), (b))
+#define pbd_floorf(x)   floor(x)
 #else
 #include <math.h>
 
@@ -32,6 +33,7 @@
 #define pbd_sqrtf(x)    sqrtf(x)
 #define pbd_fabsf(x)    fabsf(x)
 #define pbd_fmaxf(a, b) fmaxf((a), (b))
+#define pbd_floorf(x)   floorf(x)
 #endif
 
 /* Below this length (m) a distance constraint has no direction and is left alone. */
@@ -1491,6 +1493,286 @@ PBD_INLINE pbd_float4 pbd_body_constraint_apply(pbd_float4 p, pbd_float4 rest, p
         dz = dz + ws * g.z;
     }
     return PBD_F4(p.x + dx, p.y + dy, p.z + dz, p.w);
+}
+
+/* ---- particle contacts -------------------------------------------------------------------
+ * Particles of bodies with a radius are spheres. Every substep a uniform grid of cells of
+ * PBD_CONTACT_REACH times the largest radii's sum is hashed into a table of a power-of-two
+ * size (the particles' counting sort: cell_start[h] .. cell_start[h + 1] - 1 of cell_sorted
+ * are the particles whose cell hashes to h, ascending). From each particle's 27 neighbouring
+ * cells come its candidates, the particles within PBD_CONTACT_REACH radii's sums, listed
+ * once a substep (contact_cand, contact_other); every iteration projects those closer than
+ * their radii's sum as unilateral distance constraints, C = r_i + r_j - |p_i - p_j| > 0,
+ * with a Jacobi gather: each particle sums its own side of every pair. Both sides of a pair
+ * are computed from the same operands in the same order, so they are exactly opposite
+ * (scaled by each end's inverse mass), and both ends are scaled by the same relaxation,
+ * omega / max(n_i, n_j) (n: the contacts each end had at the substep's start), so a pair's
+ * corrections carry no net momentum. */
+
+/* Cells farther than this from the origin are clamped into the last one (NaN: the first). */
+#define PBD_CELL_LIMIT 1048576.0f
+
+PBD_INLINE int pbd_cell_coord(float v, float inv_cell)
+{
+    float f = pbd_floorf(v * inv_cell);
+    if (!(f >= -PBD_CELL_LIMIT))
+        f = -PBD_CELL_LIMIT;
+    if (f > PBD_CELL_LIMIT)
+        f = PBD_CELL_LIMIT;
+    return (int)f;
+}
+
+/* A cell's entry in a table of mask + 1 entries (Teschner et al. 2003's primes). Different
+ * cells may share an entry: the contact test compares the cells themselves. */
+PBD_INLINE int pbd_cell_hash(int x, int y, int z, int mask)
+{
+    unsigned h = ((unsigned)x * 73856093u) ^ ((unsigned)y * 19349663u) ^ ((unsigned)z * 83492791u);
+    return (int)(h & (unsigned)mask);
+}
+
+/* Particle i's cell from its position: cell[4 i .. 4 i + 2] its coordinates, cell[4 i + 3]
+ * its table entry, which it returns. */
+PBD_INLINE int pbd_contact_cell(PBD_GLOBAL const pbd_float4 *p, PBD_GLOBAL int *cell, int i,
+                                float inv_cell, int mask)
+{
+    pbd_float4 q = p[i];
+    int x = pbd_cell_coord(q.x, inv_cell), y = pbd_cell_coord(q.y, inv_cell);
+    int z = pbd_cell_coord(q.z, inv_cell), h = pbd_cell_hash(x, y, z, mask);
+    cell[4 * i] = x, cell[4 * i + 1] = y, cell[4 * i + 2] = z, cell[4 * i + 3] = h;
+    return h;
+}
+
+/* Pairs within this many radii's sums at the substep's start are contact candidates for its
+ * iterations: a particle moves far less in a substep, and the list is much shorter than
+ * the 27 cells it comes from. */
+#define PBD_CONTACT_REACH 1.5f
+/* A particle's candidates listed (contact_other[i PBD_CONTACT_LIST + k]); a particle with
+ * more searches the cells again every iteration, in the same order, so the sums are the
+ * same either way. */
+#define PBD_CONTACT_LIST 32
+
+/* One contact, particle i's side against j, added to out (pbd_contacts says what). */
+PBD_INLINE void pbd_contact_pair(PBD_GLOBAL const pbd_float4 *p, PBD_GLOBAL const pbd_float4 *x,
+                                 PBD_GLOBAL const float *radius, PBD_GLOBAL const int *body,
+                                 PBD_GLOBAL const pbd_float4 *material, PBD_GLOBAL const int *num,
+                                 float omega, int i, int j, float *out)
+{
+    int bi = body[i], bj = body[j];
+    float rs = radius[i] + radius[j];
+    pbd_float4 pi = p[i], pj = p[j];
+    float ex = pi.x - pj.x, ey = pi.y - pj.y, ez = pi.z - pj.z;
+    float l2 = ex * ex + ey * ey + ez * ez, ws = pi.w + pj.w;
+    if (!(l2 < rs * rs) || !(l2 > 0.0f))
+        return;
+    int ni = num[i], nj = num[j], nm = ni > nj ? ni : nj;
+    float len = pbd_sqrtf(l2), depth = rs - len;
+    float f = pi.w * (omega / (float)(nm > 0 ? nm : 1));
+    float g = depth / (len * ws);
+    float cxv = g * ex, cyv = g * ey, czv = g * ez;
+    pbd_float4 mi = material[bi], mj = material[bj], xi = x[i];
+    if (mi.x > 0.0f && mj.x > 0.0f) {
+        pbd_float4 xj = x[j];
+        float nx = ex / len, ny = ey / len, nz = ez / len;
+        float rx = (pi.x - xi.x) - (pj.x - xj.x);
+        float ry = (pi.y - xi.y) - (pj.y - xj.y);
+        float rz = (pi.z - xi.z) - (pj.z - xj.z);
+        float rn = rx * nx + ry * ny + rz * nz;
+        float tx = rx - rn * nx, ty = ry - rn * ny, tz = rz - rn * nz;
+        float lt = pbd_sqrtf(tx * tx + ty * ty + tz * tz);
+        float mus = pbd_sqrtf(mi.x * mj.x);
+        float muk = mi.y > 0.0f && mj.y > 0.0f ? pbd_sqrtf(mi.y * mj.y) : 0.0f;
+        float k = lt < mus * depth ? 1.0f
+                  : lt > 0.0f      ? (muk * depth < lt ? muk * depth / lt : 1.0f)
+                                   : 0.0f;
+        float kw = k / ws;
+        cxv = cxv - kw * tx, cyv = cyv - kw * ty, czv = czv - kw * tz;
+    }
+    cxv = f * cxv, cyv = f * cyv, czv = f * czv;
+    out[0] = out[0] + cxv, out[1] = out[1] + cyv, out[2] = out[2] + czv;
+    if (bj != bi) {
+        /* the lever: the midpoint, the same bits from either end */
+        float ax = (pi.x + pj.x) * 0.5f - xi.x, ay = (pi.y + pj.y) * 0.5f - xi.y;
+        float az = (pi.z + pj.z) * 0.5f - xi.z;
+        out[3] = out[3] + cxv, out[4] = out[4] + cyv, out[5] = out[5] + czv;
+        out[6] = out[6] + (ay * czv - az * cyv);
+        out[7] = out[7] + (az * cxv - ax * czv);
+        out[8] = out[8] + (ax * cyv - ay * cxv);
+    }
+}
+
+/* Particle i's contact candidates at the positions the hash was built from (p0), the
+ * neighbouring cells in a fixed order and each cell's particles by index: returns how many.
+ * *active gets how many are closer than their radii's sum. With `list`, the first
+ * PBD_CONTACT_LIST go to other[i PBD_CONTACT_LIST ..]; with `solve`, each one's contact at
+ * the positions p is added to out (pbd_contact_pair). Pairs within a body count only with its
+ * self-collision, and only if the two were at least r_i + r_j apart at rest. The test is
+ * symmetric, so j is i's candidate exactly when i is j's. */
+PBD_INLINE int pbd_contact_search(PBD_GLOBAL const pbd_float4 *p0,
+                                  PBD_GLOBAL const pbd_float4 *rest, PBD_GLOBAL const float *radius,
+                                  PBD_GLOBAL const int *body, PBD_GLOBAL const int *body_self,
+                                  PBD_GLOBAL const int *cell, PBD_GLOBAL const int *cell_start,
+                                  PBD_GLOBAL const int *cell_sorted, int mask, int i, int list,
+                                  PBD_GLOBAL int *other, int *active, int solve,
+                                  PBD_GLOBAL const pbd_float4 *p, PBD_GLOBAL const pbd_float4 *x,
+                                  PBD_GLOBAL const pbd_float4 *material, PBD_GLOBAL const int *num,
+                                  float omega, float *out)
+{
+    float ri = radius[i];
+    int n = 0, bi = body[i];
+    *active = 0;
+    if (!(ri > 0.0f))
+        return 0;
+    pbd_float4 pi = p0[i], qi = rest[i];
+    int cx = cell[4 * i], cy = cell[4 * i + 1], cz = cell[4 * i + 2];
+    for (int dz = -1; dz <= 1; ++dz)
+        for (int dy = -1; dy <= 1; ++dy)
+            for (int dx = -1; dx <= 1; ++dx) {
+                int hx = cx + dx, hy = cy + dy, hz = cz + dz, h = pbd_cell_hash(hx, hy, hz, mask);
+                for (int s = cell_start[h]; s < cell_start[h + 1]; ++s) {
+                    int j = cell_sorted[s];
+                    if (j == i || cell[4 * j] != hx || cell[4 * j + 1] != hy ||
+                        cell[4 * j + 2] != hz)
+                        continue;
+                    float rj = radius[j];
+                    int bj = body[j];
+                    if (!(rj > 0.0f) || (bj == bi && !body_self[bi]))
+                        continue;
+                    float rs = ri + rj, reach = PBD_CONTACT_REACH * rs;
+                    if (bj == bi) {
+                        pbd_float4 qj = rest[j];
+                        float ex = qi.x - qj.x, ey = qi.y - qj.y, ez = qi.z - qj.z;
+                        if (ex * ex + ey * ey + ez * ez < rs * rs)
+                            continue;
+                    }
+                    pbd_float4 pj = p0[j];
+                    float ex = pi.x - pj.x, ey = pi.y - pj.y, ez = pi.z - pj.z;
+                    float l2 = ex * ex + ey * ey + ez * ez;
+                    if (!(l2 < reach * reach) || !(pi.w + pj.w > 0.0f))
+                        continue;
+                    if (list && n < PBD_CONTACT_LIST)
+                        other[i * PBD_CONTACT_LIST + n] = j;
+                    if (solve)
+                        pbd_contact_pair(p, x, radius, body, material, num, omega, i, j, out);
+                    ++n;
+                    *active += l2 < rs * rs && l2 > 0.0f;
+                }
+            }
+    return n;
+}
+
+/* Particle i's contacts: its listed candidates, or with more than the list holds
+ * (cand[i]), the cells again. out[0..2]: its correction; out[3..5]: the part of it that
+ * other bodies cause; out[6..8]: that part's moment about x[i], taken at the contact point,
+ * the pair's midpoint, so that a pair's moments cancel, friction's too.
+ *
+ * Friction (Macklin et al. 2014, eq. 24-25, as pbd_friction): the pair's relative motion
+ * since the substep's start, (p_i - x_i) - (p_j - x_j), has a tangential part t; static
+ * (|t| < mu_s depth) removes it, kinetic shortens it by mu_k depth, shared by inverse mass
+ * as the push is. mu_s, mu_k: the two bodies' (material .x, .y) mixed as Box2D mixes,
+ * sqrt(a b); a body without friction of its own (< 0) makes the contact frictionless. */
+PBD_INLINE void pbd_contacts(PBD_GLOBAL const pbd_float4 *p, PBD_GLOBAL const pbd_float4 *x,
+                             PBD_GLOBAL const pbd_float4 *p0, PBD_GLOBAL const pbd_float4 *rest,
+                             PBD_GLOBAL const float *radius, PBD_GLOBAL const int *body,
+                             PBD_GLOBAL const int *body_self, PBD_GLOBAL const pbd_float4 *material,
+                             PBD_GLOBAL const int *cell, PBD_GLOBAL const int *cell_start,
+                             PBD_GLOBAL const int *cell_sorted, int mask,
+                             PBD_GLOBAL const int *cand, PBD_GLOBAL const int *other,
+                             PBD_GLOBAL const int *num, float omega, int i, float *out)
+{
+    for (int k = 0; k < 9; ++k)
+        out[k] = 0.0f;
+    int n = cand[i], active;
+    if (n <= PBD_CONTACT_LIST) {
+        for (int k = 0; k < n; ++k)
+            pbd_contact_pair(p, x, radius, body, material, num, omega, i,
+                             other[i * PBD_CONTACT_LIST + k], out);
+    } else {
+        pbd_contact_search(p0, rest, radius, body, body_self, cell, cell_start, cell_sorted, mask,
+                           i, 0, (PBD_GLOBAL int *)0, &active, 1, p, x, material, num, omega, out);
+    }
+}
+
+/* Particle i's contact correction into dp[i] (applied by pbd_contact_apply once every
+ * particle has its own). What other bodies push it by is, with `track`, an external impulse
+ * for the momentum tracker (dx), as a collider's push is. The tracker takes every impulse's
+ * moment at the particle's final position, but a pair's pushes cancel in moment only where
+ * they act, so the push is also kept apart (cdx) with its moment there about x[i] (a), from
+ * which pbd_contact_moment corrects the tracked angular momentum. */
+PBD_INLINE void pbd_contact_solve(
+    PBD_GLOBAL const pbd_float4 *p, PBD_GLOBAL const pbd_float4 *x, PBD_GLOBAL const pbd_float4 *p0,
+    PBD_GLOBAL const pbd_float4 *rest, PBD_GLOBAL const float *radius, PBD_GLOBAL const int *body,
+    PBD_GLOBAL const int *body_self, PBD_GLOBAL const pbd_float4 *material,
+    PBD_GLOBAL const int *cell, PBD_GLOBAL const int *cell_start, PBD_GLOBAL const int *cell_sorted,
+    int mask, PBD_GLOBAL const int *cand, PBD_GLOBAL const int *other, PBD_GLOBAL const int *num,
+    float omega, PBD_GLOBAL pbd_float4 *dp, PBD_GLOBAL pbd_float4 *dx, PBD_GLOBAL pbd_float4 *cdx,
+    PBD_GLOBAL pbd_float4 *a, int track, int i)
+{
+    float o[9];
+    pbd_contacts(p, x, p0, rest, radius, body, body_self, material, cell, cell_start, cell_sorted,
+                 mask, cand, other, num, omega, i, o);
+    dp[i] = PBD_F4(o[0], o[1], o[2], 0.0f);
+    if (track && (o[3] != 0.0f || o[4] != 0.0f || o[5] != 0.0f)) {
+        pbd_float4 c = cdx[i], m = a[i];
+        dx[i] = PBD_F4(dx[i].x + o[3], dx[i].y + o[4], dx[i].z + o[5], 0.0f);
+        cdx[i] = PBD_F4(c.x + o[3], c.y + o[4], c.z + o[5], 0.0f);
+        a[i] = PBD_F4(m.x + o[6], m.y + o[7], m.z + o[8], 0.0f);
+    }
+}
+
+/* The substep's contact bookkeeping: the positions the hash is built from, and no contact
+ * displacement yet. */
+PBD_INLINE void pbd_contact_start(PBD_GLOBAL const pbd_float4 *p, PBD_GLOBAL pbd_float4 *p0,
+                                  PBD_GLOBAL pbd_float4 *cdx, PBD_GLOBAL pbd_float4 *a, int i)
+{
+    p0[i] = p[i];
+    cdx[i] = PBD_F4(0.0f, 0.0f, 0.0f, 0.0f);
+    a[i] = PBD_F4(0.0f, 0.0f, 0.0f, 0.0f);
+}
+
+/* After the iterations (p final), body b's tracked angular momentum L_r gets two terms that
+ * make a pair's contacts change the pair's total L (about any fixed point) by no more than
+ * rounding:
+ * - the difference between its contact impulses' moments where they acted and where the
+ *   tracker takes them, at the final positions: sum of m / h (a - (p - x) x cdx);
+ * - L_r is about the centre of mass, which the substep moves by h P_new / M, where P_new
+ *   includes the contacts' impulse J: its moment c x P about a fixed point then changes by
+ *   h / M (J x P_r) more than the impulses' own moment, which this takes back:
+ *   P_r x (sum m cdx) / M, P_r the tracked momentum before the substep's impulses.
+ * Sums in particle order. */
+PBD_INLINE void pbd_contact_moment(int b, PBD_GLOBAL const int *body_first,
+                                   PBD_GLOBAL const int *flags, PBD_GLOBAL const pbd_float4 *p,
+                                   PBD_GLOBAL const pbd_float4 *v, PBD_GLOBAL const pbd_float4 *x,
+                                   PBD_GLOBAL const pbd_float4 *cdx, PBD_GLOBAL const pbd_float4 *a,
+                                   float inv_h, PBD_GLOBAL pbd_acc *track)
+{
+    if (!(flags[b] & PBD_BODY_MOMENTUM))
+        return;
+    pbd_acc s[3] = {(pbd_acc)0, (pbd_acc)0, (pbd_acc)0};
+    pbd_acc j[3] = {(pbd_acc)0, (pbd_acc)0, (pbd_acc)0}, mass = (pbd_acc)0, pj[3];
+    for (int i = body_first[b]; i < body_first[b + 1]; ++i) {
+        pbd_float4 q = p[i], o = x[i], c = cdx[i], m = a[i];
+        float rx = q.x - o.x, ry = q.y - o.y, rz = q.z - o.z;
+        float dx = m.x - (ry * c.z - rz * c.y), dy = m.y - (rz * c.x - rx * c.z);
+        float dz = m.z - (rx * c.y - ry * c.x);
+        pbd_acc mi = (pbd_acc)v[i].w;
+        s[0] = s[0] + mi * (pbd_acc)(dx * inv_h);
+        s[1] = s[1] + mi * (pbd_acc)(dy * inv_h);
+        s[2] = s[2] + mi * (pbd_acc)(dz * inv_h);
+        j[0] = j[0] + mi * (pbd_acc)c.x;
+        j[1] = j[1] + mi * (pbd_acc)c.y;
+        j[2] = j[2] + mi * (pbd_acc)c.z;
+        mass = mass + mi;
+    }
+    PBD_GLOBAL pbd_acc *t = track + 6 * b;
+    pbd_cross(t[0], t[1], t[2], j[0], j[1], j[2], pj);
+    for (int k = 0; k < 3; ++k)
+        t[3 + k] = t[3 + k] + (s[k] + pj[k] / mass);
+}
+
+PBD_INLINE void pbd_contact_apply(PBD_GLOBAL pbd_float4 *p, PBD_GLOBAL const pbd_float4 *dp, int i)
+{
+    pbd_float4 q = p[i], d = dp[i];
+    p[i] = PBD_F4(q.x + d.x, q.y + d.y, q.z + d.z, q.w);
 }
 
 #endif

@@ -56,6 +56,21 @@ check "$scenes/cloth_sphere.json" --frames 2
 check "$scenes/../tests/shared_overflow.json" --frames 2
 check "$scenes/jelly.json" --frames 2
 check "$scenes/balloon.json" --frames 2 --solver jacobi
+# Particle contacts: two boxes pressed together on a floor with friction, and a cloth with
+# self-collision (the hash's atomics, the candidate lists, the Jacobi gather), both solvers.
+cat >contacts.json <<'EOF'
+{"dt": 0.016666666666666666, "substeps": 2, "iterations": 3,
+ "planes": [{"normal": [0, 1, 0], "offset": 0, "friction": 0.5}],
+ "bodies": [
+  {"type": "tet_box", "cells": [2, 2, 2], "size": [0.2, 0.2, 0.2], "center": [0, 0.11, 0],
+   "density": 500, "particle_radius": 0.05, "friction": 0.5},
+  {"type": "tet_box", "cells": [2, 2, 2], "size": [0.2, 0.2, 0.2], "center": [0.05, 0.36, 0.03],
+   "density": 500, "velocity": [0, -1, 0], "particle_radius": 0.05, "friction": 0.5},
+  {"type": "cloth", "resolution": [6, 6], "size": [0.5, 0.5], "center": [0, 0.5, 0],
+   "mass": 0.1, "self_collision": true}]}
+EOF
+check contacts.json --frames 3
+check contacts.json --frames 2 --solver jacobi
 # Uninitialised values. Oclgrind 21.10's --uninitialized crashes on a vector shuffle with
 # undefined lanes, which LLVM's optimiser makes of a float4 length (its shuffle handler tests
 # the lane index against UndefValueVal, 11, where LLVM marks an undefined lane -1); built with
@@ -65,6 +80,7 @@ check "$scenes/two_particles.json" --frames 5
 check "$scenes/spinning_box.json" --frames 2
 check @cloth-16 --frames 2 --solver jacobi
 check "$scenes/balloon.json" --frames 2
+check contacts.json --frames 2
 # Compensated float sums: the same kernels on PoCL.
 OG="--data-races"
 REF="--variant gpu"

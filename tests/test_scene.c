@@ -72,6 +72,10 @@ static const good_scene good[] = {
     {"tethered_curtain.json", 64 * 64, 0, 1, 64, 1},
     {"draped_sheet.json", 48 * 48, 47 * 48 * 2 + 47 * 47 * 2, 1, 2, 2},
     {"soft_cubes.json", 4 * 125, 0, 4, 0, 1},
+    {"soft_cubes_zero_gravity.json", 4 * 125, 0, 4, 0, 0},
+    {"soft_pile.json", 100 * 512, 0, 100, 0, 1},
+    {"cloth_self_fold.json", 8 * 80, 7 * 80 + 8 * 79 + 2 * 7 * 79, 1, 0, 1},
+    {"bowling.json", 206 + 10 * 121, 0, 11, 0, 1},
     {"cloth_shapes.json", 48 * 48, 47 * 48 * 2 + 47 * 47 * 2, 1, 0, 3},
     /* Mesh bodies: the counts of the files in scenes/meshes/ (TetGen, OBJ, Gmsh 4.1). */
     {"soft_torus.json", 472, 2437, 1, 0, 1},
@@ -263,6 +267,10 @@ static const bad_scene bad[] = {
     {"bad_damping.json", ": damping: found \"viscous\", expected one of: none, point, rigid"},
     {"damping_k_range.json", ": damping_k: found 1.5, expected a number in [0, 1]"},
     {"body_momentum_type.json", "bodies[0].momentum: found a string, expected"},
+    {"particle_radius_zero.json", "bodies[0].particle_radius: found 0, expected a number in (0, "},
+    {"self_collision_type.json", "bodies[0].self_collision: found a string, expected true or"},
+    {"self_collision_no_radius.json", "bodies[0].particle_radius: missing (required with "
+                                      "\"self_collision\""},
     {"stiffness_range.json", "bodies[0].stiffness: found 1.5, expected a number in (0, 1]"},
     {"constraint_same_particle.json", "bodies[0].constraints[0][1]: found 1, expected an "
                                       "index in [0, 1] other than 1"},

@@ -371,6 +371,13 @@ static int material_ok(const pbd_body *b)
            (b->restitution == -1.0f || (b->restitution >= 0.0f && b->restitution <= 1.0f));
 }
 
+/* A body's particle radius: 0 (no contacts) or in (0, 1e3] m; self-collision needs one. */
+static int contact_ok(const pbd_body *b)
+{
+    return (b->radius == 0.0f || (b->radius > 0.0f && b->radius <= 1e3f)) &&
+           (b->self_collision == 0 || (b->self_collision == 1 && b->radius > 0.0f));
+}
+
 pbd_status pbd_model_validate(const pbd_model *m, pbd_error *err)
 {
     if (m->num_particles < 1)
@@ -393,6 +400,11 @@ pbd_status pbd_model_validate(const pbd_model *m, pbd_error *err)
                                  "(expected [0, 1], [0, 1000] and [0, %g]; 0: none)",
                                  b, (double)bd->shape_stiffness, (double)bd->pressure,
                                  (double)bd->pressure_compliance, (double)PBD_MAX_COMPLIANCE);
+        if (!contact_ok(bd))
+            return pbd_error_set(err, PBD_ERR_MODEL,
+                                 "body %d: particle radius %g, self-collision %d (expected 0, or "
+                                 "(0, 1000] m; self-collision 0, or 1 with a radius)",
+                                 b, (double)bd->radius, bd->self_collision);
         if (bd->first != next || bd->count < 1)
             return pbd_error_set(err, PBD_ERR_MODEL,
                                  "body %d: particles [%d, %d) do not follow the previous body "

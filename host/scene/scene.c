@@ -395,6 +395,8 @@ static const char *const common_keys[] = {"type",
                                           "shape_matching",
                                           "pressure",
                                           "pressure_compliance",
+                                          "particle_radius",
+                                          "self_collision",
                                           NULL};
 
 /* Body keys that are not the generator's: written to the model after generating. */
@@ -406,6 +408,8 @@ typedef struct body_opts {
     float shape_stiffness;     /* "shape_matching": {"stiffness": k}; 0: none */
     float pressure;            /* 0: none */
     float pressure_compliance; /* m^3/Pa */
+    float radius;              /* particle contacts (pbd_body): < 0 unset */
+    int self_collision;        /* 1: contacts within the body too */
 } body_opts;
 static const field body_opt_fields[] = {
     {"momentum", 'b', 0, ANY_FLOAT, offsetof(body_opts, momentum)},
@@ -418,6 +422,8 @@ static const field body_opt_fields[] = {
      0,
      {0.0, PBD_MAX_COMPLIANCE, 0, 0, 0},
      offsetof(body_opts, pressure_compliance)},
+    {"particle_radius", 'f', 0, {0.0, 1e3, 1, 0, 0}, offsetof(body_opts, radius)},
+    {"self_collision", 'b', 0, ANY_FLOAT, offsetof(body_opts, self_collision)},
 };
 static const field shape_matching_fields[] = {
     {"stiffness", 'f', 0, {0.0, 1.0, 1, 0, 0}, offsetof(body_opts, shape_stiffness)},
@@ -769,7 +775,7 @@ static int read_body(ctx *c, const cJSON *obj, const char *key, body_read *b)
     b->tet = pbd_tet_box_desc_default();
     b->parts = pbd_particles_desc_default();
     b->mesh_desc = pbd_mesh_desc_default();
-    b->opts = (body_opts){1, -1.0f, -1.0f, -1.0f, 0.0f, 0.0f, 0.0f};
+    b->opts = (body_opts){1, -1.0f, -1.0f, -1.0f, 0.0f, 0.0f, 0.0f, -1.0f, 0};
     pbd_gen_common *com = body_common(b);
     void *const desc[] = {&b->cloth, &b->rope, &b->tet, &b->parts, &b->mesh_desc};
     const num_spec index = INT_IN(INT_MIN, INT_MAX);
@@ -859,8 +865,23 @@ static int check_totals(ctx *c, const body_read *b, int n)
     return 0;
 }
 
+/* A body's default particle radius: half its shortest distance constraint, so that neighbours
+ * on its lattice or mesh just touch; 0 where it has none. */
+static float default_radius(const pbd_model *m, const pbd_body *bd)
+{
+    float shortest = 0.0f;
+    for (int k = 0; k < m->num_distance; ++k) {
+        const pbd_distance *d = &m->distance[k];
+        if (d->a >= bd->first && d->a < bd->first + bd->count && d->rest > 0.0f &&
+            (shortest == 0.0f || d->rest < shortest))
+            shortest = d->rest;
+    }
+    return 0.5f * shortest;
+}
+
 static int build_body(ctx *c, pbd_model *m, body_read *b, const char *key)
 {
+    char sub[KEY_MAX];
     pbd_error gerr = {0};
     int type = b->type;
     pbd_status st = type == CLOTH     ? pbd_scene_add_cloth(m, &b->cloth, &gerr)
@@ -879,6 +900,15 @@ static int build_body(ctx *c, pbd_model *m, body_read *b, const char *key)
         bd->shape_stiffness = b->opts.shape_stiffness;
         bd->pressure = b->opts.pressure;
         bd->pressure_compliance = b->opts.pressure_compliance;
+        bd->self_collision = b->opts.self_collision;
+        bd->radius = b->opts.radius > 0.0f ? b->opts.radius : 0.0f;
+        if (b->opts.self_collision && !(b->opts.radius > 0.0f)) {
+            bd->radius = default_radius(m, bd);
+            if (!(bd->radius > 0.0f))
+                r = fail(c, PBD_ERR_SCENE, join(sub, key, "particle_radius"),
+                         "missing (required with \"self_collision\" where the body has no "
+                         "distance constraints to take a default from)");
+        }
     }
     return r;
 }

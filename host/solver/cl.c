@@ -58,6 +58,12 @@ typedef struct cl_impl {
     int pending;  /* a momentum correction is computed but not yet applied to v */
     size_t bytes; /* device memory allocated */
     int fused;    /* the update also sums for the correction (update_reduce_serial) */
+    /* particle contacts: the hash's kernels (hash_*), contact_list, contact_solve,
+     * contact_apply and contact_moment, in contact_names' order, and their buffers */
+    kernel contact_kernels[9]; /* CONTACT_KERNELS */
+    cl_mem contact_cell, cell_count, cell_fill, cell_start, cell_sorted, contact_num, contact_dp;
+    cl_mem contact_rest, particle_radius, body_self, body_first, contact_cdx, contact_a;
+    cl_mem contact_p0, contact_cand, contact_other;
     pbd_kernel_time times[PBD_STAGE_COUNT];
 } cl_impl;
 
@@ -173,6 +179,71 @@ static pbd_status cl_predict(void *impl, int bdf2, pbd_error *err)
     if (status == PBD_OK)
         c->pending = 0;
     c->iterate = c->jacobi_start;
+cleanup:
+    return status;
+}
+
+/* The contact kernels, one variant for both kinds of device. */
+enum {
+    HASH_CLEAR,
+    HASH_COUNT,
+    HASH_SCAN,
+    HASH_SCATTER,
+    HASH_SORT,
+    CONTACT_LIST,
+    CONTACT_SOLVE,
+    CONTACT_APPLY,
+    CONTACT_MOMENT,
+    CONTACT_KERNELS
+};
+static const char *const contact_names[CONTACT_KERNELS] = {
+    "hash_clear",   "hash_count",    "hash_scan",     "hash_scatter",  "hash_sort",
+    "contact_list", "contact_solve", "contact_apply", "contact_moment"};
+
+/* The hash of the predictions (a counting sort made deterministic by sorting each entry)
+ * and each particle's candidates. */
+static pbd_status cl_contacts_build(void *impl, pbd_error *err)
+{
+    cl_impl *c = impl;
+    pbd_status status = PBD_OK;
+    kernel *k = c->contact_kernels;
+    cl_mem p = position_buffer(c, c->iterate);
+    size_t np = (size_t)c->plan->num_particles, ts = (size_t)c->plan->table_size;
+    ARG(&k[HASH_COUNT], "particle_p", p);
+    const size_t items[CONTACT_LIST + 1] = {ts, np, PBD_REDUCE_WG, np, ts, np};
+    for (int j = HASH_CLEAR; j <= CONTACT_LIST && status == PBD_OK; ++j)
+        status = launch_kernel(c, &k[j], PBD_STAGE_HASH, items[j],
+                               j == HASH_SCAN ? PBD_REDUCE_WG : c->wg, err);
+cleanup:
+    return status;
+}
+
+/* One Jacobi step of the contacts: every particle's correction, then all of them applied. */
+static pbd_status cl_contacts(void *impl, pbd_error *err)
+{
+    cl_impl *c = impl;
+    pbd_status status = PBD_OK;
+    kernel *k = c->contact_kernels;
+    cl_mem p = position_buffer(c, c->iterate);
+    size_t np = (size_t)c->plan->num_particles;
+    ARG(&k[CONTACT_SOLVE], "particle_p", p);
+    ARG(&k[CONTACT_APPLY], "particle_p", p);
+    status = launch_kernel(c, &k[CONTACT_SOLVE], PBD_STAGE_CONTACT, np, c->wg, err);
+    if (status == PBD_OK)
+        status = launch_kernel(c, &k[CONTACT_APPLY], PBD_STAGE_CONTACT, np, c->wg, err);
+cleanup:
+    return status;
+}
+
+static pbd_status cl_contacts_moment(void *impl, pbd_error *err)
+{
+    cl_impl *c = impl;
+    pbd_status status = PBD_OK;
+    kernel *k = &c->contact_kernels[CONTACT_MOMENT];
+    cl_mem p = position_buffer(c, c->iterate);
+    ARG(k, "particle_p", p);
+    status = launch_kernel(c, k, PBD_STAGE_CONTACT, (size_t)c->plan->num_bodies,
+                           serial_local(c, (size_t)c->plan->num_bodies), err);
 cleanup:
     return status;
 }
@@ -679,7 +750,26 @@ static void cl_destroy(void *impl)
         clReleaseKernel(c->gs_blocks.k);
     if (c->gs_cuts.k)
         clReleaseKernel(c->gs_cuts.k);
-    cl_mem *mems[] = {&c->x,
+    for (int k = 0; k < CONTACT_KERNELS; ++k)
+        if (c->contact_kernels[k].k)
+            clReleaseKernel(c->contact_kernels[k].k);
+    cl_mem *mems[] = {&c->contact_cell,
+                      &c->cell_count,
+                      &c->cell_fill,
+                      &c->cell_start,
+                      &c->cell_sorted,
+                      &c->contact_num,
+                      &c->contact_dp,
+                      &c->contact_rest,
+                      &c->particle_radius,
+                      &c->body_self,
+                      &c->body_first,
+                      &c->contact_cdx,
+                      &c->contact_p0,
+                      &c->contact_cand,
+                      &c->contact_other,
+                      &c->contact_a,
+                      &c->x,
                       &c->p,
                       &c->v,
                       &c->xp,
@@ -886,6 +976,9 @@ static pbd_status choose_kernels(cl_impl *c, pbd_plan *plan, const pbd_solver_de
      * kernels/cpu/. */
     status = pbd_cl_build(&c->cl, desc->kernel_dir, plan->variant,
                           float_sums && info->fp64 ? "-DPBD_FLOAT_ACC=1" : NULL, err);
+    names[PBD_STAGE_HASH] = names[PBD_STAGE_CONTACT] = NULL; /* contact_kernels: */
+    for (int k = 0; status == PBD_OK && plan->contacts && k < CONTACT_KERNELS; ++k)
+        status = make_kernel(c, contact_names[k], &c->contact_kernels[k], err);
     for (int k = 0; status == PBD_OK && k < PBD_STAGE_COUNT; ++k)
         if (names[k])
             status = make_kernel(c, names[k], &c->kernels[k], err);
@@ -1061,6 +1154,23 @@ static pbd_status create_buffers(cl_impl *c, const pbd_model *m, const pbd_plan 
     BUF(pressure_pairs, pressure ? 2 * (size_t)plan->pressure_offsets[np] * sizeof(int) : 0,
         plan->pressure_pairs);
     free(goal0);
+    size_t nh = plan->contacts ? np : 0, ts = plan->contacts ? (size_t)plan->table_size : 0;
+    BUF(contact_cell, 4 * nh * sizeof(cl_int), NULL);
+    BUF(cell_count, ts * sizeof(cl_int), NULL);
+    BUF(cell_fill, ts * sizeof(cl_int), NULL);
+    BUF(cell_start, (ts + (ts > 0)) * sizeof(cl_int), NULL);
+    BUF(cell_sorted, nh * sizeof(cl_int), NULL);
+    BUF(contact_num, nh * sizeof(cl_int), NULL);
+    BUF(contact_dp, nh * f4, NULL);
+    BUF(contact_rest, nh * f4, plan->contact_rest);
+    BUF(particle_radius, nh * sizeof(float), plan->particle_radius);
+    BUF(body_self, plan->contacts ? nb * sizeof(cl_int) : 0, plan->body_self);
+    BUF(body_first, plan->contacts ? (nb + 1) * sizeof(cl_int) : 0, plan->body_first);
+    BUF(contact_cdx, nh * f4, NULL);
+    BUF(contact_p0, nh * f4, NULL);
+    BUF(contact_cand, nh * sizeof(cl_int), NULL);
+    BUF(contact_other, nh * PBD_CONTACT_LIST * sizeof(cl_int), NULL);
+    BUF(contact_a, nh * f4, NULL);
 #undef BUF
     free(track0);
     if (st != PBD_OK)
@@ -1160,6 +1270,8 @@ static pbd_status bind_arguments(cl_impl *c, const pbd_plan *plan, pbd_error *er
     cl_float inv_h2 = plan->inv_h2, omega = plan->cfg.omega;
     cl_float point = plan->point_damping, rigid = plan->rigid_damping;
     cl_float4 gh = {{g[0], g[1], g[2], plan->h}};
+    cl_int table_size = plan->table_size, table_mask = plan->table_size - 1;
+    cl_float inv_cell = plan->inv_cell;
     c->jacobi_start = plan->cfg.solver == PBD_SOLVER_JACOBI && plan->cfg.iterations % 2 == 1;
     /* clang-format off */
     const binding common[] = {
@@ -1196,6 +1308,16 @@ static pbd_status bind_arguments(cl_impl *c, const pbd_plan *plan, pbd_error *er
         BIND("body_constraint_segments", c->body_constraint_segments),
         BIND("body_constraint_ranges", c->body_constraint_ranges),
         BIND("num_body_constraint_segments", nbcseg),
+        BIND("contact_cell", c->contact_cell),
+        BIND("cell_count", c->cell_count), BIND("cell_fill", c->cell_fill),
+        BIND("cell_start", c->cell_start), BIND("cell_sorted", c->cell_sorted),
+        BIND("contact_num", c->contact_num), BIND("contact_dp", c->contact_dp),
+        BIND("contact_rest", c->contact_rest), BIND("particle_radius", c->particle_radius),
+        BIND("body_self", c->body_self), BIND("table_size", table_size),
+        BIND("table_mask", table_mask), BIND("inv_cell", inv_cell),
+        BIND("body_first", c->body_first), BIND("contact_cdx", c->contact_cdx),
+        BIND("contact_p0", c->contact_p0), BIND("contact_cand", c->contact_cand),
+        BIND("contact_other", c->contact_other), BIND("contact_a", c->contact_a),
     };
     /* clang-format on */
     int ncommon = (int)(sizeof common / sizeof common[0]);
@@ -1205,6 +1327,8 @@ static pbd_status bind_arguments(cl_impl *c, const pbd_plan *plan, pbd_error *er
         status = bind(&c->gs_blocks, common, ncommon, err);
     if (status == PBD_OK)
         status = bind(&c->gs_cuts, common, ncommon, err);
+    for (int k = 0; k < CONTACT_KERNELS && status == PBD_OK; ++k)
+        status = bind(&c->contact_kernels[k], common, ncommon, err);
     if (status != PBD_OK)
         return status;
     return bind_exceptions(c, plan, err);
@@ -1228,6 +1352,14 @@ double pbd_device_memory_estimate(const pbd_model *m, const pbd_config *cfg, dou
         per_particle += f4;
     if (cfg->solver == PBD_SOLVER_JACOBI)
         per_particle += f4;
+    /* Particle contacts: the cells, the table (an entry or two a particle), the candidate
+     * lists and the contact displacements (as create_buffers makes them). */
+    int contacts = 0;
+    for (int b = 0; b < m->num_bodies; ++b)
+        contacts |= m->bodies[b].radius > 0.0f;
+    if (contacts)
+        per_particle += (4 + 1 + 1 + 1 + PBD_CONTACT_LIST) * sizeof(int) + 5 * f4 + sizeof(float) +
+                        3 * sizeof(int);
     double total = np * per_particle + nb * (6 * sizeof(double) + 2 * f4);
     double largest = np * f4;
     const char *largest_name = "positions";
@@ -1320,6 +1452,9 @@ const pbd_backend_ops pbd_cl_ops = {
     .gather_jacobi = cl_gather_jacobi,
     .collide = cl_collide,
     .body_constraints = cl_body_constraints,
+    .contacts_build = cl_contacts_build,
+    .contacts = cl_contacts,
+    .contacts_moment = cl_contacts_moment,
     .update = cl_update,
     .momentum = cl_momentum,
     .body_solve = cl_body_solve,

@@ -30,6 +30,10 @@ typedef struct cpu_impl {
     pbd_float4 *grad;     /* pressure: each particle's volume gradient this iteration */
     float *body_sums;     /* body constraints: their segments x PBD_BSUM_COUNT */
     int pending;          /* a correction is computed but not yet applied to v */
+    /* particle contacts: the hash (as the device's kernels leave it) and the corrections */
+    int *contact_cell, *cell_count, *cell_start, *cell_sorted, *contact_num;
+    pbd_float4 *contact_dp, *contact_cdx, *contact_a, *contact_p0;
+    int *contact_cand, *contact_other;
     pbd_kernel_time times[PBD_STAGE_COUNT];
 } cpu_impl;
 
@@ -220,6 +224,58 @@ static pbd_status cpu_gather_jacobi(void *impl, pbd_error *err)
                                pl->csr_offsets[i + 1], pl->cfg.omega));
     c->p_next = p;
     charge(c, PBD_STAGE_GATHER, t0);
+    return PBD_OK;
+}
+
+/* The hash as the device's kernels leave it, and each particle's candidates. */
+static pbd_status cpu_contacts_build(void *impl, pbd_error *err)
+{
+    (void)err;
+    cpu_impl *c = impl;
+    const pbd_plan *pl = c->plan;
+    double t0 = now_ms();
+    int n = pl->num_particles, mask = pl->table_size - 1;
+    pbd_contact_hash_build(pl, c->p, c->contact_cell, c->cell_count, c->cell_start, c->cell_sorted);
+    for (int i = 0; i < n; ++i)
+        pbd_contact_start(c->p, c->contact_p0, c->contact_cdx, c->contact_a, i);
+    float o[9];
+    for (int i = 0; i < n; ++i)
+        c->contact_cand[i] = pbd_contact_search(
+            c->contact_p0, pl->contact_rest, pl->particle_radius, c->particle_body, pl->body_self,
+            c->contact_cell, c->cell_start, c->cell_sorted, mask, i, 1, c->contact_other,
+            &c->contact_num[i], 0, c->p, c->x, pl->body_material, c->contact_num, 1.0f, o);
+    charge(c, PBD_STAGE_HASH, t0);
+    return PBD_OK;
+}
+
+static pbd_status cpu_contacts(void *impl, pbd_error *err)
+{
+    (void)err;
+    cpu_impl *c = impl;
+    const pbd_plan *pl = c->plan;
+    double t0 = now_ms();
+    for (int i = 0; i < pl->num_particles; ++i)
+        pbd_contact_solve(c->p, c->x, c->contact_p0, pl->contact_rest, pl->particle_radius,
+                          c->particle_body, pl->body_self, pl->body_material, c->contact_cell,
+                          c->cell_start, c->cell_sorted, pl->table_size - 1, c->contact_cand,
+                          c->contact_other, c->contact_num, pl->cfg.omega, c->contact_dp, c->dx,
+                          c->contact_cdx, c->contact_a, pl->track, i);
+    for (int i = 0; i < pl->num_particles; ++i)
+        pbd_contact_apply(c->p, c->contact_dp, i);
+    charge(c, PBD_STAGE_CONTACT, t0);
+    return PBD_OK;
+}
+
+static pbd_status cpu_contacts_moment(void *impl, pbd_error *err)
+{
+    (void)err;
+    cpu_impl *c = impl;
+    const pbd_plan *pl = c->plan;
+    double t0 = now_ms();
+    for (int b = 0; b < pl->num_bodies; ++b)
+        pbd_contact_moment(b, pl->body_first, pl->body_flags, c->p, c->v, c->x, c->contact_cdx,
+                           c->contact_a, pl->inv_h, c->body_track);
+    charge(c, PBD_STAGE_CONTACT, t0);
     return PBD_OK;
 }
 
@@ -454,6 +510,9 @@ static size_t cpu_memory_bytes(const void *impl)
     b += np * sizeof(int) +
          nb * (f4 + 6 * sizeof(double) + 2 * PBD_OUT_COUNT * sizeof(double) + PBD_APPLY_COUNT * f4);
     b += (size_t)pl->num_segments * PBD_SUM_COUNT * sizeof(double);
+    if (pl->contacts) /* the hash and the corrections */
+        b += np * ((7 + PBD_CONTACT_LIST) * sizeof(int) + 4 * f4) +
+             (3 * (size_t)pl->table_size + 1) * sizeof(int);
     /* The plan's arrays the loops read: constraints and multipliers, CSR, colours, segments. */
     for (int t = 0; t < PBD_CONSTRAINT_COUNT; ++t)
         b += ((size_t)pl->type[t].count + 1) * (pbd_constraint_types[t].size + sizeof(float));
@@ -492,6 +551,17 @@ static void cpu_destroy(void *impl)
     free(c->goal);
     free(c->grad);
     free(c->body_sums);
+    free(c->contact_cell);
+    free(c->cell_count);
+    free(c->cell_start);
+    free(c->cell_sorted);
+    free(c->contact_num);
+    free(c->contact_dp);
+    free(c->contact_cdx);
+    free(c->contact_p0);
+    free(c->contact_cand);
+    free(c->contact_other);
+    free(c->contact_a);
     free(c);
 }
 
@@ -542,10 +612,25 @@ pbd_status pbd_cpu_create(const pbd_model *m, pbd_plan *plan, const pbd_solver_d
         c->body_sums = calloc(
             plan->body_active ? (size_t)plan->num_body_constraint_segments * PBD_BSUM_COUNT : 1,
             sizeof(float));
+        size_t nh = plan->contacts ? np : 0, ts = plan->contacts ? (size_t)plan->table_size : 0;
+        c->contact_cell = malloc((4 * nh + 1) * sizeof(int));
+        c->cell_count = malloc((ts + 1) * sizeof(int));
+        c->cell_start = malloc((ts + 1) * sizeof(int));
+        c->cell_sorted = malloc((nh + 1) * sizeof(int));
+        c->contact_num = malloc((nh + 1) * sizeof(int));
+        c->contact_dp = alloc4(nh);
+        c->contact_cdx = alloc4(nh);
+        c->contact_p0 = alloc4(nh);
+        c->contact_cand = malloc((nh + 1) * sizeof(int));
+        c->contact_other = malloc((PBD_CONTACT_LIST * nh + 1) * sizeof(int));
+        c->contact_a = alloc4(nh);
     }
     if (!c || !c->x || !c->p || !c->v || !c->xp || !c->vp || !c->dx || !c->p_next || !c->gain ||
         !lambdas || !c->particle_body || !c->body_ref || !c->body_track || !c->segment_sums ||
-        !c->out_step || !c->out_other || !c->apply || !c->goal || !c->grad || !c->body_sums) {
+        !c->out_step || !c->out_other || !c->apply || !c->goal || !c->grad || !c->body_sums ||
+        !c->contact_cell || !c->cell_count || !c->cell_start || !c->cell_sorted ||
+        !c->contact_num || !c->contact_dp || !c->contact_cdx || !c->contact_p0 ||
+        !c->contact_cand || !c->contact_other || !c->contact_a) {
         if (c)
             cpu_destroy(c);
         return pbd_error_set(err, PBD_ERR_MEMORY, "out of memory for %zu particles", np);
@@ -588,6 +673,9 @@ const pbd_backend_ops pbd_cpu_ops = {
     .gather_jacobi = cpu_gather_jacobi,
     .collide = cpu_collide,
     .body_constraints = cpu_body_constraints,
+    .contacts_build = cpu_contacts_build,
+    .contacts = cpu_contacts,
+    .contacts_moment = cpu_contacts_moment,
     .update = cpu_update,
     .momentum = cpu_momentum,
     .body_solve = cpu_body_solve,

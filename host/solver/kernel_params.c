@@ -57,6 +57,22 @@ PARAMS(body_solve, "body_segments", "segment_sums", "body_ref", "body_track", "b
        "gh", "body_out", "body_apply", "num_bodies")
 PARAMS(body_solve_serial, "body_segments", "segment_sums", "body_ref", "body_track", "body_flags",
        "mode", "gh", "body_out", "body_apply", "num_bodies")
+PARAMS(hash_clear, "cell_count", "cell_fill", "table_size")
+PARAMS(hash_count, "particle_p", "contact_cell", "cell_count", "inv_cell", "table_mask",
+       "contact_p0", "contact_cdx", "contact_a", "num_particles")
+PARAMS(hash_scan, "cell_count", "cell_start", "table_size")
+PARAMS(hash_scatter, "contact_cell", "cell_start", "cell_fill", "cell_sorted", "num_particles")
+PARAMS(hash_sort, "cell_start", "cell_sorted", "table_size")
+PARAMS(contact_list, "contact_p0", "contact_rest", "particle_radius", "particle_body", "body_self",
+       "contact_cell", "cell_start", "cell_sorted", "table_mask", "contact_cand", "contact_other",
+       "contact_num", "num_particles")
+PARAMS(contact_solve, "particle_p", "particle_x", "contact_p0", "contact_rest", "particle_radius",
+       "particle_body", "body_self", "body_material", "contact_cell", "cell_start", "cell_sorted",
+       "table_mask", "contact_cand", "contact_other", "contact_num", "omega", "contact_dp",
+       "particle_dx", "contact_cdx", "contact_a", "track", "num_particles")
+PARAMS(contact_apply, "particle_p", "contact_dp", "num_particles")
+PARAMS(contact_moment, "body_first", "body_flags", "particle_p", "particle_v", "particle_x",
+       "contact_cdx", "contact_a", "inv_h", "body_track", "num_bodies")
 PARAMS(momentum_apply, "particle_x", "particle_v", "particle_body", "body_apply", "rigid_k",
        "num_particles")
 PARAMS(body_constraint_reduce, "body_constraint_segments", "particle_p", "particle_rest",
@@ -93,6 +109,15 @@ const pbd_kernel_params pbd_kernel_param_table[] = {
     ENTRY(body_constraint_reduce),
     ENTRY(body_constraint_solve),
     ENTRY(body_constraint_apply),
+    ENTRY(hash_clear),
+    ENTRY(hash_count),
+    ENTRY(hash_scan),
+    ENTRY(hash_scatter),
+    ENTRY(hash_sort),
+    ENTRY(contact_list),
+    ENTRY(contact_solve),
+    ENTRY(contact_apply),
+    ENTRY(contact_moment),
 };
 const int pbd_kernel_param_table_count =
     (int)(sizeof pbd_kernel_param_table / sizeof pbd_kernel_param_table[0]);

@@ -39,6 +39,10 @@ void pbd_plan_free(pbd_plan *plan)
     free(plan->body_ref);
     free(plan->body_flags);
     free(plan->body_material);
+    free(plan->particle_radius);
+    free(plan->body_self);
+    free(plan->contact_rest);
+    free(plan->body_first);
     free(plan->colliders0);
     free(plan->collider_t0);
     free(plan->colliders);
@@ -575,6 +579,65 @@ int pbd_collider_moves(const pbd_collider *c)
            c->angular_velocity.z != 0.0f;
 }
 
+/* Particle contacts, where a body has a particle radius: each particle's radius, the bodies'
+ * self-collision, the rest shape, and the hash's size (cells of PBD_CONTACT_REACH times the
+ * largest radii's sum, so a particle's candidates lie in its own and the 26 neighbouring cells; a
+ * table of at least as many entries as particles). Contacts between bodies are external impulses to
+ * each. */
+static pbd_status plan_contacts(const pbd_model *m, pbd_plan *plan, pbd_error *err)
+{
+    float rmax = 0.0f;
+    int with = 0;
+    for (int b = 0; b < m->num_bodies; ++b) {
+        rmax = m->bodies[b].radius > rmax ? m->bodies[b].radius : rmax;
+        with += m->bodies[b].radius > 0.0f;
+    }
+    if (with == 0)
+        return PBD_OK;
+    size_t np = (size_t)m->num_particles, nb = (size_t)m->num_bodies;
+    plan->particle_radius = malloc(np * sizeof *plan->particle_radius);
+    plan->body_self = malloc(nb * sizeof *plan->body_self);
+    plan->contact_rest = malloc(np * sizeof *plan->contact_rest);
+    plan->body_first = malloc((nb + 1) * sizeof *plan->body_first);
+    if (!plan->particle_radius || !plan->body_self || !plan->contact_rest || !plan->body_first)
+        return pbd_error_set(err, PBD_ERR_MEMORY, "out of memory preparing the contacts");
+    for (size_t i = 0; i < np; ++i)
+        plan->particle_radius[i] = m->bodies[m->body[i]].radius;
+    for (size_t b = 0; b < nb; ++b) {
+        plan->body_self[b] = m->bodies[b].self_collision;
+        plan->body_first[b] = m->bodies[b].first;
+    }
+    plan->body_first[nb] = (int)np;
+    memcpy(plan->contact_rest, m->x, np * sizeof *plan->contact_rest);
+    plan->contacts = 1;
+    plan->table_size = 16;
+    while ((size_t)plan->table_size < np)
+        plan->table_size *= 2;
+    plan->inv_cell = 1.0f / (PBD_CONTACT_REACH * 2.0f * rmax);
+    plan->external |= with > 1;
+    return PBD_OK;
+}
+
+void pbd_contact_hash_build(const pbd_plan *plan, const pbd_float4 *p, int *cell, int *fill,
+                            int *start, int *sorted)
+{
+    int n = plan->num_particles, ts = plan->table_size, mask = ts - 1;
+    memset(fill, 0, (size_t)ts * sizeof *fill);
+    for (int i = 0; i < n; ++i)
+        fill[pbd_contact_cell(p, cell, i, plan->inv_cell, mask)]++;
+    int total = 0;
+    for (int h = 0; h < ts; ++h) {
+        start[h] = total;
+        total += fill[h];
+        fill[h] = 0;
+    }
+    start[ts] = total;
+    for (int i = 0; i < n; ++i) {
+        int h = cell[4 * i + 3];
+        sorted[start[h] + fill[h]++] = i;
+    }
+}
+
 pbd_status pbd_plan_build(const pbd_model *m, const pbd_config *cfg, pbd_plan *plan, pbd_error *err)
 {
     memset(plan, 0, sizeof *plan);
@@ -657,6 +720,9 @@ pbd_status pbd_plan_build(const pbd_model *m, const pbd_config *cfg, pbd_plan *p
         plan->bounce |= m->colliders[k].restitution > 0.0f;
     for (int t = 0; t < PBD_CONSTRAINT_COUNT; ++t)
         plan->external |= pbd_constraint_types[t].world && plan->type[t].count > 0;
+    st = plan_contacts(m, plan, err);
+    if (st != PBD_OK)
+        goto fail;
 
     int nseg = 0;
     for (int b = 0; b < m->num_bodies; ++b)
@@ -689,6 +755,11 @@ pbd_status pbd_plan_build(const pbd_model *m, const pbd_config *cfg, pbd_plan *p
     /* Collision and attachment displacements are recorded only where there is something
      * external to record. */
     plan->track = plan->momentum_active && plan->external;
+    /* contacts between bodies: their impulses' moments where they acted */
+    int with = 0;
+    for (int b = 0; b < m->num_bodies; ++b)
+        with += m->bodies[b].radius > 0.0f;
+    plan->contact_moments = plan->track && plan->contacts && with > 1;
     /* The correction: the reduction and the solve (its broadcast rides on the next predict). */
     plan->momentum_launches = plan->momentum_active ? 2 : 0;
     plan->body_segments[m->num_bodies] = nseg;

@@ -23,6 +23,8 @@ typedef enum pbd_stage {
     PBD_STAGE_BODY_REDUCE, /* the body constraints' per-segment sums (and volume gradients) */
     PBD_STAGE_BODY_SOLVE,  /* their per-body solve */
     PBD_STAGE_BODY_APPLY,  /* their per-particle correction */
+    PBD_STAGE_HASH,        /* particle contacts: the hash and each particle's candidates */
+    PBD_STAGE_CONTACT,     /* particle contacts: projected, once an iteration */
     PBD_STAGE_COUNT
 } pbd_stage;
 
@@ -128,6 +130,15 @@ typedef struct pbd_plan {
                                               two particles, counter-clockwise after i */
     float point_damping; /* fraction for the velocity update (point damping), else 0 */
     float rigid_damping; /* fraction for momentum_apply (rigid damping), else 0 */
+    /* Particle contacts (pbd_contacts): on when a body has a particle radius. */
+    int contacts;
+    int table_size;           /* hash table entries, a power of two >= the particles */
+    float inv_cell;           /* 1 / cell size (PBD_CONTACT_REACH x the largest radii's sum), 1/m */
+    float *particle_radius;   /* per particle, its body's radius (0: no contacts), m */
+    int *body_self;           /* per body, 1: self-collision */
+    pbd_float4 *contact_rest; /* the initial positions: self-contacts' rest distances */
+    int *body_first;          /* num_bodies + 1: body b is particles [bf[b], bf[b + 1]) */
+    int contact_moments;      /* 1: contacts between bodies are tracked (contact_moment runs) */
 } pbd_plan;
 
 pbd_status pbd_plan_build(const pbd_model *m, const pbd_config *cfg, pbd_plan *plan,
@@ -161,6 +172,13 @@ typedef struct pbd_backend_ops {
     /* The body constraints on the current iterate: reduce, solve (XPBD multipliers reset
      * with reset_lambda), apply. */
     pbd_status (*body_constraints)(void *impl, int reset_lambda, pbd_error *err);
+    /* Particle contacts: the hash and the candidate lists from the predictions (once a
+     * substep), and their projection (once an iteration). */
+    pbd_status (*contacts_build)(void *impl, pbd_error *err);
+    pbd_status (*contacts)(void *impl, pbd_error *err);
+    /* After the iterations, where momentum is tracked: the contacts' moments (pbd_contact_moment).
+     */
+    pbd_status (*contacts_moment)(void *impl, pbd_error *err);
     /* keep_prev: store x and v for the next BDF2 prediction. */
     pbd_status (*update)(void *impl, int bdf2, int keep_prev, pbd_error *err);
     /* Momentum preservation for one substep: reduce, solve (PBD_SOLVE_STEP), apply. */
@@ -219,6 +237,13 @@ double pbd_device_memory_estimate(const pbd_model *m, const pbd_config *cfg, dou
                                   const char **largest_name);
 pbd_status pbd_check_device_memory(const pbd_model *m, const pbd_config *cfg,
                                    const pbd_device_info *info, pbd_error *err);
+
+/* The particle hash of positions p as the device's hash kernels leave it (contacts.cl): each
+ * particle's cell (4 ints: coordinates, table entry), the table's starts (table_size + 1)
+ * and each entry's particles in ascending order (num_particles); fill (table_size) is
+ * scratch. Visiting the particles in order sorts each entry, as hash_sort does. */
+void pbd_contact_hash_build(const pbd_plan *plan, const pbd_float4 *p, int *cell, int *fill,
+                            int *start, int *sorted);
 
 /* Whether a collider has a velocity (the solver moves it every substep). */
 int pbd_collider_moves(const pbd_collider *c);

@@ -21,6 +21,8 @@ const char *const pbd_stage_names[PBD_STAGE_COUNT] = {
     "body_constraint_reduce",
     "body_constraint_solve",
     "body_constraint_apply",
+    "contact_hash",
+    "contact",
 };
 
 #define STAGE(call)                                                                                \
@@ -35,6 +37,10 @@ static pbd_status iterate(const pbd_backend_ops *ops, void *impl, const pbd_plan
                           pbd_error *err)
 {
     int jacobi = plan->cfg.solver == PBD_SOLVER_JACOBI;
+    /* particle contacts first, so that the colliders, which end the iteration, have the last
+     * word against them */
+    if (plan->contacts)
+        STAGE(ops->contacts(impl, err));
     for (int t = 0; t < PBD_CONSTRAINT_COUNT; ++t) {
         /* The body constraints (shape matching, pressure) after the per-element types and
          * before the distance constraints, whose last pass also collides in the Jacobi
@@ -140,9 +146,15 @@ pbd_status pbd_step_frame(const pbd_backend_ops *ops, void *impl, const pbd_plan
         }
         /* predict (also applies the previous substep's momentum correction: its broadcast) */
         STAGE(ops->predict(impl, bdf2, err));
+        /* particle contacts: the hash of the predictions */
+        if (plan->contacts)
+            STAGE(ops->contacts_build(impl, err));
         /* project: XPBD multipliers start at zero each substep (Macklin 2016, Algorithm 1) */
         for (int it = 0; it < cfg->iterations; ++it)
             STAGE(iterate(ops, impl, plan, it == 0, err));
+        /* the contacts' impulses' moments where they acted, for the tracked L */
+        if (plan->contact_moments)
+            STAGE(ops->contacts_moment(impl, err));
         /* update (on the CPU variant with fp64 sums, also the momentum stage's reduction and
          * per-body solve: the fused update) */
         STAGE(ops->update(impl, bdf2, keep_prev, err));
@@ -162,9 +174,13 @@ long pbd_step_launches(const pbd_plan *plan)
         per_iteration = plan->gs_launches;
     else
         per_iteration = plan->jacobi_launches;
+    /* particle contacts: the hash's five launches and the candidate lists, then two an
+     * iteration, and the moments */
+    if (plan->contacts)
+        per_iteration += 2;
     /* The momentum correction's own launches (momentum_apply runs alone only before the state
      * is read). */
     return (long)cfg->substeps *
            (2 + (long)cfg->iterations * (per_iteration + plan->body_launches) +
-            plan->momentum_launches);
+            plan->momentum_launches + (plan->contacts ? 6 : 0) + plan->contact_moments);
 }

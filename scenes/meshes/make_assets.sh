@@ -11,3 +11,5 @@ gmsh -3 -format msh22 log.geo -o log22.msh >/dev/null
 gmsh -3 -format msh41 log.geo -o log41.msh >/dev/null
 gmsh -3 -format msh41 bunny.geo -o bunny.msh >/dev/null   # 1,057 nodes, 3,736 tetrahedra
 gmsh -3 -format msh41 car.geo -o car.msh >/dev/null       # 1,894 nodes, 7,261 tetrahedra
+gmsh -3 -format msh41 ball.geo -o ball41.msh >/dev/null
+gmsh -3 -format msh41 pin.geo -o pin41.msh >/dev/null
