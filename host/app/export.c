@@ -20,10 +20,11 @@
 
 enum { VTK_VERTEX = 1, VTK_TRIANGLE = 5, VTK_TETRA = 10 };
 
-/* series.pvd is rewritten after every frame while it is smaller than this, then at most
- * once a second (a rewrite per frame would grow with the square of the frames), and always
- * by pbd_export_finish. */
-#define PVD_EVERY_FRAME_BYTES (256u * 1024u)
+/* series.pvd is rewritten after the first frame, then at most every PVD_INTERVAL seconds,
+ * and always by pbd_export_finish. A rewrite per frame would grow with the square of the
+ * frames, and on ext4 replacing a file by rename starts writing it to disk at once
+ * (auto_da_alloc): per frame that cost more than writing the frame. */
+#define PVD_INTERVAL 0.25
 
 typedef struct buffer {
     char *p;
@@ -61,6 +62,7 @@ struct pbd_export {
     long written; /* frames written */
     int failed;   /* a frame failed: nothing more is written */
     int finished; /* pbd_export_finish ran */
+    int settled;  /* after a failure, series.pvd was made to list the frame files */
     char *path;   /* room for any file name in dir */
     size_t path_size;
     buffer pvd; /* series.pvd's DataSet lines, one per frame written */
@@ -868,7 +870,7 @@ static pbd_status write_frame(pbd_export *e, long frame, const pbd_float4 *x, co
                      (double)frame * e->dt, e->width, frame) != 0)
             return pbd_error_set(err, PBD_ERR_MEMORY, "%s: out of memory (frame %ld)", e->dir,
                                  frame);
-        if ((e->pvd.len < PVD_EVERY_FRAME_BYTES || now_s() - e->pvd_time >= 1.0) &&
+        if ((e->pvd_listed == 0 || now_s() - e->pvd_time >= PVD_INTERVAL) &&
             (st = pvd_write(e, 0, err)) != PBD_OK) {
             /* A frame counts once it is listed: series.pvd keeps naming exactly the frame
              * files in the folder. */
@@ -1134,11 +1136,36 @@ static void stop_writer(pbd_export *e, int drop)
     }
 }
 
+/* After a failed frame: series.pvd is made to list exactly the frame files, rewritten with
+ * the frames written since it last was. Where it cannot be (a full disk), the newest of
+ * those frames go, one at a time, until it can (or all of them have). */
+static void pvd_settle(pbd_export *e)
+{
+    if (e->format != PBD_EXPORT_VTK)
+        return;
+    pbd_error ignored = {0};
+    while (e->pvd_listed < e->written && pvd_write(e, 1, &ignored) != PBD_OK) {
+        e->written--;
+        remove(frame_path(e, e->first + e->written * e->every, "vtu"));
+        /* and its DataSet line, the buffer's last */
+        size_t n = e->pvd.len;
+        while (n > 0 && e->pvd.p[n - 1] == '\n')
+            n--;
+        while (n > 0 && e->pvd.p[n - 1] != '\n')
+            n--;
+        e->pvd.len = n;
+    }
+}
+
 pbd_status pbd_export_finish(pbd_export *e, pbd_error *err)
 {
     if (!e)
         return PBD_OK;
     stop_writer(e, 0);
+    if (e->failed && !e->settled) {
+        e->settled = 1;
+        pvd_settle(e);
+    }
     if (e->failed && !e->reported) {
         e->reported = 1;
         return pbd_error_set(err, e->werr.status, "%s", e->werr.message);
@@ -1163,8 +1190,9 @@ pbd_status pbd_export_finish(pbd_export *e, pbd_error *err)
             st = pbd_output_commit(&e->pc2, err);
     }
     if (st != PBD_OK) {
-        e->failed = e->reported = 1;
+        e->failed = e->reported = e->settled = 1;
         pbd_output_abort(&e->pc2);
+        pvd_settle(e);
     }
     return st;
 }
