@@ -256,8 +256,9 @@ pbd_status pbd_scene_load(const char *path, pbd_scene *out, pbd_error *err);
 pbd_status pbd_scene_parse(const char *json, const char *name, pbd_scene *out, pbd_error *err);
 void pbd_scene_free(pbd_scene *s);
 /* Built-in scenes: "@cloth-N" (an N x N cloth held at two corners over a floor, structural
- * and shear springs) and "@boxes-BxP" (B free spinning soft boxes of P particles each, no
- * gravity). */
+ * and shear springs), "@boxes-BxP" (B free spinning soft boxes of P particles each, no
+ * gravity) and "@pile-N" (N soft cubes of 512 particles with particle contacts, in four
+ * layers over a rough floor). */
 pbd_status pbd_scene_builtin(const char *name, pbd_scene *out, pbd_error *err);
 
 /* ---- devices ----------------------------------------------------------------------------- */

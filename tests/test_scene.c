@@ -829,6 +829,46 @@ static void particles(void **state)
     pbd_model_free(&m);
 }
 
+/* @pile-N: N cubes of soft_pile.json's kind (512 particles, 2,058 Neo-Hookean elements, a
+ * particle radius, friction) on a rough floor, starting apart: no two particles of
+ * different cubes closer than their radii's sum. Sizes out of range are refused. */
+static void builtin_pile(void **state)
+{
+    (void)state;
+    pbd_scene s = {0};
+    pbd_error err = {0};
+    assert_int_equal(pbd_scene_builtin("@pile-9", &s, &err), PBD_OK);
+    const pbd_model *m = &s.model;
+    assert_int_equal(m->num_bodies, 9);
+    assert_int_equal(m->num_particles, 9 * 512);
+    assert_int_equal(m->num_neo_hookean, 9 * 2058);
+    assert_int_equal(m->num_colliders, 1);
+    expect(m->colliders[0].kind == PBD_COLLIDER_PLANE && m->colliders[0].friction == 0.6f,
+           "floor: kind %d, friction %g", m->colliders[0].kind, (double)m->colliders[0].friction);
+    for (int b = 0; b < m->num_bodies; ++b)
+        expect(m->bodies[b].radius == 0.025f && m->bodies[b].friction == 0.6f &&
+                   m->bodies[b].friction_kinetic == 0.4f,
+               "cube %d: radius %g, friction %g / %g", b, (double)m->bodies[b].radius,
+               (double)m->bodies[b].friction, (double)m->bodies[b].friction_kinetic);
+    double closest = INFINITY;
+    for (int i = 0; i < m->num_particles; ++i)
+        for (int j = i + 1; j < m->num_particles; ++j)
+            if (m->body[i] != m->body[j]) {
+                double dx = m->x[i].x - m->x[j].x, dy = m->x[i].y - m->x[j].y,
+                       dz = m->x[i].z - m->x[j].z;
+                closest = fmin(closest, sqrt(dx * dx + dy * dy + dz * dz));
+            }
+    expect(closest >= 0.05, "cubes start %g m apart, expected at least 0.05", closest);
+    expect(s.config.substeps == 8 && s.config.iterations == 4, "%d substeps, %d iterations",
+           s.config.substeps, s.config.iterations);
+    pbd_scene_free(&s);
+    for (int k = 0; k < 2; ++k) {
+        const char *name = k ? "@pile-20001" : "@pile-0";
+        assert_int_equal(pbd_scene_builtin(name, &s, &err), PBD_ERR_SCENE);
+        expect(strstr(err.message, "unknown built-in scene") != NULL, "%s", err.message);
+    }
+}
+
 /* @boxes-BxP-asG keeps B boxes' particles and constraints and groups them into G bodies;
  * names it cannot build are refused with the reason. */
 static void builtin_boxes(void **state)
@@ -903,6 +943,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(pins),
     cmocka_unit_test(particles),
     cmocka_unit_test(builtin_boxes),
+    cmocka_unit_test(builtin_pile),
     cmocka_unit_test(validate_bodies),
 };
 

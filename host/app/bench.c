@@ -332,6 +332,10 @@ static const char *const standard_scenes[] = {"@cloth-64",      "@cloth-128",   
                                               "@cloth-512",     "@cloth-1024",     "@boxes-1x1000",
                                               "@boxes-1x10000", "@boxes-1x100000", NULL};
 static const char *const quick_scenes[] = {"@cloth-64", "@boxes-1x1000", NULL};
+/* "contacts": piles of 20 to 2,000 soft cubes (10,240 to 1,024,000 particles), OpenCL and
+ * Gauss-Seidel only (the CPU reference would take hours at the top). */
+static const char *const contact_scenes[] = {"@pile-20",  "@pile-60",   "@pile-100", "@pile-200",
+                                             "@pile-600", "@pile-2000", NULL};
 
 static int cmp_name(const void *a, const void *b)
 {
@@ -378,6 +382,42 @@ static int plot_sweep(const pbd_bench_row *rows, int n, const char *path)
     return 0;
 }
 
+/* The contacts suite's sweep: the step's device time and its stages against particles. */
+static int plot_contacts(const pbd_bench_row *rows, int n, const char *path)
+{
+    enum { MAXN = 16 };
+    double x[MAXN], y[4][MAXN];
+    int cnt = 0;
+    for (int k = 0; k < n && cnt < MAXN; ++k) {
+        const pbd_bench_row *r = &rows[k];
+        double project = 0.0;
+        for (int t = 0; t < PBD_CONSTRAINT_COUNT; ++t)
+            project += r->kernel_ms[PBD_STAGE_PROJECT + t];
+        x[cnt] = r->particles;
+        y[0][cnt] = r->device_ms;
+        y[1][cnt] = project;
+        y[2][cnt] = r->kernel_ms[PBD_STAGE_HASH];
+        y[3][cnt++] = r->kernel_ms[PBD_STAGE_CONTACT];
+    }
+    pbd_plot_series ser[4] = {{"step (device time)", x, y[0], cnt, 0, 0},
+                              {"constraint projection", x, y[1], cnt, 0, 0},
+                              {"hash and candidate lists", x, y[2], cnt, 0, 0},
+                              {"contacts", x, y[3], cnt, 0, 1}};
+    pbd_plot p = {.title = "Piles of soft cubes with particle contacts: device time per step",
+                  .xlabel = "particles",
+                  .ylabel = "ms per step",
+                  .series = ser,
+                  .num_series = 4,
+                  .log_y = 1,
+                  .log_x = 1};
+    pbd_error err = {0};
+    if (pbd_plot_write(&p, 1, path, &err) != PBD_OK) {
+        fprintf(stderr, "pbd: %s\n", err.message);
+        return 1;
+    }
+    return 0;
+}
+
 int pbd_cli_bench_suite(const char *name, const char *scenes_dir, const pbd_solver_desc *desc,
                         int runs, int frames, pbd_bench_tweak tweak, const void *ctx,
                         const char *csv, const char *json, const char *plot)
@@ -390,11 +430,14 @@ int pbd_cli_bench_suite(const char *name, const char *scenes_dir, const pbd_solv
         }
         return pbd_cli_soak(scenes_dir, desc, frames > 0 ? frames : 100000, tweak, ctx, csv);
     }
+    int contacts = strcmp(name, "contacts") == 0;
     const char *const *list = strcmp(name, "standard") == 0 ? standard_scenes
                               : strcmp(name, "quick") == 0  ? quick_scenes
+                              : contacts                    ? contact_scenes
                                                             : NULL;
     if (!list) {
-        fprintf(stderr, "pbd: --suite: found '%s', expected standard, quick or soak\n", name);
+        fprintf(stderr, "pbd: --suite: found '%s', expected standard, quick, contacts or soak\n",
+                name);
         return 2;
     }
     char *scenes[96];
@@ -432,8 +475,8 @@ int pbd_cli_bench_suite(const char *name, const char *scenes_dir, const pbd_solv
            "cpu/cl");
     for (int k = 0; k < ns; ++k) {
         const char *scene = scenes[k];
-        for (int solver = 0; solver < 2; ++solver) {
-            for (int backend = 0; backend < 2; ++backend) {
+        for (int solver = 0; solver < (contacts ? 1 : 2); ++solver) {
+            for (int backend = 0; backend < (contacts ? 1 : 2); ++backend) {
                 pbd_solver_desc d = *desc;
                 d.backend = backend ? PBD_BACKEND_CPU : PBD_BACKEND_CL;
                 pbd_error err = {0};
@@ -465,7 +508,7 @@ int pbd_cli_bench_suite(const char *name, const char *scenes_dir, const pbd_solv
     }
     rc = write_rows(rows, nrows, csv, json);
     if (rc == 0 && plot)
-        rc = plot_sweep(rows, nrows, plot);
+        rc = contacts ? plot_contacts(rows, nrows, plot) : plot_sweep(rows, nrows, plot);
 done:
     for (int k = 0; k < ns; ++k)
         free(scenes[k]);

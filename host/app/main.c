@@ -26,9 +26,9 @@ enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
 static const char usage_text[] =
     "usage: pbd run SCENE [options]      simulate a scene and print a summary\n"
     "       pbd bench SCENE [options]    time a scene: ms per step, per-kernel breakdown\n"
-    "       pbd bench --suite NAME       time a suite (standard, quick, soak) on both backends "
-    "and\n"
-    "                                    solvers: a table, and --csv/--json/--plot files\n"
+    "       pbd bench --suite NAME       time a suite (standard, quick, contacts, soak) on both\n"
+    "                                    backends and solvers: a table, and --csv/--json/--plot\n"
+    "                                    files (contacts: piles, OpenCL Gauss-Seidel only)\n"
     "       pbd view SCENE [options]     the scene in a window (h: keys and mouse)\n"
     "       pbd devices                  list OpenCL platforms and devices\n"
     "       pbd experiments OUTDIR       the paper's experiments: CSV, table and PNG plots\n"

@@ -111,6 +111,56 @@ static pbd_status boxes(long nb, long np, long groups, const char *name, pbd_sce
     return PBD_OK;
 }
 
+/* @pile-N: N soft cubes as soft_pile.json's (Neo-Hookean, 7^3 cells of 5 cm, 512
+ * particles, particle radius 2.5 cm, friction 0.6 / 0.4) in four layers of a square grid
+ * 0.5 m apart, the lowest on a rough floor, each turning a little: particle contacts at
+ * any size, for their cost against the particle count. 8 substeps of 4 iterations. */
+static pbd_status pile(long n, pbd_scene *out, pbd_error *err)
+{
+    long per_layer = (n + 3) / 4;
+    int side = 1;
+    while ((long)side * side < per_layer)
+        ++side;
+    out->config.substeps = 8;
+    out->config.iterations = 4;
+    out->config.frames = 180;
+    pbd_model *m = &out->model;
+    for (long k = 0; k < n; ++k) {
+        long layer = k / per_layer, cell = k % per_layer;
+        pbd_tet_box_desc d = pbd_tet_box_desc_default();
+        for (int a = 0; a < 3; ++a) {
+            d.cells[a] = 7;
+            d.size[a] = 0.35f;
+        }
+        /* a fixed, irregular offset a cube, so that the layers do not stack exactly */
+        unsigned h = (unsigned)k * 2654435761u;
+        float jx = (float)(h >> 24) / 255.0f - 0.5f, jz = (float)((h >> 16) & 255u) / 255.0f - 0.5f;
+        d.center[0] = 0.5f * ((float)(cell % side) - 0.5f * (float)(side - 1)) + 0.05f * jx;
+        d.center[1] = 0.18f + 0.4f * (float)layer;
+        d.center[2] = 0.5f * ((float)(cell / side) - 0.5f * (float)(side - 1)) + 0.05f * jz;
+        d.common.density = 400.0;
+        d.young_modulus = 60000.0;
+        d.poisson_ratio = 0.4;
+        d.common.angular_velocity[0] = 0.5f * jz;
+        d.common.angular_velocity[2] = 0.5f * jx;
+        d.common.name = "cube";
+        pbd_status st = pbd_scene_add_tet_box(m, &d, err);
+        if (st != PBD_OK)
+            return st;
+        pbd_body *b = &m->bodies[m->num_bodies - 1];
+        b->radius = 0.025f;
+        b->friction = 0.6f;
+        b->friction_kinetic = 0.4f;
+    }
+    pbd_collider floor = {.kind = PBD_COLLIDER_PLANE,
+                          .friction = 0.6f,
+                          .friction_kinetic = 0.4f,
+                          .shape = {0.0f, 1.0f, 0.0f, 0.0f}};
+    if (pbd_model_add_collider(m, &floor))
+        return pbd_error_set(err, PBD_ERR_MEMORY, "out of memory");
+    return PBD_OK;
+}
+
 /* "@boxes-BxP" or "@boxes-BxP-asG" into B, P and G (G = B without "-as"), each in range. */
 static int parse_boxes(const char *name, long *nb, long *np, long *groups)
 {
@@ -132,6 +182,8 @@ pbd_status pbd_scene_builtin(const char *name, pbd_scene *out, pbd_error *err)
     pbd_status st;
     if (strncmp(name, "@cloth-", 7) == 0 && parse_int(name + 7, NULL, 2, 4096, &a) == 0)
         st = cloth(a, out, err);
+    else if (strncmp(name, "@pile-", 6) == 0 && parse_int(name + 6, NULL, 1, 20000, &a) == 0)
+        st = pile(a, out, err);
     else if (parse_boxes(name, &a, &b, &g) == 0) {
         if (a % g)
             st = pbd_error_set(err, PBD_ERR_SCENE,
@@ -142,9 +194,10 @@ pbd_status pbd_scene_builtin(const char *name, pbd_scene *out, pbd_error *err)
             st = boxes(a, b, g, name, out, err);
     } else
         st = pbd_error_set(err, PBD_ERR_SCENE,
-                           "%s: unknown built-in scene (expected @cloth-N with N in [2, 4096], or "
-                           "@boxes-BxP[-asG]: B boxes of P particles, B x P <= 2^26, their "
-                           "momentum preserved as G bodies, G dividing B)",
+                           "%s: unknown built-in scene (expected @cloth-N with N in [2, 4096], "
+                           "@pile-N with N in [1, 20000], or @boxes-BxP[-asG]: B boxes of P "
+                           "particles, B x P <= 2^26, their momentum preserved as G bodies, G "
+                           "dividing B)",
                            name);
     if (st == PBD_OK)
         st = pbd_model_validate(&out->model, err);
