@@ -101,7 +101,7 @@ static pbd_plot two_series(fixture *f, pbd_plot_series s[2])
 {
     s[0] = (pbd_plot_series){"decay", f->x, f->a, N, 0xcc0000, 0};
     s[1] = (pbd_plot_series){"sine", f->x, f->b, N, 0x0000cc, 1};
-    return (pbd_plot){"Two series", "time (s)", "energy (J)", 640, 400, s, 2, 0, 0};
+    return (pbd_plot){"Two series", "time (s)", "energy (J)", 640, 400, s, 2, 0, 0, 0};
 }
 
 static int skip_without_plplot(void)
@@ -243,7 +243,7 @@ static void log_axes_and_flat(void **state)
     }
     f->a[50] = 0.0; /* skipped on a log axis, leaving a gap */
     pbd_plot_series s[1] = {{"x^2", f->x, f->a, N, 0xaa00aa, 0}};
-    pbd_plot p = {"Log-log", "particles", "cost", 600, 600, s, 1, 1, 1};
+    pbd_plot p = {"Log-log", "particles", "cost", 600, 600, s, 1, 1, 1, 0};
     int w = 0, h = 0;
     unsigned char *px = render(f->path, &p, 1, &w, &h);
     long mid = count_near(px, w, 0xaa00aa, w / 2 - 20, w / 2 + 20, h / 3, 2 * h / 3);
@@ -255,7 +255,7 @@ static void log_axes_and_flat(void **state)
     double one_x = 2.0, one_y = 2.5;
     pbd_plot_series flat[2] = {{"flat", f->x, f->b, N, 0x008800, 0},
                                {"one point", &one_x, &one_y, 1, 0x0000cc, 0}};
-    pbd_plot q = {"Constant", "t", "y", 0, 0, flat, 2, 0, 0};
+    pbd_plot q = {"Constant", "t", "y", 0, 0, flat, 2, 0, 0, 0};
     px = render(f->path, &q, 1, &w, &h);
     long green = count_near(px, w, 0x008800, 0, w, 0, h);
     stbi_image_free(px);

@@ -409,7 +409,8 @@ static int plot_contacts(const pbd_bench_row *rows, int n, const char *path)
                   .series = ser,
                   .num_series = 4,
                   .log_y = 1,
-                  .log_x = 1};
+                  .log_x = 1,
+                  .legend_bottom = 1};
     pbd_error err = {0};
     if (pbd_plot_write(&p, 1, path, &err) != PBD_OK) {
         fprintf(stderr, "pbd: %s\n", err.message);

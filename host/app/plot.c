@@ -202,9 +202,10 @@ static void draw_panel(const pbd_plot *p)
     if (nl > 0) {
         PLFLT lw, lh;
         pllegend(&lw, &lh, PL_LEGEND_BACKGROUND | PL_LEGEND_BOUNDING_BOX,
-                 PL_POSITION_TOP | PL_POSITION_RIGHT | PL_POSITION_INSIDE, 0.01, 0.01, 0.06, 0, 1,
-                 1, 0, 0, nl, opt, 0.8, 0.8, 1.6, 0.0, text_colors, text, NULL, NULL, NULL, NULL,
-                 colors, styles, widths, NULL, NULL, NULL, NULL);
+                 (p->legend_bottom ? PL_POSITION_BOTTOM : PL_POSITION_TOP) | PL_POSITION_RIGHT |
+                     PL_POSITION_INSIDE,
+                 0.01, 0.01, 0.06, 0, 1, 1, 0, 0, nl, opt, 0.8, 0.8, 1.6, 0.0, text_colors, text,
+                 NULL, NULL, NULL, NULL, colors, styles, widths, NULL, NULL, NULL, NULL);
     }
 }
 
@@ -453,10 +454,11 @@ pbd_status pbd_plot_stats(const char *csv, const char *out, pbd_error *err)
         for (int q = 0; q < 3; ++q)
             ser[q * nb + b].n++;
     }
-    pbd_plot panels[3] = {{"Kinetic energy", "time (s)", "kinetic energy (J)", 0, 0, ser, nb, 0, 0},
-                          {"Linear momentum", "time (s)", "|P| (kg m/s)", 0, 0, ser + nb, nb, 0, 0},
-                          {"Angular momentum about the centre of mass", "time (s)",
-                           "|L| (kg m^2/s)", 0, 0, ser + 2 * nb, nb, 0, 0}};
+    pbd_plot panels[3] = {
+        {"Kinetic energy", "time (s)", "kinetic energy (J)", 0, 0, ser, nb, 0, 0, 0},
+        {"Linear momentum", "time (s)", "|P| (kg m/s)", 0, 0, ser + nb, nb, 0, 0, 0},
+        {"Angular momentum about the centre of mass", "time (s)", "|L| (kg m^2/s)", 0, 0,
+         ser + 2 * nb, nb, 0, 0, 0}};
     st = pbd_plot_write(panels, 3, out, err);
 done:
     if (labels)

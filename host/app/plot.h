@@ -26,8 +26,9 @@ typedef struct pbd_plot {
                           the first panel) */
     const pbd_plot_series *series;
     int num_series;
-    int log_y; /* 1: logarithmic y axis (values <= 0 skipped, leaving a gap) */
-    int log_x; /* 1: logarithmic x axis, likewise */
+    int log_y;         /* 1: logarithmic y axis (values <= 0 skipped, leaving a gap) */
+    int log_x;         /* 1: logarithmic x axis, likewise */
+    int legend_bottom; /* 1: the legend at the bottom right (for rising lines), else top right */
 } pbd_plot;
 
 /* Draws `num_panels` panels, stacked top to bottom, to `path`: a PNG when it ends in .png, a
