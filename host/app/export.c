@@ -890,23 +890,17 @@ static pbd_status write_frame(pbd_export *e, long frame, const pbd_float4 *x, co
 static pbd_status check_frame(pbd_export *e, long frame, const pbd_float4 *x, const pbd_float4 *v,
                               pbd_error *err)
 {
-    for (int i = 0; i < e->n; ++i) {
-        float q[6] = {x[i].x, x[i].y, x[i].z, v[i].x, v[i].y, v[i].z};
-        int off = 0;
-        for (int c = 0; c < 6; ++c)
-            off |= !(fabsf(q[c]) <= PBD_MAX_COORD);
-        if (!off)
-            continue;
-        const pbd_body *b = &e->bodies[e->body_of[i]];
-        return pbd_error_set(err, PBD_ERR_MODEL,
-                             "frame %ld: body %d (%s), particle %d: position (%g, %g, %g) m, "
-                             "velocity (%g, %g, %g) m/s: not finite or beyond %g; stopping, no "
-                             "output files written but the frames exported before it",
-                             frame, e->body_of[i], b->name, i - b->first, (double)x[i].x,
-                             (double)x[i].y, (double)x[i].z, (double)v[i].x, (double)v[i].y,
-                             (double)v[i].z, (double)PBD_MAX_COORD);
-    }
-    return PBD_OK;
+    int i = pbd_state_first_bad(x, v, 0, e->n);
+    if (i < 0)
+        return PBD_OK;
+    const pbd_body *b = &e->bodies[e->body_of[i]];
+    return pbd_error_set(err, PBD_ERR_MODEL,
+                         "frame %ld: body %d (%s), particle %d: position (%g, %g, %g) m, "
+                         "velocity (%g, %g, %g) m/s: not finite or beyond %g; stopping, no "
+                         "output files written but the frames exported before it",
+                         frame, e->body_of[i], b->name, i - b->first, (double)x[i].x,
+                         (double)x[i].y, (double)x[i].z, (double)v[i].x, (double)v[i].y,
+                         (double)v[i].z, (double)PBD_MAX_COORD);
 }
 
 /* The writer thread: writes the queued frames in order until told to stop. After a

@@ -608,18 +608,10 @@ static int guard(pbd_solver *s, const pbd_model *m, long frame, pbd_body_stats *
     const pbd_body *b = &m->bodies[bad];
     pbd_float4 *x = malloc((size_t)m->num_particles * sizeof *x);
     pbd_float4 *v = malloc((size_t)m->num_particles * sizeof *v);
-    int i = b->first;
     if (x && v && pbd_solver_read(s, x, v, err) == PBD_OK) {
-        for (int k = b->first; k < b->first + b->count; ++k) {
-            float q[6] = {x[k].x, x[k].y, x[k].z, v[k].x, v[k].y, v[k].z};
-            int off = 0;
-            for (int c = 0; c < 6; ++c)
-                off |= !(fabsf(q[c]) <= PBD_MAX_COORD);
-            if (off) {
-                i = k;
-                break;
-            }
-        }
+        int i = pbd_state_first_bad(x, v, b->first, b->first + b->count);
+        if (i < 0)
+            i = b->first;
         fprintf(stderr,
                 "pbd: frame %ld: body %d (%s), particle %d: position (%g, %g, %g) m, velocity "
                 "(%g, %g, %g) m/s: not finite or beyond %g; stopping, %s\n",

@@ -1,6 +1,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -192,4 +193,17 @@ pbd_status pbd_read_file(const char *path, size_t max, const char *what, void **
     *data = buf;
     *size = n;
     return PBD_OK;
+}
+
+int pbd_state_first_bad(const pbd_float4 *x, const pbd_float4 *v, int from, int to)
+{
+    for (int i = from; i < to; ++i) {
+        float q[6] = {x[i].x, x[i].y, x[i].z, v[i].x, v[i].y, v[i].z};
+        int off = 0;
+        for (int c = 0; c < 6; ++c)
+            off |= !(fabsf(q[c]) <= PBD_MAX_COORD);
+        if (off)
+            return i;
+    }
+    return -1;
 }

@@ -37,5 +37,8 @@ void pbd_stats_write_header(FILE *f);
 void pbd_stats_write_rows(FILE *f, long step, double time, const pbd_body_stats *s, int n);
 /* State dump: one line per particle, "x y z vx vy vz" in %.9g (round-trips floats exactly). */
 void pbd_dump_write(FILE *f, const pbd_float4 *x, const pbd_float4 *v, int n);
+/* The first particle in [from, to) whose position or velocity is not finite or beyond
+ * PBD_MAX_COORD (the run's NaN guard), or -1. */
+int pbd_state_first_bad(const pbd_float4 *x, const pbd_float4 *v, int from, int to);
 
 #endif
