@@ -497,6 +497,38 @@ static void project_sample(int type, const pbd_float4 *rest, pbd_float4 *p, int 
     }
 }
 
+/* The momentum a correction carries: of n particles moved from `before` to `after` (w =
+ * inverse mass), sum m dx into lin and the moment sum m r x dx about the initial centre of
+ * mass into ang; *rmax gets the largest |r|. */
+static void correction_sums(const pbd_float4 *before, const pbd_float4 *after, int n, double lin[3],
+                            double ang[3], double *rmax)
+{
+    double mass = 0.0, com[3] = {0, 0, 0};
+    for (int i = 0; i < n; ++i) {
+        double m = 1.0 / before[i].w;
+        mass += m;
+        com[0] += m * before[i].x;
+        com[1] += m * before[i].y;
+        com[2] += m * before[i].z;
+    }
+    for (int k = 0; k < 3; ++k)
+        lin[k] = ang[k] = 0.0;
+    *rmax = 0.0;
+    for (int i = 0; i < n; ++i) {
+        double m = 1.0 / before[i].w;
+        double d[3] = {(double)after[i].x - before[i].x, (double)after[i].y - before[i].y,
+                       (double)after[i].z - before[i].z};
+        double r[3] = {before[i].x - com[0] / mass, before[i].y - com[1] / mass,
+                       before[i].z - com[2] / mass};
+        for (int k = 0; k < 3; ++k)
+            lin[k] += m * d[k];
+        ang[0] += m * (r[1] * d[2] - r[2] * d[1]);
+        ang[1] += m * (r[2] * d[0] - r[0] * d[2]);
+        ang[2] += m * (r[0] * d[1] - r[1] * d[0]);
+        *rmax = fmax(*rmax, sqrt(r[0] * r[0] + r[1] * r[1] + r[2] * r[2]));
+    }
+}
+
 /* Every constraint type between particles: on random samples (shapes, masses, a random
  * deformation) a projection keeps linear momentum (sum m dx = 0) and angular momentum
  * (sum m x x dx = 0 about the centre of mass), to float rounding of the correction, and it
@@ -560,26 +592,12 @@ static void projection_invariants(void **state)
             int pbd = sample & 1;
             project_sample(type, rest, p, pbd);
             project_sample(type, rest_r, q, pbd);
-            double mass = 0.0, com[3] = {0, 0, 0}, lin[3] = {0, 0, 0}, ang[3] = {0, 0, 0};
-            double scale = 0.0, rot = 0.0;
-            for (int i = 0; i < 4; ++i) {
-                double m = 1.0 / before[i].w;
-                mass += m;
-                com[0] += m * before[i].x;
-                com[1] += m * before[i].y;
-                com[2] += m * before[i].z;
-            }
+            double lin[3], ang[3], rmax, scale = 0.0, rot = 0.0;
+            correction_sums(before, p, 4, lin, ang, &rmax);
             for (int i = 0; i < 4; ++i) {
                 double m = 1.0 / before[i].w;
                 double d[3] = {(double)p[i].x - before[i].x, (double)p[i].y - before[i].y,
                                (double)p[i].z - before[i].z};
-                double r[3] = {before[i].x - com[0] / mass, before[i].y - com[1] / mass,
-                               before[i].z - com[2] / mass};
-                for (int k = 0; k < 3; ++k)
-                    lin[k] += m * d[k];
-                ang[0] += m * (r[1] * d[2] - r[2] * d[1]);
-                ang[1] += m * (r[2] * d[0] - r[0] * d[2]);
-                ang[2] += m * (r[0] * d[1] - r[1] * d[0]);
                 scale = fmax(scale, m * sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]));
                 double dr[3] = {(double)q[i].x - before_r[i].x, (double)q[i].y - before_r[i].y,
                                 (double)q[i].z - before_r[i].z};
@@ -593,14 +611,11 @@ static void projection_invariants(void **state)
             ++checked;
             /* The new positions are rounded to float: each coordinate by up to an ulp of its
              * size, weighted by mass, so the sums can be off by that much and no more. */
-            double round = 0.0, rmax = 0.0;
+            double round = 0.0;
             for (int i = 0; i < 4; ++i) {
                 double ext = fmax(fabs(before[i].x), fmax(fabs(before[i].y), fabs(before[i].z)));
                 ext = fmax(ext, fmax(fabs(p[i].x), fmax(fabs(p[i].y), fabs(p[i].z))));
                 round += 2.0 * FLT_EPSILON * (ext + 1.0) / before[i].w;
-                double r[3] = {before[i].x - com[0] / mass, before[i].y - com[1] / mass,
-                               before[i].z - com[2] / mass};
-                rmax = fmax(rmax, sqrt(r[0] * r[0] + r[1] * r[1] + r[2] * r[2]));
             }
             double l = sqrt(lin[0] * lin[0] + lin[1] * lin[1] + lin[2] * lin[2]) / round;
             double a = sqrt(ang[0] * ang[0] + ang[1] * ang[1] + ang[2] * ang[2]) / (round * rmax);
@@ -746,26 +761,12 @@ static void body_constraint_invariants(void **state)
             memcpy(before_r, q, sizeof q);
             body_iteration(p, n, rest, bc, goal, offsets, pressure ? pairs : NULL, 30);
             body_iteration(q, n, rest, bc, goal_r, offsets, pressure ? pairs : NULL, 30);
-            double m_all = 0.0, com[3] = {0, 0, 0}, lin[3] = {0, 0, 0}, ang[3] = {0, 0, 0};
-            double scale = 0.0, rot = 0.0, round = 0.0, rmax = 0.0;
-            for (int i = 0; i < n; ++i) {
-                double m = 1.0 / before[i].w;
-                m_all += m;
-                com[0] += m * before[i].x;
-                com[1] += m * before[i].y;
-                com[2] += m * before[i].z;
-            }
+            double lin[3], ang[3], rmax, scale = 0.0, rot = 0.0, round = 0.0;
+            correction_sums(before, p, n, lin, ang, &rmax);
             for (int i = 0; i < n; ++i) {
                 double m = 1.0 / before[i].w;
                 double d[3] = {(double)p[i].x - before[i].x, (double)p[i].y - before[i].y,
                                (double)p[i].z - before[i].z};
-                double r[3] = {before[i].x - com[0] / m_all, before[i].y - com[1] / m_all,
-                               before[i].z - com[2] / m_all};
-                for (int k = 0; k < 3; ++k)
-                    lin[k] += m * d[k];
-                ang[0] += m * (r[1] * d[2] - r[2] * d[1]);
-                ang[1] += m * (r[2] * d[0] - r[0] * d[2]);
-                ang[2] += m * (r[0] * d[1] - r[1] * d[0]);
                 scale = fmax(scale, sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]));
                 double dr[3] = {(double)q[i].x - before_r[i].x, (double)q[i].y - before_r[i].y,
                                 (double)q[i].z - before_r[i].z};
@@ -773,7 +774,6 @@ static void body_constraint_invariants(void **state)
                     rot = fmax(rot, fabs(Q[k][0] * d[0] + Q[k][1] * d[1] + Q[k][2] * d[2] - dr[k]));
                 double ext = fmax(fabs(before[i].x), fmax(fabs(before[i].y), fabs(before[i].z)));
                 round += FLT_EPSILON * (ext + 1.0) * m;
-                rmax = fmax(rmax, sqrt(r[0] * r[0] + r[1] * r[1] + r[2] * r[2]));
             }
             worst_lin =
                 fmax(worst_lin, sqrt(lin[0] * lin[0] + lin[1] * lin[1] + lin[2] * lin[2]) / round);
