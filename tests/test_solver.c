@@ -1237,6 +1237,7 @@ static void checkpoint_refused(void **state)
         {"short", "ck: truncated: found 100 bytes, expected a header of 256"},
         {"mass", "ck: particle 2: mass 4 kg, expected the scene's"},
         {"momentum", "ck: body 0: tracked momentum |P| 1e+30"},
+        {"sized", "ck: found 4352 bytes, expected"},
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; ++k) {
         const char *what = cases[k].what;
@@ -1280,6 +1281,11 @@ static void checkpoint_refused(void **state)
             double p = 1e30;
             memcpy(d + n - 6 * sizeof(double), &p, sizeof p);
             reseal(d, n);
+        } else if (strcmp(what, "sized") == 0) { /* cut, its header saying so, sealed */
+            len = 4352;
+            uint64_t size = len;
+            memcpy(d + 16, &size, sizeof size);
+            reseal(d, len);
         }
         uint64_t target_before = hash_of(target);
         pbd_status st = pbd_solver_load_state(target, d, len, "ck", &err);

@@ -1410,8 +1410,12 @@ pbd_status pbd_solver_load_state(pbd_solver *s, const void *data, size_t size, c
         h.previous != (s->plan.cfg.velocity_update == PBD_VELOCITY_BDF2))
         return pbd_error_set(err, bad, "%s: found %lld substeps run, expected a count >= 0", f,
                              (long long)h.substeps_done);
+    /* The header's own size is sealed by the checksum, but only this scene knows the arrays'. */
+    size_t n = pbd_solver_state_size(s);
+    if (size != n)
+        return pbd_error_set(err, bad, "%s: found %zu bytes, expected %zu for this scene's arrays",
+                             f, size, n);
     /* The arrays: copied to an aligned block, then checked as a scene's values are. */
-    size_t n = size;
     unsigned char *buf = malloc(n);
     if (!buf)
         return pbd_error_set(err, PBD_ERR_MEMORY, "%s: out of memory (%zu bytes)", f, n);
