@@ -609,10 +609,51 @@ PBD_INLINE void pbd_attachment_project(PBD_GLOBAL pbd_float4 *p, PBD_GLOBAL pbd_
         dx[a.particle] = pbd_add3(dx[a.particle], d);
 }
 
-/* The volume constraint's projection (pbd_volume): gradients of V at b, c, d are
+/* A tet's volume gradients from its positions x (12 floats: a, b, c, d): at b, c, d
  * (c - a) x (d - a) / 6, (d - a) x (b - a) / 6 and (b - a) x (c - a) / 6, at a minus their
- * sum, so the corrections w_i grad_i s move no centre of mass and turn nothing (V is
- * invariant under translation and rotation). A flat tet (no gradient) is left alone. */
+ * sum, in g (12 floats); returns the signed volume. Written once for T = float and, on the
+ * device, float16 (sixteen tets at once in the CPU devices' kernels), as
+ * PBD_DISTANCE_GAIN_BODY. */
+#define PBD_VOLUME_BODY(T)                                                                         \
+    T e1x = x[3] - x[0], e1y = x[4] - x[1], e1z = x[5] - x[2];                                     \
+    T e2x = x[6] - x[0], e2y = x[7] - x[1], e2z = x[8] - x[2];                                     \
+    T e3x = x[9] - x[0], e3y = x[10] - x[1], e3z = x[11] - x[2];                                   \
+    const float sixth = 1.0f / 6.0f;                                                               \
+    g[3] = (e2y * e3z - e2z * e3y) * sixth, g[4] = (e2z * e3x - e2x * e3z) * sixth;                \
+    g[5] = (e2x * e3y - e2y * e3x) * sixth;                                                        \
+    g[6] = (e3y * e1z - e3z * e1y) * sixth, g[7] = (e3z * e1x - e3x * e1z) * sixth;                \
+    g[8] = (e3x * e1y - e3y * e1x) * sixth;                                                        \
+    g[9] = (e1y * e2z - e1z * e2y) * sixth, g[10] = (e1z * e2x - e1x * e2z) * sixth;               \
+    g[11] = (e1x * e2y - e1y * e2x) * sixth;                                                       \
+    g[0] = -(g[3] + g[6] + g[9]), g[1] = -(g[4] + g[7] + g[10]), g[2] = -(g[5] + g[8] + g[11]);    \
+    return e1x * g[3] + e1y * g[4] + e1z * g[5]
+
+PBD_INLINE float pbd_volume_gradients(const float *x, float *g)
+{
+    PBD_VOLUME_BODY(float);
+}
+
+#ifdef __OPENCL_C_VERSION__
+PBD_INLINE float16 pbd_volume_gradients16(const float16 *x, float16 *g)
+{
+    PBD_VOLUME_BODY(float16);
+}
+#endif
+
+/* Four particles' positions as 12 floats (a, b, c, d), for the gradients above. */
+PBD_INLINE void pbd_positions4(const pbd_float4 *q, float *x)
+{
+    PBD_UNROLL
+    for (int i = 0; i < 4; ++i) {
+        x[3 * i] = q[i].x;
+        x[3 * i + 1] = q[i].y;
+        x[3 * i + 2] = q[i].z;
+    }
+}
+
+/* The volume constraint's projection (pbd_volume), along pbd_volume_gradients: the
+ * corrections w_i grad_i s move no centre of mass and turn nothing (V is invariant under
+ * translation and rotation). A flat tet (no gradient) is left alone, its multiplier too. */
 PBD_INLINE void pbd_volume_project(PBD_GLOBAL pbd_float4 *p, PBD_GLOBAL pbd_float4 *dx,
                                    PBD_GLOBAL const pbd_volume *records, PBD_GLOBAL float *lambda,
                                    int c, float inv_h2, int reset_lambda, int track)
@@ -621,24 +662,14 @@ PBD_INLINE void pbd_volume_project(PBD_GLOBAL pbd_float4 *p, PBD_GLOBAL pbd_floa
     (void)track; /* between particles of one body: no external impulse */
     pbd_volume v = records[c];
     float l = reset_lambda ? 0.0f : lambda[c];
-    pbd_float4 x0 = p[v.a], x1 = p[v.b], x2 = p[v.c], x3 = p[v.d];
-    float e1x = x1.x - x0.x, e1y = x1.y - x0.y, e1z = x1.z - x0.z;
-    float e2x = x2.x - x0.x, e2y = x2.y - x0.y, e2z = x2.z - x0.z;
-    float e3x = x3.x - x0.x, e3y = x3.y - x0.y, e3z = x3.z - x0.z;
-    const float sixth = 1.0f / 6.0f;
-    /* grad_b = e2 x e3 / 6, grad_c = e3 x e1 / 6, grad_d = e1 x e2 / 6 */
-    float g1x = (e2y * e3z - e2z * e3y) * sixth, g1y = (e2z * e3x - e2x * e3z) * sixth,
-          g1z = (e2x * e3y - e2y * e3x) * sixth;
-    float g2x = (e3y * e1z - e3z * e1y) * sixth, g2y = (e3z * e1x - e3x * e1z) * sixth,
-          g2z = (e3x * e1y - e3y * e1x) * sixth;
-    float g3x = (e1y * e2z - e1z * e2y) * sixth, g3y = (e1z * e2x - e1x * e2z) * sixth,
-          g3z = (e1x * e2y - e1y * e2x) * sixth;
-    float g0x = -(g1x + g2x + g3x), g0y = -(g1y + g2y + g3y), g0z = -(g1z + g2z + g3z);
-    float vol = e1x * g1x + e1y * g1y + e1z * g1z;
-    float cval = vol - v.rest;
-    float wsum =
-        x0.w * (g0x * g0x + g0y * g0y + g0z * g0z) + x1.w * (g1x * g1x + g1y * g1y + g1z * g1z) +
-        x2.w * (g2x * g2x + g2y * g2y + g2z * g2z) + x3.w * (g3x * g3x + g3y * g3y + g3z * g3z);
+    pbd_float4 q[4] = {p[v.a], p[v.b], p[v.c], p[v.d]};
+    float x[12], g[12];
+    pbd_positions4(q, x);
+    float cval = pbd_volume_gradients(x, g) - v.rest;
+    float wsum = q[0].w * (g[0] * g[0] + g[1] * g[1] + g[2] * g[2]) +
+                 q[1].w * (g[3] * g[3] + g[4] * g[4] + g[5] * g[5]) +
+                 q[2].w * (g[6] * g[6] + g[7] * g[7] + g[8] * g[8]) +
+                 q[3].w * (g[9] * g[9] + g[10] * g[10] + g[11] * g[11]);
     float at = v.compliance * inv_h2;
     int xpbd = v.compliance >= 0.0f;
     float num = xpbd ? -cval - at * l : -v.compliance * -cval;
@@ -646,14 +677,12 @@ PBD_INLINE void pbd_volume_project(PBD_GLOBAL pbd_float4 *p, PBD_GLOBAL pbd_floa
     if (!(wsum > 0.0f) || !(den > 0.0f))
         return;
     float s = num / den;
-    pbd_store(p, v.a,
-              PBD_F4(x0.x + x0.w * s * g0x, x0.y + x0.w * s * g0y, x0.z + x0.w * s * g0z, x0.w));
-    pbd_store(p, v.b,
-              PBD_F4(x1.x + x1.w * s * g1x, x1.y + x1.w * s * g1y, x1.z + x1.w * s * g1z, x1.w));
-    pbd_store(p, v.c,
-              PBD_F4(x2.x + x2.w * s * g2x, x2.y + x2.w * s * g2y, x2.z + x2.w * s * g2z, x2.w));
-    pbd_store(p, v.d,
-              PBD_F4(x3.x + x3.w * s * g3x, x3.y + x3.w * s * g3y, x3.z + x3.w * s * g3z, x3.w));
+    int ids[4] = {v.a, v.b, v.c, v.d};
+    PBD_UNROLL
+    for (int i = 0; i < 4; ++i)
+        pbd_store(p, ids[i],
+                  PBD_F4(q[i].x + q[i].w * s * g[3 * i], q[i].y + q[i].w * s * g[3 * i + 1],
+                         q[i].z + q[i].w * s * g[3 * i + 2], q[i].w));
     lambda[c] = xpbd ? l + s : l;
 }
 
@@ -679,30 +708,41 @@ PBD_INLINE void pbd_tether_project(PBD_GLOBAL pbd_float4 *p, PBD_GLOBAL pbd_floa
 
 /* atan2(y, x) in basic operations, so that the host and every device get the same bits
  * (libm and OpenCL built-ins differ in the last places): the angle reduced into
- * [-tan(pi/12), tan(pi/12)] and the odd Taylor series to t^11 (error below 1e-7 rad). */
+ * [-tan(pi/12), tan(pi/12)] and the odd Taylor series to t^11 (error below 1e-7 rad). Written
+ * once for T = float and, on the device, float16 (M: int, int16; ANY: whether any element of an
+ * M is set), as PBD_DISTANCE_GAIN_BODY. */
+#define PBD_ANY1(m) (m)
+#define PBD_ATAN2_BODY(T, M, ANY)                                                                  \
+    T ax = pbd_fabsf(x), ay = pbd_fabsf(y);                                                        \
+    M xbig = ax > ay;                                                                              \
+    T hi = xbig ? ax : ay, lo = xbig ? ay : ax;                                                    \
+    T a = lo / hi;                                                                                 \
+    /* tan(pi/12) < a: atan(a) = pi/6 + atan((a sqrt3 - 1) / (a + sqrt3)) */                       \
+    M far = a > 0.26794919f;                                                                       \
+    T base = far ? (T)0.52359878f : (T)0.0f;                                                       \
+    if (ANY(far)) /* the division only where some element needs it */                              \
+        a = far ? (a * 1.7320508f - 1.0f) / (a + 1.7320508f) : a;                                  \
+    T t2 = a * a;                                                                                  \
+    T r = base +                                                                                   \
+          a * (1.0f +                                                                              \
+               t2 * (-0.33333333f +                                                                \
+                     t2 * (0.2f + t2 * (-0.14285714f + t2 * (0.11111111f + t2 * -0.09090909f))))); \
+    r = ay > ax ? 1.5707964f - r : r;                                                              \
+    r = x < 0.0f ? 3.1415927f - r : r;                                                             \
+    r = y < 0.0f ? -r : r;                                                                         \
+    return hi > 0.0f ? r : (T)0.0f
+
 PBD_INLINE float pbd_atan2f(float y, float x)
 {
-    float ax = pbd_fabsf(x), ay = pbd_fabsf(y);
-    float hi = ax > ay ? ax : ay, lo = ax > ay ? ay : ax;
-    if (!(hi > 0.0f))
-        return 0.0f;
-    float a = lo / hi, base = 0.0f;
-    if (a > 0.26794919f) { /* tan(pi/12): atan(a) = pi/6 + atan((a sqrt3 - 1) / (a + sqrt3)) */
-        a = (a * 1.7320508f - 1.0f) / (a + 1.7320508f);
-        base = 0.52359878f;
-    }
-    float t2 = a * a;
-    float r =
-        base +
-        a * (1.0f +
-             t2 * (-0.33333333f +
-                   t2 * (0.2f + t2 * (-0.14285714f + t2 * (0.11111111f + t2 * -0.09090909f)))));
-    if (ay > ax)
-        r = 1.5707964f - r;
-    if (x < 0.0f)
-        r = 3.1415927f - r;
-    return y < 0.0f ? -r : r;
+    PBD_ATAN2_BODY(float, int, PBD_ANY1);
 }
+
+#ifdef __OPENCL_C_VERSION__
+PBD_INLINE float16 pbd_atan2f16(float16 y, float16 x)
+{
+    PBD_ATAN2_BODY(float16, int16, any);
+}
+#endif
 
 /* Moves the four particles of a constraint along its gradients g (12 floats, a b c d):
  * x_i += w_i s g_i, with s from the XPBD (compliance >= 0) or PBD (< 0) step on value cval.
@@ -736,8 +776,53 @@ PBD_INLINE float pbd_project4(PBD_GLOBAL pbd_float4 *p, int a, int b, int c, int
  * n2 = (d - b) x (d - a), theta = atan2((n2 x n1) . e / |e|, n1 . n2),
  * and its gradients (Bridson et al. 2003): at c |e| n1 / |n1|^2, at d |e| n2 / |n2|^2, at a
  * and b the edge-projected mixes of both; they sum to zero and turn nothing (theta is
- * invariant under translation and rotation). A pair with a degenerate triangle or edge is
- * left alone. */
+ * invariant under translation and rotation). From positions x (12 floats: a, b, c, d): the
+ * gradients in g (12), C = theta - rest wrapped into (-pi, pi] in *cval; returns whether to
+ * project (a pair with a degenerate triangle or edge is left alone). Written once for
+ * T = float and, on the device, float16 (M: int, int16; ATAN2 T's pbd_atan2f). */
+#define PBD_DIHEDRAL_BODY(T, M, ATAN2)                                                             \
+    T ex = x[3] - x[0], ey = x[4] - x[1], ez = x[5] - x[2];                                        \
+    T ca[3] = {x[6] - x[0], x[7] - x[1], x[8] - x[2]};                                             \
+    T cb[3] = {x[6] - x[3], x[7] - x[4], x[8] - x[5]};                                             \
+    T db[3] = {x[9] - x[3], x[10] - x[4], x[11] - x[5]};                                           \
+    T da[3] = {x[9] - x[0], x[10] - x[1], x[11] - x[2]};                                           \
+    T n1x = ca[1] * cb[2] - ca[2] * cb[1], n1y = ca[2] * cb[0] - ca[0] * cb[2],                    \
+      n1z = ca[0] * cb[1] - ca[1] * cb[0];                                                         \
+    T n2x = db[1] * da[2] - db[2] * da[1], n2y = db[2] * da[0] - db[0] * da[2],                    \
+      n2z = db[0] * da[1] - db[1] * da[0];                                                         \
+    T q1 = n1x * n1x + n1y * n1y + n1z * n1z, q2 = n2x * n2x + n2y * n2y + n2z * n2z;              \
+    T e2 = ex * ex + ey * ey + ez * ez;                                                            \
+    T el = pbd_sqrtf(e2), inv_el = 1.0f / el, inv_q1 = 1.0f / q1, inv_q2 = 1.0f / q2;              \
+    /* theta from (n2 x n1) . e / |e| and n1 . n2, both scaled by |n1| |n2| */                     \
+    T sx = n2y * n1z - n2z * n1y, sy = n2z * n1x - n2x * n1z, sz = n2x * n1y - n2y * n1x;          \
+    T theta = ATAN2((sx * ex + sy * ey + sz * ez) * inv_el, n1x * n2x + n1y * n2y + n1z * n2z);    \
+    T cv = theta - rest;                                                                           \
+    *cval = cv > 3.1415927f ? cv - 6.2831853f : (cv < -3.1415927f ? cv + 6.2831853f : cv);         \
+    T m1x = n1x * inv_q1, m1y = n1y * inv_q1, m1z = n1z * inv_q1;                                  \
+    T m2x = n2x * inv_q2, m2y = n2y * inv_q2, m2z = n2z * inv_q2;                                  \
+    /* projections onto the edge direction of (c - b), (d - b), (c - a), (d - a) */                \
+    T pcb = (cb[0] * ex + cb[1] * ey + cb[2] * ez) * inv_el;                                       \
+    T pdb = (db[0] * ex + db[1] * ey + db[2] * ez) * inv_el;                                       \
+    T pca = (ca[0] * ex + ca[1] * ey + ca[2] * ez) * inv_el;                                       \
+    T pda = (da[0] * ex + da[1] * ey + da[2] * ez) * inv_el;                                       \
+    g[0] = pcb * m1x + pdb * m2x, g[1] = pcb * m1y + pdb * m2y, g[2] = pcb * m1z + pdb * m2z;      \
+    g[3] = -pca * m1x - pda * m2x, g[4] = -pca * m1y - pda * m2y, g[5] = -pca * m1z - pda * m2z;   \
+    g[6] = el * m1x, g[7] = el * m1y, g[8] = el * m1z;                                             \
+    g[9] = el * m2x, g[10] = el * m2y, g[11] = el * m2z;                                           \
+    return q1 > 1e-24f && q2 > 1e-24f && e2 > PBD_MIN_LENGTH * PBD_MIN_LENGTH
+
+PBD_INLINE int pbd_dihedral_gradients(const float *x, float rest, float *g, float *cval)
+{
+    PBD_DIHEDRAL_BODY(float, int, pbd_atan2f);
+}
+
+#ifdef __OPENCL_C_VERSION__
+PBD_INLINE int16 pbd_dihedral_gradients16(const float16 *x, float16 rest, float16 *g, float16 *cval)
+{
+    PBD_DIHEDRAL_BODY(float16, int16, pbd_atan2f16);
+}
+#endif
+
 PBD_INLINE void pbd_dihedral_project(PBD_GLOBAL pbd_float4 *p, PBD_GLOBAL pbd_float4 *dx,
                                      PBD_GLOBAL const pbd_dihedral *records,
                                      PBD_GLOBAL float *lambda, int c, float inv_h2,
@@ -747,55 +832,44 @@ PBD_INLINE void pbd_dihedral_project(PBD_GLOBAL pbd_float4 *p, PBD_GLOBAL pbd_fl
     (void)track; /* between particles of one body: no external impulse */
     pbd_dihedral r = records[c];
     float l = reset_lambda ? 0.0f : lambda[c];
-    pbd_float4 xa = p[r.a], xb = p[r.b], xc = p[r.c], xd = p[r.d];
-    float ex = xb.x - xa.x, ey = xb.y - xa.y, ez = xb.z - xa.z;
-    float ca[3] = {xc.x - xa.x, xc.y - xa.y, xc.z - xa.z};
-    float cb[3] = {xc.x - xb.x, xc.y - xb.y, xc.z - xb.z};
-    float db[3] = {xd.x - xb.x, xd.y - xb.y, xd.z - xb.z};
-    float da[3] = {xd.x - xa.x, xd.y - xa.y, xd.z - xa.z};
-    float n1x = ca[1] * cb[2] - ca[2] * cb[1], n1y = ca[2] * cb[0] - ca[0] * cb[2],
-          n1z = ca[0] * cb[1] - ca[1] * cb[0];
-    float n2x = db[1] * da[2] - db[2] * da[1], n2y = db[2] * da[0] - db[0] * da[2],
-          n2z = db[0] * da[1] - db[1] * da[0];
-    float q1 = n1x * n1x + n1y * n1y + n1z * n1z, q2 = n2x * n2x + n2y * n2y + n2z * n2z;
-    float e2 = ex * ex + ey * ey + ez * ez;
-    if (!(q1 > 1e-24f) || !(q2 > 1e-24f) || !(e2 > PBD_MIN_LENGTH * PBD_MIN_LENGTH))
-        return;
-    float el = pbd_sqrtf(e2), inv_el = 1.0f / el, inv_q1 = 1.0f / q1, inv_q2 = 1.0f / q2;
-    /* theta from (n2 x n1) . e / |e| and n1 . n2, both scaled by |n1| |n2| */
-    float sx = n2y * n1z - n2z * n1y, sy = n2z * n1x - n2x * n1z, sz = n2x * n1y - n2y * n1x;
-    float theta =
-        pbd_atan2f((sx * ex + sy * ey + sz * ez) * inv_el, n1x * n2x + n1y * n2y + n1z * n2z);
-    float cval = theta - r.rest;
-    if (cval > 3.1415927f)
-        cval -= 6.2831853f;
-    else if (cval < -3.1415927f)
-        cval += 6.2831853f;
-    float m1x = n1x * inv_q1, m1y = n1y * inv_q1, m1z = n1z * inv_q1;
-    float m2x = n2x * inv_q2, m2y = n2y * inv_q2, m2z = n2z * inv_q2;
-    /* projections onto the edge direction of (c - b), (d - b), (c - a), (d - a) */
-    float pcb = (cb[0] * ex + cb[1] * ey + cb[2] * ez) * inv_el;
-    float pdb = (db[0] * ex + db[1] * ey + db[2] * ez) * inv_el;
-    float pca = (ca[0] * ex + ca[1] * ey + ca[2] * ez) * inv_el;
-    float pda = (da[0] * ex + da[1] * ey + da[2] * ez) * inv_el;
-    float g[12] = {pcb * m1x + pdb * m2x,
-                   pcb * m1y + pdb * m2y,
-                   pcb * m1z + pdb * m2z,
-                   -pca * m1x - pda * m2x,
-                   -pca * m1y - pda * m2y,
-                   -pca * m1z - pda * m2z,
-                   el * m1x,
-                   el * m1y,
-                   el * m1z,
-                   el * m2x,
-                   el * m2y,
-                   el * m2z};
-    lambda[c] = l + pbd_project4(p, r.a, r.b, r.c, r.d, g, cval, r.compliance, l, inv_h2);
+    pbd_float4 q[4] = {p[r.a], p[r.b], p[r.c], p[r.d]};
+    float x[12], g[12], cval;
+    pbd_positions4(q, x);
+    if (pbd_dihedral_gradients(x, r.rest, g, &cval))
+        lambda[c] = l + pbd_project4(p, r.a, r.b, r.c, r.d, g, cval, r.compliance, l, inv_h2);
 }
 
 /* Isometric bending (pbd_isometric): v = sum k_i x_i, C = |v|^2 / 2, gradient k_i v at
  * particle i. The weights sum to zero, so the corrections move no centre of mass, and the
- * gradients k_i v with sum k_i x_i = v turn nothing (sum x_i x k_i v = v x v = 0). */
+ * gradients k_i v with sum k_i x_i = v turn nothing (sum x_i x k_i v = v x v = 0). From
+ * weights k (4) and positions x (12: a, b, c, d): the gradients in g (12); returns C. Written
+ * once for T = float and, on the device, float16. */
+#define PBD_ISOMETRIC_BODY(T)                                                                      \
+    T v[3];                                                                                        \
+    /* relative to a, so that v does not lose digits far from the origin (the k sum to 0) */       \
+    PBD_UNROLL                                                                                     \
+    for (int j = 0; j < 3; ++j)                                                                    \
+        v[j] = k[1] * (x[3 + j] - x[j]) + k[2] * (x[6 + j] - x[j]) + k[3] * (x[9 + j] - x[j]);     \
+    PBD_UNROLL                                                                                     \
+    for (int i = 0; i < 4; ++i) {                                                                  \
+        g[3 * i] = k[i] * v[0];                                                                    \
+        g[3 * i + 1] = k[i] * v[1];                                                                \
+        g[3 * i + 2] = k[i] * v[2];                                                                \
+    }                                                                                              \
+    return 0.5f * (v[0] * v[0] + v[1] * v[1] + v[2] * v[2])
+
+PBD_INLINE float pbd_isometric_gradients(const float *k, const float *x, float *g)
+{
+    PBD_ISOMETRIC_BODY(float);
+}
+
+#ifdef __OPENCL_C_VERSION__
+PBD_INLINE float16 pbd_isometric_gradients16(const float16 *k, const float16 *x, float16 *g)
+{
+    PBD_ISOMETRIC_BODY(float16);
+}
+#endif
+
 PBD_INLINE void pbd_isometric_project(PBD_GLOBAL pbd_float4 *p, PBD_GLOBAL pbd_float4 *dx,
                                       PBD_GLOBAL const pbd_isometric *records,
                                       PBD_GLOBAL float *lambda, int c, float inv_h2,
@@ -805,19 +879,10 @@ PBD_INLINE void pbd_isometric_project(PBD_GLOBAL pbd_float4 *p, PBD_GLOBAL pbd_f
     (void)track; /* between particles of one body: no external impulse */
     pbd_isometric r = records[c];
     float l = reset_lambda ? 0.0f : lambda[c];
-    pbd_float4 xa = p[r.a], xb = p[r.b], xc = p[r.c], xd = p[r.d];
-    /* relative to a, so that v does not lose digits far from the origin (the k sum to 0) */
-    float vx = r.k[1] * (xb.x - xa.x) + r.k[2] * (xc.x - xa.x) + r.k[3] * (xd.x - xa.x);
-    float vy = r.k[1] * (xb.y - xa.y) + r.k[2] * (xc.y - xa.y) + r.k[3] * (xd.y - xa.y);
-    float vz = r.k[1] * (xb.z - xa.z) + r.k[2] * (xc.z - xa.z) + r.k[3] * (xd.z - xa.z);
-    float cval = 0.5f * (vx * vx + vy * vy + vz * vz);
-    float g[12];
-    PBD_UNROLL
-    for (int i = 0; i < 4; ++i) {
-        g[3 * i] = r.k[i] * vx;
-        g[3 * i + 1] = r.k[i] * vy;
-        g[3 * i + 2] = r.k[i] * vz;
-    }
+    pbd_float4 q[4] = {p[r.a], p[r.b], p[r.c], p[r.d]};
+    float x[12], g[12];
+    pbd_positions4(q, x);
+    float cval = pbd_isometric_gradients(r.k, x, g);
     lambda[c] = l + pbd_project4(p, r.a, r.b, r.c, r.d, g, cval, r.compliance, l, inv_h2);
 }
 

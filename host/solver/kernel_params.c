@@ -19,6 +19,12 @@ PARAMS(predict_runs, "particle_x", "particle_p", "particle_v", "particle_xp", "p
 static const char *const project_type_params[] = {
     "particle_p", "particle_dx", "records",      "lambda", "offset",
     "count",      "inv_h2",      "reset_lambda", "track",  "serial"};
+/* A kernel with project_<type>'s parameters (project_<type>16 too) */
+#define TYPE_ENTRY(kname)                                                                          \
+    {                                                                                              \
+        kname, project_type_params,                                                                \
+            (int)(sizeof project_type_params / sizeof project_type_params[0])                      \
+    }
 PARAMS(project_distance_jacobi, "particle_p", "distance_records", "distance_lambda",
        "distance_gain", "count", "inv_h2", "reset_lambda")
 PARAMS(project_distance_gs16, "particle_p", "distance_records", "distance_lambda", "offset",
@@ -86,12 +92,13 @@ PARAMS(body_constraint_apply, "particle_p", "particle_body", "particle_rest", "p
 const pbd_kernel_params pbd_kernel_param_table[] = {
     ENTRY(predict),
     ENTRY(predict_runs),
-#define PBD_X_PROJECT_ENTRY(id, name, type, arity, world)                                          \
-    {"project_" #name, project_type_params,                                                        \
-     (int)(sizeof project_type_params / sizeof project_type_params[0])},
+#define PBD_X_PROJECT_ENTRY(id, name, type, arity, world) TYPE_ENTRY("project_" #name),
     PBD_CONSTRAINT_LIST(PBD_X_PROJECT_ENTRY)
 #undef PBD_X_PROJECT_ENTRY
-        ENTRY(project_distance_jacobi),
+        TYPE_ENTRY("project_volume16"),
+    TYPE_ENTRY("project_dihedral16"),
+    TYPE_ENTRY("project_isometric16"),
+    ENTRY(project_distance_jacobi),
     ENTRY(project_distance_gs16),
     ENTRY(project_gs_blocks),
     ENTRY(collide),

@@ -1,0 +1,209 @@
+/* The four-particle constraints (tet volume, dihedral and isometric bending) on CPU devices,
+ * sixteen of one colour a work-item: the sixteen constraints' particles gathered as float16
+ * components, the shared projection's arithmetic element by element (the same bits), and
+ * what it writes scattered back. As there, a constraint that skips writes nothing it would
+ * not, and a pinned particle (w = 0) is never written (pbd_store), so that a colour may
+ * share it. The plain kernels, one constraint a work-item, hold float4 records, which keep
+ * PoCL from vectorising their work-item loops (vec8.cl). A group of fewer than sixteen, and a
+ * colour's overflow set (`serial`), go one by one through the shared projection. Built after
+ * vec8.cl. */
+
+/* Eight 32-byte records laid out as (a, b, c, d, f0, f1, pad, pad) (pbd_volume,
+ * pbd_dihedral): four whole-vector loads, each field transposed to an int8 or float8. */
+VEC8_INLINE void records4x8(__global const int *r, int8 *a, int8 *b, int8 *cc, int8 *d, int8 *f0,
+                            int8 *f1)
+{
+    int16 q0 = vload16(0, r), q1 = vload16(1, r), q2 = vload16(2, r), q3 = vload16(3, r);
+    const uint16 abcd = (uint16)(0, 8, 16, 24, 1, 9, 17, 25, 2, 10, 18, 26, 3, 11, 19, 27);
+    int16 lo = shuffle2(q0, q1, abcd), hi = shuffle2(q2, q3, abcd);
+    int16 flo = shuffle2(q0, q1, abcd + 4), fhi = shuffle2(q2, q3, abcd + 4);
+    *a = (int8)(lo.s0123, hi.s0123);
+    *b = (int8)(lo.s4567, hi.s4567);
+    *cc = (int8)(lo.s89ab, hi.s89ab);
+    *d = (int8)(lo.scdef, hi.scdef);
+    *f0 = (int8)(flo.s0123, fhi.s0123);
+    *f1 = (int8)(flo.s4567, fhi.s4567);
+}
+
+/* Sixteen such records from record c: each field as an int16 or float16. */
+VEC8_INLINE void records4x16(__global const void *records, int c, int16 *k, float16 *f0,
+                             float16 *f1)
+{
+    __global const int *r = (__global const int *)records + 8 * c;
+    int8 lo[6], hi[6];
+    records4x8(r, &lo[0], &lo[1], &lo[2], &lo[3], &lo[4], &lo[5]);
+    records4x8(r + 64, &hi[0], &hi[1], &hi[2], &hi[3], &hi[4], &hi[5]);
+    PBD_UNROLL
+    for (int i = 0; i < 4; ++i)
+        k[i] = (int16)(lo[i], hi[i]);
+    *f0 = as_float16((int16)(lo[4], hi[4]));
+    *f1 = as_float16((int16)(lo[5], hi[5]));
+}
+
+/* Field f of sixteen records r[0..15], as a float16 (IFIELD16: an int16). */
+#define FIELD16(r, f)                                                                              \
+    (float16)(r[0].f, r[1].f, r[2].f, r[3].f, r[4].f, r[5].f, r[6].f, r[7].f, r[8].f, r[9].f,      \
+              r[10].f, r[11].f, r[12].f, r[13].f, r[14].f, r[15].f)
+#define IFIELD16(r, f)                                                                             \
+    (int16)(r[0].f, r[1].f, r[2].f, r[3].f, r[4].f, r[5].f, r[6].f, r[7].f, r[8].f, r[9].f,        \
+            r[10].f, r[11].f, r[12].f, r[13].f, r[14].f, r[15].f)
+
+/* Sixteen particles k as float16 components (x[0..3]: x, y, z, w). */
+VEC8_INLINE void gather4x16(__global const pbd_float4 *p, int16 k, float16 *x)
+{
+    float16 r0, r1, r2, r3;
+    float8 lo[4], hi[4];
+    gather8(p, k.lo, &r0, &r1);
+    gather8(p, k.hi, &r2, &r3);
+    split8(r0, r1, &lo[0], &lo[1], &lo[2], &lo[3]);
+    split8(r2, r3, &hi[0], &hi[1], &hi[2], &hi[3]);
+    PBD_UNROLL
+    for (int j = 0; j < 4; ++j)
+        x[j] = (float16)(lo[j], hi[j]);
+}
+
+/* Eight particles k, records r0 and r1 (join8's), stored where `write`. */
+VEC8_INLINE void scatter8_where(__global pbd_float4 *p, int8 k, int8 write, float16 r0, float16 r1)
+{
+    const float4 rec[8] = {r0.s0123, r0.s4567, r0.s89ab, r0.scdef,
+                           r1.s0123, r1.s4567, r1.s89ab, r1.scdef};
+    const int at[8] = {k.s0, k.s1, k.s2, k.s3, k.s4, k.s5, k.s6, k.s7};
+    const int w[8] = {write.s0, write.s1, write.s2, write.s3,
+                      write.s4, write.s5, write.s6, write.s7};
+    PBD_UNROLL
+    for (int j = 0; j < 8; ++j)
+        if (w[j])
+            p[at[j]] = rec[j];
+}
+
+/* Particles k moved by w s g (x: x, y, z, w; g: 3 components) where `ok` and w != 0. */
+VEC8_INLINE void store4x16(__global pbd_float4 *p, int16 k, int16 ok, const float16 *x, float16 s,
+                           const float16 *g)
+{
+    float16 nx = x[0] + x[3] * s * g[0], ny = x[1] + x[3] * s * g[1], nz = x[2] + x[3] * s * g[2];
+    int16 write = ok & (x[3] != 0.0f);
+    float16 r0, r1;
+    join8(nx.lo, ny.lo, nz.lo, x[3].lo, &r0, &r1);
+    scatter8_where(p, k.lo, write.lo, r0, r1);
+    join8(nx.hi, ny.hi, nz.hi, x[3].hi, &r0, &r1);
+    scatter8_where(p, k.hi, write.hi, r0, r1);
+}
+
+/* pbd_project4 for sixteen constraints, lanes `active` only (x: the four particles' x, y, z, w;
+ * g: their gradients, 12 float16). Returns the multipliers' changes (0 where skipped). */
+VEC8_INLINE float16 project4x16(__global pbd_float4 *p, const int16 *k, int16 active,
+                                float16 x[4][4], const float16 *g, float16 cval, float16 compliance,
+                                float16 l, float inv_h2)
+{
+    float16 wsum = 0.0f;
+    PBD_UNROLL
+    for (int i = 0; i < 4; ++i)
+        wsum += x[i][3] *
+                (g[3 * i] * g[3 * i] + g[3 * i + 1] * g[3 * i + 1] + g[3 * i + 2] * g[3 * i + 2]);
+    float16 at = compliance * inv_h2;
+    int16 xpbd = compliance >= 0.0f;
+    float16 num = select(-compliance * -cval, -cval - at * l, xpbd);
+    float16 den = select(wsum, wsum + at, xpbd);
+    int16 ok = active & (wsum > 0.0f) & (den > 0.0f);
+    float16 s = num / den;
+    PBD_UNROLL
+    for (int i = 0; i < 4; ++i)
+        store4x16(p, k[i], ok, x[i], s, g + 3 * i);
+    return select((float16)0.0f, s, ok & xpbd);
+}
+
+/* Constraints [c, c + 16)' four particles k gathered (x[i]: x, y, z, w of particle i) and
+ * their positions as pbd_shared.h's gradients take them (12 float16: a, b, c, d). */
+VEC8_INLINE void positions4x16(__global const pbd_float4 *p, const int16 *k, float16 x[4][4],
+                               float16 *pos)
+{
+    PBD_UNROLL
+    for (int i = 0; i < 4; ++i) {
+        gather4x16(p, k[i], x[i]);
+        pos[3 * i] = x[i][0];
+        pos[3 * i + 1] = x[i][1];
+        pos[3 * i + 2] = x[i][2];
+    }
+}
+
+/* Volume: pbd_volume_project, constraints [c, c + 16). */
+VEC8_INLINE void pbd_volume_project16(__global pbd_float4 *p, __global const pbd_volume *records,
+                                      __global float *lambda, int c, float inv_h2, int reset_lambda)
+{
+    int16 k[4];
+    float16 rest, compliance, x[4][4], pos[12], g[12];
+    records4x16(records, c, k, &rest, &compliance);
+    float16 old = vload16(0, lambda + c);
+    float16 l = reset_lambda ? (float16)0.0f : old;
+    positions4x16(p, k, x, pos);
+    float16 cval = pbd_volume_gradients16(pos, g) - rest;
+    /* pbd_volume_project sums without project4's leading 0 (the same bits: the first term
+     * is >= 0) and leaves the multiplier of a skipped constraint as it was */
+    float16 wsum = x[0][3] * (g[0] * g[0] + g[1] * g[1] + g[2] * g[2]) +
+                   x[1][3] * (g[3] * g[3] + g[4] * g[4] + g[5] * g[5]) +
+                   x[2][3] * (g[6] * g[6] + g[7] * g[7] + g[8] * g[8]) +
+                   x[3][3] * (g[9] * g[9] + g[10] * g[10] + g[11] * g[11]);
+    float16 den = compliance >= 0.0f ? wsum + compliance * inv_h2 : wsum;
+    int16 ok = wsum > 0.0f && den > 0.0f;
+    float16 dl = project4x16(p, k, (int16)(-1), x, g, cval, compliance, l, inv_h2);
+    vstore16(ok ? l + dl : old, 0, lambda + c);
+}
+
+/* Dihedral bending: pbd_dihedral_project, constraints [c, c + 16). */
+VEC8_INLINE void pbd_dihedral_project16(__global pbd_float4 *p,
+                                        __global const pbd_dihedral *records,
+                                        __global float *lambda, int c, float inv_h2,
+                                        int reset_lambda)
+{
+    int16 k[4];
+    float16 rest, compliance, x[4][4], pos[12], g[12], cval;
+    records4x16(records, c, k, &rest, &compliance);
+    float16 old = vload16(0, lambda + c);
+    float16 l = reset_lambda ? (float16)0.0f : old;
+    positions4x16(p, k, x, pos);
+    int16 active = pbd_dihedral_gradients16(pos, rest, g, &cval);
+    float16 dl = project4x16(p, k, active, x, g, cval, compliance, l, inv_h2);
+    vstore16(active ? l + dl : old, 0, lambda + c);
+}
+
+/* Isometric bending: pbd_isometric_project, constraints [c, c + 16) (48-byte records, read
+ * field by field). */
+VEC8_INLINE void pbd_isometric_project16(__global pbd_float4 *p,
+                                         __global const pbd_isometric *records,
+                                         __global float *lambda, int c, float inv_h2,
+                                         int reset_lambda)
+{
+    __global const pbd_isometric *r = records + c;
+    int16 k[4] = {IFIELD16(r, a), IFIELD16(r, b), IFIELD16(r, c), IFIELD16(r, d)};
+    float16 w[4] = {FIELD16(r, k[0]), FIELD16(r, k[1]), FIELD16(r, k[2]), FIELD16(r, k[3])};
+    float16 compliance = FIELD16(r, compliance), x[4][4], pos[12], g[12];
+    float16 l = reset_lambda ? (float16)0.0f : vload16(0, lambda + c);
+    positions4x16(p, k, x, pos);
+    float16 cval = pbd_isometric_gradients16(w, pos, g);
+    float16 dl = project4x16(p, k, (int16)(-1), x, g, cval, compliance, l, inv_h2);
+    vstore16(l + dl, 0, lambda + c);
+}
+
+/* project_<name>16: project_<name>'s parameters; work-item k takes constraints
+ * [16k, 16k + 16) of the colour. */
+#define PBD_PROJECT16_KERNEL(name, type)                                                           \
+    __kernel void project_##name##16(                                                              \
+        __global pbd_float4 * particle_p, __global pbd_float4 * particle_dx,                       \
+        __global const type *records, __global float *lambda, int offset, int count, float inv_h2, \
+        int reset_lambda, int track, int serial)                                                   \
+    {                                                                                              \
+        int k = 16 * (int)get_global_id(0);                                                        \
+        int lo = serial ? 0 : k, hi = serial ? (k == 0 ? count : 0) : min(k + 16, count);          \
+        if (!serial && hi - lo == 16) {                                                            \
+            pbd_##name##_project16(particle_p, records, lambda, offset + lo, inv_h2,               \
+                                   reset_lambda);                                                  \
+            return;                                                                                \
+        }                                                                                          \
+        for (int j = lo; j < hi; ++j)                                                              \
+            pbd_##name##_project(particle_p, particle_dx, records, lambda, offset + j, inv_h2,     \
+                                 reset_lambda, track);                                             \
+    }
+PBD_PROJECT16_KERNEL(volume, pbd_volume)
+PBD_PROJECT16_KERNEL(dihedral, pbd_dihedral)
+PBD_PROJECT16_KERNEL(isometric, pbd_isometric)
+#undef PBD_PROJECT16_KERNEL
