@@ -886,38 +886,137 @@ PBD_INLINE void pbd_isometric_project(PBD_GLOBAL pbd_float4 *p, PBD_GLOBAL pbd_f
     lambda[c] = l + pbd_project4(p, r.a, r.b, r.c, r.d, g, cval, r.compliance, l, inv_h2);
 }
 
-/* A tet's deformation gradient F (column k in f[3k .. 3k+2]) from its particles and the
- * record's Dm^-1: column k = sum_m (x_{m+1} - x_0) dm_inv[3m + k]. */
-PBD_INLINE void pbd_tet_deformation(PBD_GLOBAL const pbd_float4 *p, pbd_neo_hookean r, float *f)
-{
-    pbd_float4 x0 = p[r.a], x1 = p[r.b], x2 = p[r.c], x3 = p[r.d];
-    float e[9];
-    e[0] = x1.x - x0.x, e[1] = x1.y - x0.y, e[2] = x1.z - x0.z;
-    e[3] = x2.x - x0.x, e[4] = x2.y - x0.y, e[5] = x2.z - x0.z;
-    e[6] = x3.x - x0.x, e[7] = x3.y - x0.y, e[8] = x3.z - x0.z;
-    PBD_UNROLL
-    for (int k = 0; k < 3; ++k) {
-        PBD_UNROLL
-        for (int j = 0; j < 3; ++j)
-            f[3 * k + j] =
-                e[j] * r.dm_inv[k] + e[3 + j] * r.dm_inv[3 + k] + e[6 + j] * r.dm_inv[6 + k];
+/* A tet's deformation gradient F (column k in f[3k .. 3k+2]) from its positions x (12 floats:
+ * a, b, c, d) and Dm^-1 (dm, row-major): column k = sum_m (x_{m+1} - x_0) dm[3m + k]. Each
+ * body below is written once for T = float and, on the device, float16 (sixteen tets at once
+ * in the CPU devices' kernels; M: int, int16), as PBD_DISTANCE_GAIN_BODY. */
+#define PBD_TET_DEFORMATION_BODY(T)                                                                \
+    T e[9];                                                                                        \
+    PBD_UNROLL                                                                                     \
+    for (int j = 0; j < 3; ++j) {                                                                  \
+        e[j] = x[3 + j] - x[j];                                                                    \
+        e[3 + j] = x[6 + j] - x[j];                                                                \
+        e[6 + j] = x[9 + j] - x[j];                                                                \
+    }                                                                                              \
+    PBD_UNROLL                                                                                     \
+    for (int k = 0; k < 3; ++k) {                                                                  \
+        PBD_UNROLL                                                                                 \
+        for (int j = 0; j < 3; ++j)                                                                \
+            f[3 * k + j] = e[j] * dm[k] + e[3 + j] * dm[3 + k] + e[6 + j] * dm[6 + k];             \
     }
-}
 
 /* The particles' gradients from dC/dF (column k in pf[3k ..]): at b, c, d the columns of
  * dC/dF Dm^-T, at a minus their sum. */
-PBD_INLINE void pbd_tet_gradients(pbd_neo_hookean r, const float *pf, float *g)
+#define PBD_TET_GRADIENTS_BODY(T)                                                                  \
+    PBD_UNROLL                                                                                     \
+    for (int m = 0; m < 3; ++m) {                                                                  \
+        PBD_UNROLL                                                                                 \
+        for (int j = 0; j < 3; ++j)                                                                \
+            g[3 * (m + 1) + j] =                                                                   \
+                pf[j] * dm[3 * m] + pf[3 + j] * dm[3 * m + 1] + pf[6 + j] * dm[3 * m + 2];         \
+    }                                                                                              \
+    PBD_UNROLL                                                                                     \
+    for (int j = 0; j < 3; ++j)                                                                    \
+    g[j] = -(g[3 + j] + g[6 + j] + g[9 + j])
+
+/* The Neo-Hookean element's two gradients (pbd_neo_hookean_project): gh of C_H = det F -
+ * gamma (the cofactor matrix, columns f1 x f2, f2 x f0, f0 x f1) and gd of C_D = |F| (F /
+ * |F|), 12 each, with det F and |F|; returns whether |F| > 0. */
+#define PBD_NEO_HOOKEAN_BODY(T, TET_DEFORMATION, TET_GRADIENTS)                                    \
+    T f[9], pf[9], n2 = 0.0f;                                                                      \
+    TET_DEFORMATION(x, dm, f);                                                                     \
+    PBD_UNROLL                                                                                     \
+    for (int k = 0; k < 3; ++k) {                                                                  \
+        const T *u = &f[3 * ((k + 1) % 3)], *v = &f[3 * ((k + 2) % 3)];                            \
+        pf[3 * k] = u[1] * v[2] - u[2] * v[1];                                                     \
+        pf[3 * k + 1] = u[2] * v[0] - u[0] * v[2];                                                 \
+        pf[3 * k + 2] = u[0] * v[1] - u[1] * v[0];                                                 \
+    }                                                                                              \
+    *det_f = f[0] * pf[0] + f[1] * pf[1] + f[2] * pf[2];                                           \
+    TET_GRADIENTS(dm, pf, gh);                                                                     \
+    PBD_UNROLL                                                                                     \
+    for (int k = 0; k < 9; ++k)                                                                    \
+        n2 += f[k] * f[k];                                                                         \
+    T length = pbd_sqrtf(n2);                                                                      \
+    PBD_UNROLL                                                                                     \
+    for (int k = 0; k < 9; ++k)                                                                    \
+        pf[k] = f[k] / length;                                                                     \
+    TET_GRADIENTS(dm, pf, gd);                                                                     \
+    *norm = length;                                                                                \
+    return n2 > 0.0f
+
+/* The element's 2 x 2 solve (pbd_neo_hookean_project) for inverse masses w (4): the
+ * multipliers' changes; returns whether the system's determinant is > 0. */
+#define PBD_NEO_HOOKEAN_SOLVE_BODY(T)                                                              \
+    T hh = 0.0f, hd = 0.0f, dd = 0.0f;                                                             \
+    PBD_UNROLL                                                                                     \
+    for (int k = 0; k < 12; ++k) {                                                                 \
+        T wk = w[k / 3];                                                                           \
+        hh += wk * gh[k] * gh[k];                                                                  \
+        hd += wk * gh[k] * gd[k];                                                                  \
+        dd += wk * gd[k] * gd[k];                                                                  \
+    }                                                                                              \
+    T det = (hh + ah) * (dd + ad) - hd * hd;                                                       \
+    T bh = -(det_f - gamma) - ah * lh, bd = -norm - ad * ld;                                       \
+    *dlh = (bh * (dd + ad) - bd * hd) / det, *dld = ((hh + ah) * bd - hd * bh) / det;              \
+    return det > 0.0f
+
+PBD_INLINE void pbd_tet_deformation_of(const float *x, const float *dm, float *f)
 {
-    PBD_UNROLL
-    for (int m = 0; m < 3; ++m) {
-        PBD_UNROLL
-        for (int j = 0; j < 3; ++j)
-            g[3 * (m + 1) + j] = pf[j] * r.dm_inv[3 * m] + pf[3 + j] * r.dm_inv[3 * m + 1] +
-                                 pf[6 + j] * r.dm_inv[3 * m + 2];
-    }
-    PBD_UNROLL
-    for (int j = 0; j < 3; ++j)
-        g[j] = -(g[3 + j] + g[6 + j] + g[9 + j]);
+    PBD_TET_DEFORMATION_BODY(float);
+}
+
+PBD_INLINE void pbd_tet_gradients_of(const float *dm, const float *pf, float *g)
+{
+    PBD_TET_GRADIENTS_BODY(float);
+}
+
+PBD_INLINE int pbd_neo_hookean_gradients(const float *x, const float *dm, float *gh, float *gd,
+                                         float *det_f, float *norm)
+{
+    PBD_NEO_HOOKEAN_BODY(float, pbd_tet_deformation_of, pbd_tet_gradients_of);
+}
+
+PBD_INLINE int pbd_neo_hookean_solve(const float *w, const float *gh, const float *gd, float det_f,
+                                     float norm, float gamma, float ah, float ad, float lh,
+                                     float ld, float *dlh, float *dld)
+{
+    PBD_NEO_HOOKEAN_SOLVE_BODY(float);
+}
+
+#ifdef __OPENCL_C_VERSION__
+PBD_INLINE void pbd_tet_deformation_of16(const float16 *x, const float16 *dm, float16 *f)
+{
+    PBD_TET_DEFORMATION_BODY(float16);
+}
+
+PBD_INLINE void pbd_tet_gradients_of16(const float16 *dm, const float16 *pf, float16 *g)
+{
+    PBD_TET_GRADIENTS_BODY(float16);
+}
+
+PBD_INLINE int16 pbd_neo_hookean_gradients16(const float16 *x, const float16 *dm, float16 *gh,
+                                             float16 *gd, float16 *det_f, float16 *norm)
+{
+    PBD_NEO_HOOKEAN_BODY(float16, pbd_tet_deformation_of16, pbd_tet_gradients_of16);
+}
+
+PBD_INLINE int16 pbd_neo_hookean_solve16(const float16 *w, const float16 *gh, const float16 *gd,
+                                         float16 det_f, float16 norm, float16 gamma, float16 ah,
+                                         float16 ad, float16 lh, float16 ld, float16 *dlh,
+                                         float16 *dld)
+{
+    PBD_NEO_HOOKEAN_SOLVE_BODY(float16);
+}
+#endif
+
+/* A tet's deformation gradient F from its particles in p and its record. */
+PBD_INLINE void pbd_tet_deformation(PBD_GLOBAL const pbd_float4 *p, pbd_neo_hookean r, float *f)
+{
+    pbd_float4 q[4] = {p[r.a], p[r.b], p[r.c], p[r.d]};
+    float x[12];
+    pbd_positions4(q, x);
+    pbd_tet_deformation_of(x, r.dm_inv, f);
 }
 
 /* Neo-Hookean (pbd_neo_hookean): C_H = det F - gamma with dC_H/dF the cofactor matrix
@@ -937,51 +1036,20 @@ PBD_INLINE void pbd_neo_hookean_project(PBD_GLOBAL pbd_float4 *p, PBD_GLOBAL pbd
     (void)track; /* between particles of one body: no external impulse */
     pbd_neo_hookean r = records[c];
     float lh = reset_lambda ? 0.0f : lambda[2 * c], ld = reset_lambda ? 0.0f : lambda[2 * c + 1];
-    float f[9], pf[9], gh[12], gd[12], n2 = 0.0f;
-    pbd_tet_deformation(p, r, f);
-    PBD_UNROLL
-    for (int k = 0; k < 3; ++k) {
-        const float *u = &f[3 * ((k + 1) % 3)], *v = &f[3 * ((k + 2) % 3)];
-        pf[3 * k] = u[1] * v[2] - u[2] * v[1];
-        pf[3 * k + 1] = u[2] * v[0] - u[0] * v[2];
-        pf[3 * k + 2] = u[0] * v[1] - u[1] * v[0];
-    }
-    float det_f = f[0] * pf[0] + f[1] * pf[1] + f[2] * pf[2];
-    pbd_tet_gradients(r, pf, gh);
-    PBD_UNROLL
-    for (int k = 0; k < 9; ++k)
-        n2 += f[k] * f[k];
-    if (!(n2 > 0.0f))
+    pbd_float4 q[4] = {p[r.a], p[r.b], p[r.c], p[r.d]};
+    float x[12], w[4] = {q[0].w, q[1].w, q[2].w, q[3].w}, gh[12], gd[12], det_f, norm, dlh, dld;
+    pbd_positions4(q, x);
+    if (!pbd_neo_hookean_gradients(x, r.dm_inv, gh, gd, &det_f, &norm) ||
+        !pbd_neo_hookean_solve(w, gh, gd, det_f, norm, r.gamma, r.compliance_h * inv_h2,
+                               r.compliance * inv_h2, lh, ld, &dlh, &dld))
         return;
-    float norm = pbd_sqrtf(n2);
-    PBD_UNROLL
-    for (int k = 0; k < 9; ++k)
-        pf[k] = f[k] / norm;
-    pbd_tet_gradients(r, pf, gd);
-    pbd_float4 x[4] = {p[r.a], p[r.b], p[r.c], p[r.d]};
-    float hh = 0.0f, hd = 0.0f, dd = 0.0f;
-    PBD_UNROLL
-    for (int k = 0; k < 12; ++k) {
-        float w = x[k / 3].w;
-        hh += w * gh[k] * gh[k];
-        hd += w * gh[k] * gd[k];
-        dd += w * gd[k] * gd[k];
-    }
-    float ah = r.compliance_h * inv_h2, ad = r.compliance * inv_h2;
-    float det = (hh + ah) * (dd + ad) - hd * hd;
-    if (!(det > 0.0f))
-        return;
-    float bh = -(det_f - r.gamma) - ah * lh, bd = -norm - ad * ld;
-    float dlh = (bh * (dd + ad) - bd * hd) / det, dld = ((hh + ah) * bd - hd * bh) / det;
     int ids[4] = {r.a, r.b, r.c, r.d};
     PBD_UNROLL
-    for (int i = 0; i < 4; ++i) {
-        float w = x[i].w;
+    for (int i = 0; i < 4; ++i)
         pbd_store(p, ids[i],
-                  PBD_F4(x[i].x + w * (dlh * gh[3 * i] + dld * gd[3 * i]),
-                         x[i].y + w * (dlh * gh[3 * i + 1] + dld * gd[3 * i + 1]),
-                         x[i].z + w * (dlh * gh[3 * i + 2] + dld * gd[3 * i + 2]), x[i].w));
-    }
+                  PBD_F4(q[i].x + w[i] * (dlh * gh[3 * i] + dld * gd[3 * i]),
+                         q[i].y + w[i] * (dlh * gh[3 * i + 1] + dld * gd[3 * i + 1]),
+                         q[i].z + w[i] * (dlh * gh[3 * i + 2] + dld * gd[3 * i + 2]), q[i].w));
     lambda[2 * c] = lh + dlh;
     lambda[2 * c + 1] = ld + dld;
 }

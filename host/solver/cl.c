@@ -262,7 +262,7 @@ static pbd_status flush(cl_impl *c, pbd_error *err)
 static int project16(int type)
 {
     return type == PBD_CONSTRAINT_VOLUME || type == PBD_CONSTRAINT_DIHEDRAL ||
-           type == PBD_CONSTRAINT_ISOMETRIC;
+           type == PBD_CONSTRAINT_ISOMETRIC || type == PBD_CONSTRAINT_NEO_HOOKEAN;
 }
 
 /* Colour `color` of constraint `type`: project_<type>, a constraint a work-item, on the
@@ -980,6 +980,7 @@ static pbd_status choose_kernels(cl_impl *c, pbd_plan *plan, const pbd_solver_de
         names[PBD_STAGE_PROJECT + PBD_CONSTRAINT_VOLUME] = "project_volume16";
         names[PBD_STAGE_PROJECT + PBD_CONSTRAINT_DIHEDRAL] = "project_dihedral16";
         names[PBD_STAGE_PROJECT + PBD_CONSTRAINT_ISOMETRIC] = "project_isometric16";
+        names[PBD_STAGE_PROJECT + PBD_CONSTRAINT_NEO_HOOKEAN] = "project_neo_hookean16";
         names[PBD_STAGE_GATHER] = "jacobi_fused16"; /* which projects too: */
         names[PBD_STAGE_PROJECT_JACOBI] = NULL;     /* project_distance_jacobi is not launched */
         names[PBD_STAGE_PREDICT] = "predict_runs";

@@ -98,6 +98,7 @@ const pbd_kernel_params pbd_kernel_param_table[] = {
         TYPE_ENTRY("project_volume16"),
     TYPE_ENTRY("project_dihedral16"),
     TYPE_ENTRY("project_isometric16"),
+    TYPE_ENTRY("project_neo_hookean16"),
     ENTRY(project_distance_jacobi),
     ENTRY(project_distance_gs16),
     ENTRY(project_gs_blocks),

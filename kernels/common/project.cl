@@ -3,8 +3,9 @@
  * share no particle that they write: no races, no atomics, and the serial result). With
  * `serial` (a type's overflow set, whose constraints may share particles) one work-item
  * projects them all in order, as the CPU reference does. Both variants launch them colour
- * by colour; distance has faster kernels of its own, and CPU devices take volume, dihedral
- * and isometric constraints sixteen a work-item (cpu/project4.cl). Built after pbd_shared.h. */
+ * by colour; distance has faster kernels of its own, and CPU devices take volume, dihedral,
+ * isometric and Neo-Hookean constraints sixteen a work-item (cpu/project4.cl). Built after
+ * pbd_shared.h. */
 #define PBD_X_PROJECT_KERNEL(id, name, type, arity, world)                                         \
     __kernel void project_##name(__global pbd_float4 *particle_p,                                  \
                                  __global pbd_float4 *particle_dx, __global const type *records,   \

@@ -1,4 +1,5 @@
-/* The four-particle constraints (tet volume, dihedral and isometric bending) on CPU devices,
+/* The four-particle constraints (tet volume, dihedral and isometric bending, Neo-Hookean
+ * elements) on CPU devices,
  * sixteen of one colour a work-item: the sixteen constraints' particles gathered as float16
  * components, the shared projection's arithmetic element by element (the same bits), and
  * what it writes scattered back. As there, a constraint that skips writes nothing it would
@@ -48,6 +49,12 @@ VEC8_INLINE void records4x16(__global const void *records, int c, int16 *k, floa
     (int16)(r[0].f, r[1].f, r[2].f, r[3].f, r[4].f, r[5].f, r[6].f, r[7].f, r[8].f, r[9].f,        \
             r[10].f, r[11].f, r[12].f, r[13].f, r[14].f, r[15].f)
 
+/* The particle indices a, b, c, d of sixteen records r[0..15], an int16 each. */
+#define INDICES16(r)                                                                               \
+    {                                                                                              \
+        IFIELD16(r, a), IFIELD16(r, b), IFIELD16(r, c), IFIELD16(r, d)                             \
+    }
+
 /* Sixteen particles k as float16 components (x[0..3]: x, y, z, w). */
 VEC8_INLINE void gather4x16(__global const pbd_float4 *p, int16 k, float16 *x)
 {
@@ -76,11 +83,11 @@ VEC8_INLINE void scatter8_where(__global pbd_float4 *p, int8 k, int8 write, floa
             p[at[j]] = rec[j];
 }
 
-/* Particles k moved by w s g (x: x, y, z, w; g: 3 components) where `ok` and w != 0. */
-VEC8_INLINE void store4x16(__global pbd_float4 *p, int16 k, int16 ok, const float16 *x, float16 s,
-                           const float16 *g)
+/* Particles k (x: x, y, z, w) moved by d (3 components) where `ok` and w != 0. */
+VEC8_INLINE void store4x16(__global pbd_float4 *p, int16 k, int16 ok, const float16 *x,
+                           const float16 *d)
 {
-    float16 nx = x[0] + x[3] * s * g[0], ny = x[1] + x[3] * s * g[1], nz = x[2] + x[3] * s * g[2];
+    float16 nx = x[0] + d[0], ny = x[1] + d[1], nz = x[2] + d[2];
     int16 write = ok & (x[3] != 0.0f);
     float16 r0, r1;
     join8(nx.lo, ny.lo, nz.lo, x[3].lo, &r0, &r1);
@@ -107,8 +114,11 @@ VEC8_INLINE float16 project4x16(__global pbd_float4 *p, const int16 *k, int16 ac
     int16 ok = active & (wsum > 0.0f) & (den > 0.0f);
     float16 s = num / den;
     PBD_UNROLL
-    for (int i = 0; i < 4; ++i)
-        store4x16(p, k[i], ok, x[i], s, g + 3 * i);
+    for (int i = 0; i < 4; ++i) {
+        float16 d[3] = {x[i][3] * s * g[3 * i], x[i][3] * s * g[3 * i + 1],
+                        x[i][3] * s * g[3 * i + 2]};
+        store4x16(p, k[i], ok, x[i], d);
+    }
     return select((float16)0.0f, s, ok & xpbd);
 }
 
@@ -174,7 +184,7 @@ VEC8_INLINE void pbd_isometric_project16(__global pbd_float4 *p,
                                          int reset_lambda)
 {
     __global const pbd_isometric *r = records + c;
-    int16 k[4] = {IFIELD16(r, a), IFIELD16(r, b), IFIELD16(r, c), IFIELD16(r, d)};
+    int16 k[4] = INDICES16(r);
     float16 w[4] = {FIELD16(r, k[0]), FIELD16(r, k[1]), FIELD16(r, k[2]), FIELD16(r, k[3])};
     float16 compliance = FIELD16(r, compliance), x[4][4], pos[12], g[12];
     float16 l = reset_lambda ? (float16)0.0f : vload16(0, lambda + c);
@@ -182,6 +192,44 @@ VEC8_INLINE void pbd_isometric_project16(__global pbd_float4 *p,
     float16 cval = pbd_isometric_gradients16(w, pos, g);
     float16 dl = project4x16(p, k, (int16)(-1), x, g, cval, compliance, l, inv_h2);
     vstore16(l + dl, 0, lambda + c);
+}
+
+/* Neo-Hookean elements: pbd_neo_hookean_project, constraints [c, c + 16) (64-byte records,
+ * read field by field; the multipliers interleaved, H and D, as there). */
+VEC8_INLINE void pbd_neo_hookean_project16(__global pbd_float4 *p,
+                                           __global const pbd_neo_hookean *records,
+                                           __global float *lambda, int c, float inv_h2,
+                                           int reset_lambda)
+{
+    __global const pbd_neo_hookean *r = records + c;
+    int16 k[4] = INDICES16(r);
+    float16 dm[9];
+    PBD_UNROLL
+    for (int m = 0; m < 9; ++m)
+        dm[m] = FIELD16(r, dm_inv[m]);
+    float16 gamma = FIELD16(r, gamma), ah = FIELD16(r, compliance_h) * inv_h2,
+            ad = FIELD16(r, compliance) * inv_h2;
+    float16 v0 = vload16(0, lambda + 2 * c), v1 = vload16(1, lambda + 2 * c);
+    const uint16 even = (uint16)(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    float16 old_h = shuffle2(v0, v1, even), old_d = shuffle2(v0, v1, even + 1);
+    float16 lh = reset_lambda ? (float16)0.0f : old_h, ld = reset_lambda ? (float16)0.0f : old_d;
+    float16 x[4][4], pos[12], gh[12], gd[12], det_f, norm, dlh, dld;
+    positions4x16(p, k, x, pos);
+    float16 w[4] = {x[0][3], x[1][3], x[2][3], x[3][3]};
+    int16 ok = pbd_neo_hookean_gradients16(pos, dm, gh, gd, &det_f, &norm);
+    ok &= pbd_neo_hookean_solve16(w, gh, gd, det_f, norm, gamma, ah, ad, lh, ld, &dlh, &dld);
+    PBD_UNROLL
+    for (int i = 0; i < 4; ++i) {
+        float16 d[3];
+        PBD_UNROLL
+        for (int j = 0; j < 3; ++j)
+            d[j] = w[i] * (dlh * gh[3 * i + j] + dld * gd[3 * i + j]);
+        store4x16(p, k[i], ok, x[i], d);
+    }
+    float16 nh = ok ? lh + dlh : old_h, nd = ok ? ld + dld : old_d;
+    const uint16 mix = (uint16)(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+    vstore16(shuffle2(nh, nd, mix), 0, lambda + 2 * c);
+    vstore16(shuffle2(nh, nd, mix + 8), 1, lambda + 2 * c);
 }
 
 /* project_<name>16: project_<name>'s parameters; work-item k takes constraints
@@ -206,4 +254,5 @@ VEC8_INLINE void pbd_isometric_project16(__global pbd_float4 *p,
 PBD_PROJECT16_KERNEL(volume, pbd_volume)
 PBD_PROJECT16_KERNEL(dihedral, pbd_dihedral)
 PBD_PROJECT16_KERNEL(isometric, pbd_isometric)
+PBD_PROJECT16_KERNEL(neo_hookean, pbd_neo_hookean)
 #undef PBD_PROJECT16_KERNEL
