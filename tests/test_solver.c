@@ -152,6 +152,31 @@ static void coloring_shared_and_bounded(void **state)
     pbd_coloring_free(&bounded);
 }
 
+/* A path of six particles whose five links come in the order e0, e3, e1, e4, e2: first fit
+ * in that order needs 3 colours (e2 meets e1's and e3's), so under a bound of 2 one link
+ * would overflow; smallest-last order colours the path with 2 and nothing serial. */
+static void coloring_smallest_last(void **state)
+{
+    (void)state;
+    const int links[5] = {0, 3, 1, 4, 2};
+    int ends[10];
+    for (int c = 0; c < 5; ++c) {
+        ends[2 * c] = links[c];
+        ends[2 * c + 1] = links[c] + 1;
+    }
+    pbd_error err = {0};
+    pbd_coloring plain = {0}, bounded = {0};
+    assert_int_equal(pbd_color_constraints(6, ends, 2, 5, NULL, 0, NULL, &plain, &err), PBD_OK);
+    assert_int_equal(plain.num_colors, 3); /* model order, no bound */
+    pbd_color_options cap = {.max_colors = 2};
+    assert_int_equal(pbd_color_constraints(6, ends, 2, 5, NULL, 0, &cap, &bounded, &err), PBD_OK);
+    assert_int_equal(bounded.num_colors, 2);
+    assert_int_equal(bounded.overflow, 0);
+    assert_int_equal(pbd_coloring_validate(6, ends, 2, 5, &bounded, NULL, &err), PBD_OK);
+    pbd_coloring_free(&plain);
+    pbd_coloring_free(&bounded);
+}
+
 static void coloring_validator_rejects(void **state)
 {
     (void)state;
@@ -2087,6 +2112,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(coloring_valid),
     cmocka_unit_test(coloring_validator_rejects),
     cmocka_unit_test(coloring_shared_and_bounded),
+    cmocka_unit_test(coloring_smallest_last),
     pbd_device_test(cpu_vs_cl_gs),
     pbd_device_test(blocked_gs_same_bits),
     cmocka_unit_test(plan_block_runs),

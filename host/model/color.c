@@ -17,21 +17,158 @@ void pbd_coloring_free(pbd_coloring *c)
     memset(c, 0, sizeof *c);
 }
 
-/* Marks in `stamp` (stamp[colour] == tag) the colours of every constraint other than c that
- * shares a particle with c. */
-static void mark_neighbours(const int *ends, int arity, int c, const int *color, const int *off,
-                            const int *slots, const unsigned char *shared, int *stamp, int tag)
+/* The constraints other than c that share with it a particle not shared freely, into out
+ * (once per shared particle: at most arity * (max degree - 1)); returns how many. */
+static int list_neighbours(const int *ends, int arity, int c, const int *off, const int *slots,
+                           const unsigned char *shared, int *out)
 {
+    int n = 0;
     for (int e = 0; e < arity; ++e) {
         int i = ends[(size_t)arity * (size_t)c + (size_t)e];
         if (shared && shared[i])
             continue;
-        for (int s = off[i]; s < off[i + 1]; ++s) {
-            int o = slots[s] / arity;
-            if (o != c && color[o] >= 0)
-                stamp[color[o]] = tag;
+        for (int s = off[i]; s < off[i + 1]; ++s)
+            if (slots[s] / arity != c)
+                out[n++] = slots[s] / arity;
+    }
+    return n;
+}
+
+/* Marks in `stamp` (stamp[colour] == tag) the colours of c's neighbours (`near`: scratch). */
+static void mark_neighbours(const int *ends, int arity, int c, const int *color, const int *off,
+                            const int *slots, const unsigned char *shared, int *near, int *stamp,
+                            int tag)
+{
+    int n = list_neighbours(ends, arity, c, off, slots, shared, near);
+    for (int k = 0; k < n; ++k)
+        if (color[near[k]] >= 0)
+            stamp[color[near[k]]] = tag;
+}
+
+/* First fit: each constraint of the subset (in `order`'s order of its entries, else in the
+ * subset's) takes the smallest colour no neighbour has. Constraints outside the subset keep
+ * colour -1, so they constrain nothing. Under a bound, a constraint that finds none of the
+ * `bound` colours free is left for the overflow set (colour -2, counted in *overflow).
+ * Returns the number of colours; count[k] is colour k's size (count zeroed by the caller,
+ * stamp all -1). */
+static int first_fit(const int *ends, int arity, int n, const int *subset, int count_in,
+                     const int *off, const int *slots, const unsigned char *shared, int bound,
+                     const int *order, int *near, int *color, int *stamp, int *count, int *overflow)
+{
+    int num_colors = 0;
+    *overflow = 0;
+    for (int c = 0; c < n; ++c)
+        color[c] = -1;
+    for (int j = 0; j < count_in; ++j) {
+        int e = order ? order[j] : j;
+        int c = subset ? subset[e] : e;
+        mark_neighbours(ends, arity, c, color, off, slots, shared, near, stamp, c);
+        int k = 0;
+        while (stamp[k] == c)
+            ++k;
+        if (bound && k >= bound) {
+            color[c] = -2;
+            (*overflow)++;
+            continue;
+        }
+        color[c] = k;
+        count[k]++;
+        num_colors = k + 1 > num_colors ? k + 1 : num_colors;
+    }
+    return num_colors;
+}
+
+/* The subset's entries in smallest-last order (Matula and Beck 1983): repeatedly take out the
+ * constraint with the fewest remaining neighbours (counted through each particle that is not
+ * shared freely; among equals, the one that reached that count last), and colour in the
+ * reverse order of taking out.
+ * First fit in that order needs at most one colour more than the graph's degeneracy, where
+ * model order can need many more on unstructured meshes. NULL when out of memory. */
+static int *smallest_last(const int *ends, int arity, int n, const int *subset, int count_in,
+                          const int *off, const int *slots, const unsigned char *shared, int *near)
+{
+    int *entry = malloc(((size_t)n + 1) * sizeof *entry); /* constraint -> subset entry, or -1 */
+    int *deg = malloc(((size_t)count_in + 1) * sizeof *deg);
+    int *order = malloc(((size_t)count_in + 1) * sizeof *order);
+    unsigned char *gone = calloc((size_t)count_in + 1, 1);
+    int *head = NULL, *next = NULL, *prev = NULL;
+    int max_deg = 0;
+    if (!entry || !deg || !order || !gone)
+        goto fail;
+    for (int c = 0; c < n; ++c)
+        entry[c] = subset ? -1 : c;
+    for (int j = 0; subset && j < count_in; ++j)
+        entry[subset[j]] = j;
+    for (int j = 0; j < count_in; ++j) {
+        int c = subset ? subset[j] : j, d = 0;
+        int m = list_neighbours(ends, arity, c, off, slots, shared, near);
+        for (int k = 0; k < m; ++k)
+            d += entry[near[k]] >= 0;
+        deg[j] = d;
+        max_deg = d > max_deg ? d : max_deg;
+    }
+    /* Buckets of entries by remaining degree, doubly linked, first in entry order. */
+    head = malloc(((size_t)max_deg + 1) * sizeof *head);
+    next = malloc(((size_t)count_in + 1) * sizeof *next);
+    prev = malloc(((size_t)count_in + 1) * sizeof *prev);
+    if (!head || !next || !prev)
+        goto fail;
+    for (int d = 0; d <= max_deg; ++d)
+        head[d] = -1;
+    for (int j = count_in - 1; j >= 0; --j) {
+        next[j] = head[deg[j]];
+        prev[j] = -1;
+        if (head[deg[j]] >= 0)
+            prev[head[deg[j]]] = j;
+        head[deg[j]] = j;
+    }
+    int low = 0;
+    for (int taken = count_in - 1; taken >= 0; --taken) {
+        while (head[low] < 0)
+            ++low;
+        int j = head[low], c = subset ? subset[j] : j;
+        head[low] = next[j];
+        if (next[j] >= 0)
+            prev[next[j]] = -1;
+        gone[j] = 1;
+        order[taken] = j;
+        /* Each remaining neighbour loses one: moved to the head of its new bucket. */
+        int m = list_neighbours(ends, arity, c, off, slots, shared, near);
+        for (int k = 0; k < m; ++k) {
+            int q = entry[near[k]];
+            if (q < 0 || gone[q])
+                continue;
+            if (prev[q] >= 0)
+                next[prev[q]] = next[q];
+            else
+                head[deg[q]] = next[q];
+            if (next[q] >= 0)
+                prev[next[q]] = prev[q];
+            int d = --deg[q];
+            next[q] = head[d];
+            prev[q] = -1;
+            if (head[d] >= 0)
+                prev[head[d]] = q;
+            head[d] = q;
+            low = d < low ? d : low;
         }
     }
+    free(entry);
+    free(deg);
+    free(gone);
+    free(head);
+    free(next);
+    free(prev);
+    return order;
+fail:
+    free(entry);
+    free(deg);
+    free(order);
+    free(gone);
+    free(head);
+    free(next);
+    free(prev);
+    return NULL;
 }
 
 pbd_status pbd_color_constraints(int num_particles, const int *ends, int arity, int n,
@@ -54,36 +191,43 @@ pbd_status pbd_color_constraints(int num_particles, const int *ends, int arity, 
         max_deg = off[i + 1] - off[i] > max_deg ? off[i + 1] - off[i] : max_deg;
     int cap = arity * max_deg + 1;
     int *color = malloc(((size_t)n + 1) * sizeof *color);
-    int *stamp = malloc((size_t)cap * sizeof *stamp);
-    int *count = calloc((size_t)cap + 1, sizeof *count);
+    int *stamp = malloc((size_t)cap * sizeof *stamp), *near = malloc((size_t)cap * sizeof *near);
+    int *count = calloc((size_t)cap + 1, sizeof *count), *by_degree = NULL, overflow = 0;
     out->order = malloc(((size_t)count_in + 1) * sizeof *out->order);
-    if (!color || !stamp || !count || !out->order) {
+    if (!color || !stamp || !near || !count || !out->order) {
         st = pbd_error_set(err, PBD_ERR_MEMORY, "out of memory colouring %d constraints", n);
         goto cleanup;
     }
     for (int k = 0; k < cap; ++k)
         stamp[k] = -1;
-    for (int c = 0; c < n; ++c)
-        color[c] = -1;
 
-    /* First fit: the smallest colour no neighbour has. Constraints outside the subset keep
-     * colour -1, so they constrain nothing. Under a bound, a constraint that finds none of
-     * the `bound` colours free is left for the overflow set (colour -2). */
-    int num_colors = 0, overflow = 0;
-    for (int j = 0; j < count_in; ++j) {
-        int c = subset ? subset[j] : j;
-        mark_neighbours(ends, arity, c, color, off, slots, shared, stamp, c);
-        int k = 0;
-        while (stamp[k] == c)
-            ++k;
-        if (bound && k >= bound) {
-            color[c] = -2;
-            overflow++;
-            continue;
+    /* First fit in model order; under a bound that overflows, again in smallest-last order,
+     * keeping the one with the smaller overflow (then fewer colours). */
+    int num_colors = first_fit(ends, arity, n, subset, count_in, off, slots, shared, bound, NULL,
+                               near, color, stamp, count, &overflow);
+    if (overflow) {
+        by_degree = smallest_last(ends, arity, n, subset, count_in, off, slots, shared, near);
+        int *color2 = malloc(((size_t)n + 1) * sizeof *color2);
+        int *count2 = calloc((size_t)cap + 1, sizeof *count2);
+        int overflow2 = 0;
+        if (!by_degree || !color2 || !count2) {
+            free(color2);
+            free(count2);
+            st = pbd_error_set(err, PBD_ERR_MEMORY, "out of memory colouring %d constraints", n);
+            goto cleanup;
         }
-        color[c] = k;
-        count[k]++;
-        num_colors = k + 1 > num_colors ? k + 1 : num_colors;
+        for (int k = 0; k < cap; ++k)
+            stamp[k] = -1;
+        int colors2 = first_fit(ends, arity, n, subset, count_in, off, slots, shared, bound,
+                                by_degree, near, color2, stamp, count2, &overflow2);
+        if (overflow2 < overflow || (overflow2 == overflow && colors2 < num_colors)) {
+            int *t = color;
+            color = color2, color2 = t;
+            t = count, count = count2, count2 = t;
+            num_colors = colors2, overflow = overflow2;
+        }
+        free(color2);
+        free(count2);
     }
 
     /* Balance: move a constraint from a colour above the mean size to the smallest colour
@@ -97,7 +241,7 @@ pbd_status pbd_color_constraints(int num_particles, const int *ends, int arity, 
             if (k0 < 0 || count[k0] <= target)
                 continue;
             int tag = n + pass * n + c;
-            mark_neighbours(ends, arity, c, color, off, slots, shared, stamp, tag);
+            mark_neighbours(ends, arity, c, color, off, slots, shared, near, stamp, tag);
             int best = -1;
             for (int k = 0; k < num_colors; ++k)
                 if (stamp[k] != tag && k != k0 && (best < 0 || count[k] < count[best]))
@@ -137,7 +281,9 @@ cleanup:
         pbd_coloring_free(out);
     free(color);
     free(stamp);
+    free(near);
     free(count);
+    free(by_degree);
     free(off);
     free(slots);
     return st;
