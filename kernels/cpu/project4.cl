@@ -1,16 +1,15 @@
 /* The four-particle constraints (tet volume, dihedral and isometric bending, Neo-Hookean
- * elements) on CPU devices,
- * sixteen of one colour a work-item: the sixteen constraints' particles gathered as float16
- * components, the shared projection's arithmetic element by element (the same bits), and
- * what it writes scattered back. As there, a constraint that skips writes nothing it would
- * not, and a pinned particle (w = 0) is never written (pbd_store), so that a colour may
- * share it. The plain kernels, one constraint a work-item, hold float4 records, which keep
- * PoCL from vectorising their work-item loops (vec8.cl). A group of fewer than sixteen, and a
- * colour's overflow set (`serial`), go one by one through the shared projection. Built after
- * vec8.cl. */
+ * elements) on CPU devices, sixteen of one colour a work-item: the sixteen constraints'
+ * particles gathered as float16 components, the shared projection's arithmetic element by
+ * element (pbd_shared.h's bodies for float16: the same bits), and what it writes scattered
+ * back. As there, a constraint that skips writes nothing it would not, and a pinned particle
+ * (w = 0) is never written (pbd_store), so that a colour may share it. The plain kernels, one
+ * constraint a work-item, hold float4 records, which keep PoCL from vectorising their
+ * work-item loops (vec8.cl). A group of fewer than sixteen, and a colour's overflow set
+ * (`serial`), go one by one through the shared projection. Built after vec8.cl. */
 
 /* Eight 32-byte records laid out as (a, b, c, d, f0, f1, pad, pad) (pbd_volume,
- * pbd_dihedral): four whole-vector loads, each field transposed to an int8 or float8. */
+ * pbd_dihedral): four whole-vector loads, each field transposed to an int8. */
 VEC8_INLINE void records4x8(__global const int *r, int8 *a, int8 *b, int8 *cc, int8 *d, int8 *f0,
                             int8 *f1)
 {
