@@ -258,12 +258,13 @@ static pbd_status flush(cl_impl *c, pbd_error *err)
     return status;
 }
 
-/* Whether CPU devices project `type` sixteen a work-item (kernels/cpu/project4.cl). */
-static int project16(int type)
-{
-    return type == PBD_CONSTRAINT_VOLUME || type == PBD_CONSTRAINT_DIHEDRAL ||
-           type == PBD_CONSTRAINT_ISOMETRIC || type == PBD_CONSTRAINT_NEO_HOOKEAN;
-}
+/* The types CPU devices project sixteen a work-item (kernels/cpu/project4.cl), by kernel. */
+static const char *const project16[PBD_CONSTRAINT_COUNT] = {
+    [PBD_CONSTRAINT_VOLUME] = "project_volume16",
+    [PBD_CONSTRAINT_DIHEDRAL] = "project_dihedral16",
+    [PBD_CONSTRAINT_ISOMETRIC] = "project_isometric16",
+    [PBD_CONSTRAINT_NEO_HOOKEAN] = "project_neo_hookean16",
+};
 
 /* Colour `color` of constraint `type`: project_<type>, a constraint a work-item, on the
  * current iterate (Jacobi alternates it; Gauss-Seidel keeps p). */
@@ -291,7 +292,7 @@ static pbd_status cl_project_color(cl_impl *c, int type, int color, int reset, p
         ARG(k, "pairs", c->plan->block_runs[2 * color]);
         ARG(k, "rest", c->plan->block_runs[2 * color + 1]);
         items = ((size_t)count + 15) / 16;
-    } else if (cpu_variant(c) && project16(type) && !serial) {
+    } else if (cpu_variant(c) && project16[type] && !serial) {
         items = ((size_t)count + 15) / 16; /* project_<type>16: sixteen a work-item */
     }
     status = launch(c, PBD_STAGE_PROJECT + type, items, c->wg, err);
@@ -977,10 +978,9 @@ static pbd_status choose_kernels(cl_impl *c, pbd_plan *plan, const pbd_solver_de
     }
     if (cpu) {
         names[PBD_STAGE_PROJECT + PBD_CONSTRAINT_DISTANCE] = "project_distance_gs16";
-        names[PBD_STAGE_PROJECT + PBD_CONSTRAINT_VOLUME] = "project_volume16";
-        names[PBD_STAGE_PROJECT + PBD_CONSTRAINT_DIHEDRAL] = "project_dihedral16";
-        names[PBD_STAGE_PROJECT + PBD_CONSTRAINT_ISOMETRIC] = "project_isometric16";
-        names[PBD_STAGE_PROJECT + PBD_CONSTRAINT_NEO_HOOKEAN] = "project_neo_hookean16";
+        for (int t = 0; t < PBD_CONSTRAINT_COUNT; ++t)
+            if (project16[t])
+                names[PBD_STAGE_PROJECT + t] = project16[t];
         names[PBD_STAGE_GATHER] = "jacobi_fused16"; /* which projects too: */
         names[PBD_STAGE_PROJECT_JACOBI] = NULL;     /* project_distance_jacobi is not launched */
         names[PBD_STAGE_PREDICT] = "predict_runs";
