@@ -82,8 +82,9 @@ static int first_fit(const int *ends, int arity, int n, const int *subset, int c
  * constraint with the fewest remaining neighbours (counted through each particle that is not
  * shared freely; among equals, the one that reached that count last), and colour in the
  * reverse order of taking out.
- * First fit in that order needs at most one colour more than the graph's degeneracy, where
- * model order can need many more on unstructured meshes. NULL when out of memory. */
+ * First fit in that order gives no constraint a colour above the count it had when taken
+ * out, where model order can need many more colours on unstructured meshes. NULL when out of
+ * memory. */
 static int *smallest_last(const int *ends, int arity, int n, const int *subset, int count_in,
                           const int *off, const int *slots, const unsigned char *shared, int *near)
 {
