@@ -33,6 +33,9 @@ PARAMS(project_gs_blocks, "particle_p", "distance_records", "distance_lambda", "
        "block_runs", "num_colors", "block_first", "num_blocks", "inv_h2", "reset_lambda",
        "colliders", "num_colliders", "particle_dx", "particle_x", "track", "particle_body",
        "body_material", "materials")
+PARAMS(project_distance_group, "particle_p", "particle_dx", "distance_records", "distance_lambda",
+       "color_offsets", "num_colors", "inv_h2", "reset_lambda", "track", "particle_x",
+       "particle_body", "body_material", "materials", "colliders", "num_colliders", "num_particles")
 PARAMS(collide, "particle_p", "particle_dx", "particle_x", "particle_body", "body_material",
        "materials", "colliders", "num_colliders", "track", "num_particles")
 PARAMS(gather_jacobi, "particle_p", "particle_out", "distance_gain", "csr_offsets", "csr_slots",
@@ -102,6 +105,7 @@ const pbd_kernel_params pbd_kernel_param_table[] = {
     ENTRY(project_distance_jacobi),
     ENTRY(project_distance_gs16),
     ENTRY(project_gs_blocks),
+    ENTRY(project_distance_group),
     ENTRY(collide),
     ENTRY(gather_jacobi),
     ENTRY(jacobi_fused16),
