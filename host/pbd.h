@@ -66,8 +66,12 @@ typedef struct pbd_body {
      * collider's alone. */
     float friction, friction_kinetic, restitution;
     /* Shape matching (Müller et al. 2005) of the whole body toward its initial shape, turned
-     * and moved as the body is: PBD stiffness in (0, 1], 0 (default): none. */
+     * and moved as the body is: PBD stiffness in (0, 1], 0 (default): none; or, with
+     * shape_stiffness 0, its XPBD form: compliance > 0 in s^2 (the energy is
+     * sum m |x - goal|^2 / (2 compliance): a particle swings about its goal at the angular
+     * frequency 1 / sqrt(compliance)), 0 (default): none. Not both. */
     float shape_stiffness;
+    float shape_compliance;
     /* Pressure on a closed surface (the body's triangles, each edge shared by exactly two of
      * them, counter-clockwise from outside): the volume inside is kept at `pressure` times
      * the initial one, > 0; 0 (default): none. */

@@ -1432,13 +1432,14 @@ PBD_INLINE float pbd_particle_error(PBD_GLOBAL const pbd_float4 *x,
 
 /* A body's body constraints, as the solver runs them. 32 bytes. */
 typedef struct pbd_body_constraint {
-    int flags;            /* PBD_BODY_SHAPE | PBD_BODY_PRESSURE; 0: none (the stages skip it) */
-    int first;            /* the body's first particle: p[first] is the sums' reference point */
-    float shape_k;        /* shape matching's per-iteration stiffness 1 - (1 - k)^(1/n), (0, 1] */
-    float volume;         /* the target volume: pressure x rest volume, m^3, > 0 */
-    float compliance;     /* pressure: >= 0 XPBD compliance, m^3/Pa (volume per pressure);
-                             < 0 PBD stiffness -k', as pbd_distance's */
-    int pad0, pad1, pad2; /* 0 */
+    int flags;              /* PBD_BODY_SHAPE | PBD_BODY_PRESSURE; 0: none (the stages skip it) */
+    int first;              /* the body's first particle: p[first] is the sums' reference point */
+    float shape_k;          /* shape matching's per-iteration stiffness 1 - (1 - k)^(1/n), (0, 1] */
+    float volume;           /* the target volume: pressure x rest volume, m^3, > 0 */
+    float compliance;       /* pressure: >= 0 XPBD compliance, m^3/Pa (volume per pressure);
+                               < 0 PBD stiffness -k', as pbd_distance's */
+    float shape_compliance; /* shape matching: > 0 XPBD compliance, s^2; 0: shape_k's PBD form */
+    int pad1, pad2;         /* 0 */
 } pbd_body_constraint;
 
 /* Per-segment sums of the body constraints, relative to the reference point r = p[first]:
@@ -1450,14 +1451,17 @@ enum {
     PBD_BSUM_MQ = 13,  /* sum m q             (3; 0 up to rounding) kg m */
     PBD_BSUM_VOL = 16, /* sum p' . grad_i = 3 V                 m^3    */
     PBD_BSUM_WG = 17,  /* sum w |grad_i|^2                      m^4/kg */
-    PBD_BSUM_COUNT = 18
+    PBD_BSUM_MPP = 18, /* sum m |p'|^2                          kg m^2 */
+    PBD_BSUM_MQQ = 19, /* sum m |q|^2                           kg m^2 */
+    PBD_BSUM_COUNT = 20
 };
 
 /* What body_constraint_solve leaves per body for the apply stage and the next solve
  * (PBD_GOAL_COUNT float4): the rotation as a unit quaternion (x, y, z, w; kept from substep
  * to substep as the next polar decomposition's start), the centre c (xyz; w: the pressure
  * step s, so that particle i moves by w_i s grad_i), R's three rows (xyz; row 0's w: the
- * pressure multiplier lambda of the substep). */
+ * pressure multiplier lambda of the substep; row 1's w: shape matching's multiplier of the
+ * substep, row 2's w: its step toward the goals, in its XPBD form). */
 #define PBD_GOAL_COUNT 5
 
 /* The rotation matrix (row-major) of unit quaternion q. */
@@ -1545,6 +1549,8 @@ PBD_INLINE void pbd_body_constraint_sums(pbd_float4 p, pbd_float4 r, pbd_float4 
         s[PBD_BSUM_MP] = s[PBD_BSUM_MP] + mx;
         s[PBD_BSUM_MP + 1] = s[PBD_BSUM_MP + 1] + my;
         s[PBD_BSUM_MP + 2] = s[PBD_BSUM_MP + 2] + mz;
+        s[PBD_BSUM_MPP] = s[PBD_BSUM_MPP] + ((mx * px + my * py) + mz * pz);
+        s[PBD_BSUM_MQQ] = s[PBD_BSUM_MQQ] + m * ((q[0] * q[0] + q[1] * q[1]) + q[2] * q[2]);
         PBD_UNROLL
         for (int k = 0; k < 3; ++k) {
             s[PBD_BSUM_MPQ + k] = s[PBD_BSUM_MPQ + k] + mx * q[k];
@@ -1563,7 +1569,15 @@ PBD_INLINE void pbd_body_constraint_sums(pbd_float4 p, pbd_float4 r, pbd_float4 
  * and A = sum m (p - c) q^T = sum m p' q^T - (c - r) (sum m q)^T, then its rotation from the
  * body's previous one; for pressure, C = V - volume and the XPBD (compliance >= 0) or PBD
  * (< 0) step s, lambda += s (reset at the substep's first iteration). goal: the body's
- * PBD_GOAL_COUNT float4, read and written. */
+ * PBD_GOAL_COUNT float4, read and written.
+ *
+ * Shape matching's XPBD form takes the energy sum m |p - g|^2 / (2 alpha) as one constraint
+ * of the body, C = sqrt(sum m |p - g|^2) (sum m |p - c|^2 - 2 tr(R^T A) + sum m |q|^2, from
+ * the same sums), with sum w |grad_i C|^2 = 1 (pinned particles counted as free):
+ * dlambda = (-C - alpha~ lambda) / (1 + alpha~), and every particle moves toward its goal by
+ * the same fraction k = -dlambda / C (clamped to [-1, 1]), so the step keeps the body's
+ * momentum as the stiffness form does. A particle swings about its goal at the angular
+ * frequency 1 / sqrt(alpha). */
 PBD_INLINE void pbd_body_constraint_solve(const float *s, pbd_body_constraint bc, pbd_float4 r,
                                           PBD_GLOBAL pbd_float4 *goal, float inv_h2,
                                           int reset_lambda)
@@ -1571,6 +1585,7 @@ PBD_INLINE void pbd_body_constraint_solve(const float *s, pbd_body_constraint bc
     pbd_float4 q = goal[0], c = goal[1];
     float rot[9] = {1.0f, 0.0f, 0.0f, 0.0f, 1.0f, 0.0f, 0.0f, 0.0f, 1.0f};
     float l = reset_lambda ? 0.0f : goal[2].w, step = 0.0f;
+    float ls = reset_lambda ? 0.0f : goal[3].w, ks = 0.0f;
     if ((bc.flags & PBD_BODY_SHAPE) && s[PBD_BSUM_M] > 0.0f) {
         float inv_m = 1.0f / s[PBD_BSUM_M];
         float dc[3] = {s[PBD_BSUM_MP] * inv_m, s[PBD_BSUM_MP + 1] * inv_m,
@@ -1582,6 +1597,18 @@ PBD_INLINE void pbd_body_constraint_solve(const float *s, pbd_body_constraint bc
         q = pbd_polar_rotation(a, q, PBD_POLAR_ITERATIONS);
         pbd_quat_matrix(q, rot);
         c = PBD_F4(r.x + dc[0], r.y + dc[1], r.z + dc[2], 0.0f);
+        if (bc.shape_compliance > 0.0f) {
+            float ra = 0.0f;
+            for (int k = 0; k < 9; ++k)
+                ra = ra + rot[k] * a[k];
+            float mc = s[PBD_BSUM_M] * ((dc[0] * dc[0] + dc[1] * dc[1]) + dc[2] * dc[2]);
+            float c2 = ((s[PBD_BSUM_MPP] - mc) - 2.0f * ra) + s[PBD_BSUM_MQQ];
+            float cs = c2 > 0.0f ? pbd_sqrtf(c2) : 0.0f, at = bc.shape_compliance * inv_h2;
+            float dl = (-cs - at * ls) / (1.0f + at);
+            ks = cs > 0.0f ? -dl / cs : 1.0f / (1.0f + at);
+            ks = ks > 1.0f ? 1.0f : (ks < -1.0f ? -1.0f : ks);
+            ls = ls + dl;
+        }
     }
     if (bc.flags & PBD_BODY_PRESSURE) {
         float cval = s[PBD_BSUM_VOL] * (1.0f / 3.0f) - bc.volume, wsum = s[PBD_BSUM_WG];
@@ -1595,11 +1622,12 @@ PBD_INLINE void pbd_body_constraint_solve(const float *s, pbd_body_constraint bc
     goal[0] = q;
     goal[1] = PBD_F4(c.x, c.y, c.z, step);
     goal[2] = PBD_F4(rot[0], rot[1], rot[2], l);
-    goal[3] = PBD_F4(rot[3], rot[4], rot[5], 0.0f);
-    goal[4] = PBD_F4(rot[6], rot[7], rot[8], 0.0f);
+    goal[3] = PBD_F4(rot[3], rot[4], rot[5], ls);
+    goal[4] = PBD_F4(rot[6], rot[7], rot[8], ks);
 }
 
-/* Particle p's new position: toward its goal g = R q + c by shape_k (shape matching), and
+/* Particle p's new position: toward its goal g = R q + c by shape_k (shape matching; in its
+ * XPBD form by the solve's step), and
  * along its volume gradient g by w s (pressure). Both from the same iterate: the two are
  * applied together. Pinned particles (w = 0) stay. */
 PBD_INLINE pbd_float4 pbd_body_constraint_apply(pbd_float4 p, pbd_float4 rest, pbd_float4 g,
@@ -1615,9 +1643,10 @@ PBD_INLINE pbd_float4 pbd_body_constraint_apply(pbd_float4 p, pbd_float4 rest, p
         float gx = ((r0.x * rest.x + r0.y * rest.y) + r0.z * rest.z) + c.x;
         float gy = ((r1.x * rest.x + r1.y * rest.y) + r1.z * rest.z) + c.y;
         float gz = ((r2.x * rest.x + r2.y * rest.y) + r2.z * rest.z) + c.z;
-        dx = bc.shape_k * (gx - p.x);
-        dy = bc.shape_k * (gy - p.y);
-        dz = bc.shape_k * (gz - p.z);
+        float k = bc.shape_compliance > 0.0f ? r2.w : bc.shape_k;
+        dx = k * (gx - p.x);
+        dy = k * (gy - p.y);
+        dz = k * (gz - p.z);
     }
     if (bc.flags & PBD_BODY_PRESSURE) {
         float ws = p.w * c.w;

@@ -682,7 +682,8 @@ static void body_iteration(pbd_float4 *p, int n, const pbd_float4 *rest, pbd_bod
 
 /* The body constraints on random samples keep momentum and turn with the body, as the
  * per-element types do (projection_invariants): shape matching of 12 particles of random
- * masses, deformed, turned and moved at random, with the polar decomposition run to
+ * masses (every other sample in its XPBD form, 1e-4 s^2), deformed, turned and moved at
+ * random, with the polar decomposition run to
  * convergence (30 solves of PBD_POLAR_ITERATIONS steps from the identity); and the pressure
  * of a randomly dented octahedron. Sum m dp and sum m (p - c) x dp are zero up to float
  * rounding: the allowance is FLT_EPSILON times sum_i m_i (|p_i|_max + 1), one rounding of
@@ -749,7 +750,9 @@ static void body_constraint_invariants(void **state)
                 q[i] = rotate_shift(Q, t, p[i]);
             }
             pbd_body_constraint bc = {
-                pressure ? PBD_BODY_PRESSURE : PBD_BODY_SHAPE, 0, 0.5f, 0.0f, 0.0f, 0, 0, 0};
+                pressure ? PBD_BODY_PRESSURE : PBD_BODY_SHAPE, 0, 0.5f, 0.0f, 0.0f, 0.0f, 0, 0};
+            if (!pressure && (sample & 1)) /* shape matching's XPBD form */
+                bc.shape_compliance = 1e-4f;
             if (pressure) { /* 1.3 times the octahedron's volume, 4/3 */
                 bc.volume = 1.3f * 4.0f / 3.0f;
                 bc.compliance = (sample & 1) ? 0.0f : -0.5f; /* XPBD hard, or PBD 0.5 */
@@ -782,6 +785,7 @@ static void body_constraint_invariants(void **state)
             worst_rot = fmax(worst_rot, rot / (1e-5 * (scale + 1.0)));
             if (!pressure) { /* stiffness 1 from there: every particle on its goal, rigidly */
                 bc.shape_k = 1.0f;
+                bc.shape_compliance = 0.0f;
                 body_iteration(p, n, rest, bc, goal, offsets, NULL, 30);
                 for (int i = 0; i < n; ++i)
                     for (int j = i + 1; j < n; ++j) {

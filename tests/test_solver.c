@@ -1386,13 +1386,13 @@ static void volume_keeps_volume(void **state)
 
 /* The body constraints give the CPU reference's bits with both solvers on both kernel
  * variants, in a scene where they run beside bodies without them: a cloth of none, a
- * spinning tet box with shape matching and soft pressure, and one with hard pressure alone,
- * falling on a floor. */
+ * spinning tet box with shape matching and soft pressure, one with hard pressure alone, and
+ * one with shape matching's XPBD form, falling on a floor. */
 static void body_constraints_same_bits(void **state)
 {
     (void)state;
     for (int jacobi = 0; jacobi < 2; ++jacobi) {
-        char json[1024];
+        char json[2048];
         snprintf(json, sizeof json,
                  "{\"substeps\": 2, \"iterations\": 5, \"solver\": \"%s\", \"planes\": "
                  "[{\"normal\": [0, 1, 0], \"offset\": 0}], \"bodies\": [{\"type\": \"cloth\", "
@@ -1402,7 +1402,10 @@ static void body_constraints_same_bits(void **state)
                  "\"angular_velocity\": [1, 2, 3], \"shape_matching\": {\"stiffness\": 0.3}, "
                  "\"pressure\": 1.2, \"pressure_compliance\": 1e-6}, {\"type\": \"tet_box\", "
                  "\"cells\": [2, 2, 2], \"size\": [0.3, 0.3, 0.3], \"center\": [0.5, 0.4, 0], "
-                 "\"mass\": 1, \"compliance\": 1e-2, \"pressure\": 0.8}]}",
+                 "\"mass\": 1, \"compliance\": 1e-2, \"pressure\": 0.8}, {\"type\": \"tet_box\", "
+                 "\"cells\": [2, 2, 2], \"size\": [0.3, 0.3, 0.3], \"center\": [0, 0.4, 0.6], "
+                 "\"mass\": 1, \"compliance\": 1e-1, \"angular_velocity\": [0, 3, 1], "
+                 "\"shape_matching\": {\"compliance\": 1e-3}}]}",
                  jacobi ? "jacobi" : "gs");
         pbd_scene sc = {0};
         pbd_error err = {0};
@@ -1761,6 +1764,53 @@ static void xpbd_iteration_independent(void **state)
                       runs[r][0], runs[r][1], stretch, chain, drop, column);
         expect(fabs(stretch / chain - 1.0) < 0.02, "chain: %g m, expected %g", stretch, chain);
         expect(fabs(drop / column - 1.0) < 0.02, "column: %g m, expected %g", drop, column);
+    }
+}
+
+/* Shape matching's XPBD form is a spring of every particle to its goal, m / alpha: a free
+ * tet box (2 x 2 x 2 cells, its springs 1e20 m/N, i.e. none) spinning at w0 = 2 rad/s about
+ * y without gravity settles where that spring holds each particle on its circle,
+ * m w^2 r = m (r - r0) / alpha, as it widens and slows at constant angular momentum:
+ * l = r / r0 = 1 / (1 - alpha w0^2 / l^4), w = w0 / l^2 (3.6 % wider at alpha = 0.01 s^2).
+ * The stretch l - 1 is within 2 % of that at 10 and 50 iterations and 1 and 4 substeps
+ * (rigid damping calms the start's wobble and leaves the spin; it also slows the inward part
+ * of a step's chord velocity by its k, which widens the circle by about k / 2: 0.25 % here,
+ * 2.5 % at k = 0.05). */
+static void shape_matching_xpbd(void **state)
+{
+    (void)state;
+    const int runs[4][2] = {{10, 1}, {50, 1}, {10, 4}, {50, 4}};
+    const double alpha = 0.01, w0 = 2.0;
+    double l = 1.0;
+    for (int k = 0; k < 200; ++k)
+        l = 1.0 / (1.0 - alpha * w0 * w0 / (l * l * l * l));
+    for (int r = 0; r < 4; ++r) {
+        char json[1024];
+        int n = 0;
+        snprintf(json, sizeof json,
+                 "{\"dt\": 0.016666666666666666, \"iterations\": %d, \"substeps\": %d, "
+                 "\"frames\": 600, \"gravity\": [0, 0, 0], \"damping\": \"rigid\", "
+                 "\"damping_k\": 0.005, \"bodies\": [{\"type\": \"tet_box\", \"cells\": [2, 2, 2], "
+                 "\"size\": [0.4, 0.4, 0.4], \"mass\": 1, \"compliance\": 1e20, "
+                 "\"angular_velocity\": [0, %g, 0], \"shape_matching\": {\"compliance\": %g}}]}",
+                 runs[r][0], runs[r][1], w0, alpha);
+        pbd_float4 *x = settle(json, &n);
+        assert_int_equal(n, 27);
+        double c[3] = {0, 0, 0}, sum = 0.0, sum0 = 0.0;
+        for (int i = 0; i < n; ++i) {
+            c[0] += x[i].x / n;
+            c[2] += x[i].z / n;
+        }
+        for (int i = 0; i < n; ++i) { /* particle (i, j, k) rests at 0.2 (i - 1, j - 1, k - 1) */
+            double rx = 0.2 * (i % 3 - 1), rz = 0.2 * (i / 9 - 1);
+            sum0 += sqrt(rx * rx + rz * rz);
+            sum += sqrt(pow(x[i].x - c[0], 2) + pow(x[i].z - c[2], 2));
+        }
+        free(x);
+        double stretch = sum / sum0 - 1.0;
+        print_message("%2d iterations, %d substeps: %.5f wider (%.5f)\n", runs[r][0], runs[r][1],
+                      stretch, l - 1.0);
+        expect(fabs(stretch / (l - 1.0) - 1.0) < 0.02, "%g wider, expected %g", stretch, l - 1.0);
     }
 }
 
@@ -2141,6 +2191,7 @@ static const struct CMUnitTest tests[] = {
     pbd_device_test(gl_sharing_refused),
     cmocka_unit_test(bending_holds_shape),
     cmocka_unit_test(xpbd_iteration_independent),
+    cmocka_unit_test(shape_matching_xpbd),
     cmocka_unit_test(neo_hookean_too_stiff),
     pbd_device_test(friction_on_slope),
     pbd_device_test(restitution_bounce),

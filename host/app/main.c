@@ -860,7 +860,7 @@ static int cmd_run(const options *o)
             printf(" %d colours in all,", pbd_solver_num_colors(solver));
         int shaped = 0, pressed = 0; /* the body constraints: one a body, no colours */
         for (int b = 0; b < m->num_bodies; ++b) {
-            shaped += m->bodies[b].shape_stiffness > 0.0f;
+            shaped += m->bodies[b].shape_stiffness > 0.0f || m->bodies[b].shape_compliance > 0.0f;
             pressed += m->bodies[b].pressure > 0.0f;
         }
         if (shaped > 0)

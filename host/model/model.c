@@ -393,13 +393,21 @@ pbd_status pbd_model_validate(const pbd_model *m, pbd_error *err)
                                  b, (double)bd->friction, (double)bd->friction_kinetic,
                                  (double)bd->restitution);
         if (!(bd->shape_stiffness >= 0.0f && bd->shape_stiffness <= 1.0f) ||
-            !(bd->pressure >= 0.0f && bd->pressure <= 1e3f) ||
+            !(bd->shape_compliance >= 0.0f && bd->shape_compliance <= PBD_MAX_COMPLIANCE) ||
+            (bd->shape_stiffness > 0.0f && bd->shape_compliance > 0.0f))
+            return pbd_error_set(err, PBD_ERR_MODEL,
+                                 "body %d: shape_stiffness %g, shape_compliance %g (expected one "
+                                 "of them: a stiffness in (0, 1] or a compliance in (0, %g] s^2; "
+                                 "both 0: none)",
+                                 b, (double)bd->shape_stiffness, (double)bd->shape_compliance,
+                                 (double)PBD_MAX_COMPLIANCE);
+        if (!(bd->pressure >= 0.0f && bd->pressure <= 1e3f) ||
             !(bd->pressure_compliance >= 0.0f && bd->pressure_compliance <= PBD_MAX_COMPLIANCE))
             return pbd_error_set(err, PBD_ERR_MODEL,
-                                 "body %d: shape_stiffness %g, pressure %g, pressure_compliance %g "
-                                 "(expected [0, 1], [0, 1000] and [0, %g]; 0: none)",
-                                 b, (double)bd->shape_stiffness, (double)bd->pressure,
-                                 (double)bd->pressure_compliance, (double)PBD_MAX_COMPLIANCE);
+                                 "body %d: pressure %g, pressure_compliance %g "
+                                 "(expected [0, 1000] and [0, %g]; 0: none)",
+                                 b, (double)bd->pressure, (double)bd->pressure_compliance,
+                                 (double)PBD_MAX_COMPLIANCE);
         if (!contact_ok(bd))
             return pbd_error_set(err, PBD_ERR_MODEL,
                                  "body %d: particle radius %g, self-collision %d (expected 0, or "

@@ -406,6 +406,7 @@ typedef struct body_opts {
     float friction_kinetic; /* < 0: the static one */
     float restitution;
     float shape_stiffness;     /* "shape_matching": {"stiffness": k}; 0: none */
+    float shape_compliance;    /* "shape_matching": {"compliance": alpha}, s^2; 0: none */
     float pressure;            /* 0: none */
     float pressure_compliance; /* m^3/Pa */
     float radius;              /* particle contacts (pbd_body): < 0 unset */
@@ -427,12 +428,18 @@ static const field body_opt_fields[] = {
 };
 static const field shape_matching_fields[] = {
     {"stiffness", 'f', 0, {0.0, 1.0, 1, 0, 0}, offsetof(body_opts, shape_stiffness)},
+    {"compliance",
+     'f',
+     0,
+     {0.0, 1e20, 1, 0, 0}, /* PBD_MAX_COMPLIANCE */
+     offsetof(body_opts, shape_compliance)},
 };
 
-/* "shape_matching": {"stiffness": k}, k in (0, 1] (required). */
+/* "shape_matching": {"stiffness": k}, k in (0, 1], or {"compliance": alpha}, alpha > 0 in
+ * s^2 (its XPBD form): one of them. */
 static int read_shape_matching(ctx *c, const cJSON *obj, const char *key, body_opts *o)
 {
-    static const char *const keys[] = {"stiffness", NULL};
+    static const char *const keys[] = {"stiffness", "compliance", NULL};
     const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, "shape_matching");
     char sub[KEY_MAX], sub2[KEY_MAX];
     if (!it)
@@ -440,10 +447,16 @@ static int read_shape_matching(ctx *c, const cJSON *obj, const char *key, body_o
     join(sub, key, "shape_matching");
     if (!cJSON_IsObject(it))
         return wrong_type(c, sub, it, "an object such as {\"stiffness\": 0.5}");
-    if (check_keys(c, it, sub, keys, NULL) || read_fields(c, it, sub, shape_matching_fields, 1, o))
+    if (check_keys(c, it, sub, keys, NULL) || read_fields(c, it, sub, shape_matching_fields, 2, o))
         return -1;
-    if (!cJSON_GetObjectItemCaseSensitive(it, "stiffness"))
-        return fail(c, PBD_ERR_SCENE, join(sub2, sub, "stiffness"), "missing (required)");
+    int has_k = cJSON_GetObjectItemCaseSensitive(it, "stiffness") != NULL;
+    int has_a = cJSON_GetObjectItemCaseSensitive(it, "compliance") != NULL;
+    if (has_k && has_a)
+        return fail(c, PBD_ERR_SCENE, join(sub2, sub, "compliance"),
+                    "found beside \"stiffness\", expected one of the two");
+    if (!has_k && !has_a)
+        return fail(c, PBD_ERR_SCENE, join(sub2, sub, "stiffness"),
+                    "missing (required: \"stiffness\" or \"compliance\")");
     return 0;
 }
 static const char *const type_keys[][16] = {
@@ -775,7 +788,11 @@ static int read_body(ctx *c, const cJSON *obj, const char *key, body_read *b)
     b->tet = pbd_tet_box_desc_default();
     b->parts = pbd_particles_desc_default();
     b->mesh_desc = pbd_mesh_desc_default();
-    b->opts = (body_opts){1, -1.0f, -1.0f, -1.0f, 0.0f, 0.0f, 0.0f, -1.0f, 0};
+    b->opts = (body_opts){.momentum = 1,
+                          .friction = -1.0f,
+                          .friction_kinetic = -1.0f,
+                          .restitution = -1.0f,
+                          .radius = -1.0f};
     pbd_gen_common *com = body_common(b);
     void *const desc[] = {&b->cloth, &b->rope, &b->tet, &b->parts, &b->mesh_desc};
     const num_spec index = INT_IN(INT_MIN, INT_MAX);
@@ -898,6 +915,7 @@ static int build_body(ctx *c, pbd_model *m, body_read *b, const char *key)
             b->opts.friction_kinetic >= 0.0f ? b->opts.friction_kinetic : b->opts.friction;
         bd->restitution = b->opts.restitution;
         bd->shape_stiffness = b->opts.shape_stiffness;
+        bd->shape_compliance = b->opts.shape_compliance;
         bd->pressure = b->opts.pressure;
         bd->pressure_compliance = b->opts.pressure_compliance;
         bd->self_collision = b->opts.self_collision;

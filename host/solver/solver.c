@@ -323,6 +323,12 @@ done:
 /* The compliance the solver uses: XPBD's as it is; PBD stiffness is per iteration,
  * k' = 1 - (1 - k)^(1/n), which gives the same total correction after n iterations as k once
  * (Müller et al. 2007, section 3.3), stored as -k'. */
+/* Whether body bd has shape matching, in either form. */
+static int shaped(const pbd_body *bd)
+{
+    return bd->shape_stiffness > 0.0f || bd->shape_compliance > 0.0f;
+}
+
 static float plan_compliance(float compliance, int iterations)
 {
     if (compliance >= 0.0f)
@@ -455,7 +461,7 @@ static pbd_status plan_body_constraints(const pbd_model *m, const pbd_config *cf
 {
     int nb = m->num_bodies, np = m->num_particles;
     for (int b = 0; b < nb; ++b) {
-        plan->body_active |= m->bodies[b].shape_stiffness > 0.0f || m->bodies[b].pressure > 0.0f;
+        plan->body_active |= shaped(&m->bodies[b]) || m->bodies[b].pressure > 0.0f;
         plan->pressure_active |= m->bodies[b].pressure > 0.0f;
     }
     if (!plan->body_active)
@@ -489,7 +495,7 @@ static pbd_status plan_body_constraints(const pbd_model *m, const pbd_config *cf
     free(fill);
     int nseg = 0;
     for (int b = 0; b < nb; ++b)
-        if (m->bodies[b].shape_stiffness > 0.0f || m->bodies[b].pressure > 0.0f)
+        if (shaped(&m->bodies[b]) || m->bodies[b].pressure > 0.0f)
             nseg += (m->bodies[b].count + PBD_BODY_SEGMENT - 1) / PBD_BODY_SEGMENT;
     plan->body_constraint_segments = malloc(((size_t)nseg + 1) * sizeof(pbd_segment));
     plan->body_constraint_ranges = malloc(((size_t)nb + 1) * sizeof(int));
@@ -500,7 +506,7 @@ static pbd_status plan_body_constraints(const pbd_model *m, const pbd_config *cf
     for (int b = 0; b < nb; ++b) {
         const pbd_body *bd = &m->bodies[b];
         plan->body_constraint_ranges[b] = nseg;
-        for (int f = 0; (bd->shape_stiffness > 0.0f || bd->pressure > 0.0f) && f < bd->count;
+        for (int f = 0; (shaped(bd) || bd->pressure > 0.0f) && f < bd->count;
              f += PBD_BODY_SEGMENT) {
             int cnt = bd->count - f < PBD_BODY_SEGMENT ? bd->count - f : PBD_BODY_SEGMENT;
             plan->body_constraint_segments[nseg++] = (pbd_segment){b, bd->first + f, cnt, 0};
@@ -512,7 +518,7 @@ static pbd_status plan_body_constraints(const pbd_model *m, const pbd_config *cf
         const pbd_body *bd = &m->bodies[b];
         pbd_body_constraint *bc = &plan->body_constraints[b];
         bc->first = bd->first;
-        if (bd->shape_stiffness > 0.0f) {
+        if (shaped(bd)) {
             double mass = 0.0, c0[3] = {0.0, 0.0, 0.0};
             for (int i = bd->first; i < bd->first + bd->count; ++i) {
                 mass += m->v[i].w;
@@ -525,7 +531,10 @@ static pbd_status plan_body_constraints(const pbd_model *m, const pbd_config *cf
                                                       (float)(m->x[i].y - c0[1] / mass),
                                                       (float)(m->x[i].z - c0[2] / mass), m->v[i].w};
             bc->flags |= PBD_BODY_SHAPE;
-            bc->shape_k = -plan_compliance(-bd->shape_stiffness, cfg->iterations);
+            if (bd->shape_stiffness > 0.0f)
+                bc->shape_k = -plan_compliance(-bd->shape_stiffness, cfg->iterations);
+            else
+                bc->shape_compliance = bd->shape_compliance;
         }
         if (bd->pressure > 0.0f) {
             /* closed: for every edge i -> j of a triangle, j -> i in exactly one other, and
