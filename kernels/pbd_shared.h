@@ -1421,6 +1421,9 @@ PBD_INLINE float pbd_particle_error(PBD_GLOBAL const pbd_float4 *x,
 /* Body constraint flags (pbd_body_constraint.flags). */
 #define PBD_BODY_SHAPE    1 /* shape matching */
 #define PBD_BODY_PRESSURE 2 /* the closed surface's volume */
+/* shape matching's XPBD form (with PBD_BODY_SHAPE): the reduction also sums PBD_BSUM_MPP and
+ * PBD_BSUM_MQQ */
+#define PBD_BODY_SHAPE_XPBD 4
 
 /* Particles a work-item of body_constraint_reduce sums (a body's particles in pieces of
  * this many, pbd_plan.body_constraint_segments): small enough that a body's reduction is
@@ -1432,13 +1435,14 @@ PBD_INLINE float pbd_particle_error(PBD_GLOBAL const pbd_float4 *x,
 
 /* A body's body constraints, as the solver runs them. 32 bytes. */
 typedef struct pbd_body_constraint {
-    int flags;              /* PBD_BODY_SHAPE | PBD_BODY_PRESSURE; 0: none (the stages skip it) */
-    int first;              /* the body's first particle: p[first] is the sums' reference point */
-    float shape_k;          /* shape matching's per-iteration stiffness 1 - (1 - k)^(1/n), (0, 1] */
-    float volume;           /* the target volume: pressure x rest volume, m^3, > 0 */
-    float compliance;       /* pressure: >= 0 XPBD compliance, m^3/Pa (volume per pressure);
-                               < 0 PBD stiffness -k', as pbd_distance's */
-    float shape_compliance; /* shape matching: > 0 XPBD compliance, s^2; 0: shape_k's PBD form */
+    int flags;        /* PBD_BODY_SHAPE (| PBD_BODY_SHAPE_XPBD) | PBD_BODY_PRESSURE; 0: none (the
+                         stages skip it) */
+    int first;        /* the body's first particle: p[first] is the sums' reference point */
+    float shape_k;    /* shape matching's per-iteration stiffness 1 - (1 - k)^(1/n), (0, 1] */
+    float volume;     /* the target volume: pressure x rest volume, m^3, > 0 */
+    float compliance; /* pressure: >= 0 XPBD compliance, m^3/Pa (volume per pressure);
+                         < 0 PBD stiffness -k', as pbd_distance's */
+    float shape_compliance; /* shape matching's XPBD form: compliance > 0, s^2; else 0 */
     int pad1, pad2;         /* 0 */
 } pbd_body_constraint;
 
@@ -1549,14 +1553,16 @@ PBD_INLINE void pbd_body_constraint_sums(pbd_float4 p, pbd_float4 r, pbd_float4 
         s[PBD_BSUM_MP] = s[PBD_BSUM_MP] + mx;
         s[PBD_BSUM_MP + 1] = s[PBD_BSUM_MP + 1] + my;
         s[PBD_BSUM_MP + 2] = s[PBD_BSUM_MP + 2] + mz;
-        s[PBD_BSUM_MPP] = s[PBD_BSUM_MPP] + ((mx * px + my * py) + mz * pz);
-        s[PBD_BSUM_MQQ] = s[PBD_BSUM_MQQ] + m * ((q[0] * q[0] + q[1] * q[1]) + q[2] * q[2]);
         PBD_UNROLL
         for (int k = 0; k < 3; ++k) {
             s[PBD_BSUM_MPQ + k] = s[PBD_BSUM_MPQ + k] + mx * q[k];
             s[PBD_BSUM_MPQ + 3 + k] = s[PBD_BSUM_MPQ + 3 + k] + my * q[k];
             s[PBD_BSUM_MPQ + 6 + k] = s[PBD_BSUM_MPQ + 6 + k] + mz * q[k];
             s[PBD_BSUM_MQ + k] = s[PBD_BSUM_MQ + k] + m * q[k];
+        }
+        if (flags & PBD_BODY_SHAPE_XPBD) {
+            s[PBD_BSUM_MPP] = s[PBD_BSUM_MPP] + ((mx * px + my * py) + mz * pz);
+            s[PBD_BSUM_MQQ] = s[PBD_BSUM_MQQ] + m * ((q[0] * q[0] + q[1] * q[1]) + q[2] * q[2]);
         }
     }
     if (flags & PBD_BODY_PRESSURE) {
@@ -1597,7 +1603,7 @@ PBD_INLINE void pbd_body_constraint_solve(const float *s, pbd_body_constraint bc
         q = pbd_polar_rotation(a, q, PBD_POLAR_ITERATIONS);
         pbd_quat_matrix(q, rot);
         c = PBD_F4(r.x + dc[0], r.y + dc[1], r.z + dc[2], 0.0f);
-        if (bc.shape_compliance > 0.0f) {
+        if (bc.flags & PBD_BODY_SHAPE_XPBD) {
             float ra = 0.0f;
             for (int k = 0; k < 9; ++k)
                 ra = ra + rot[k] * a[k];
@@ -1643,7 +1649,7 @@ PBD_INLINE pbd_float4 pbd_body_constraint_apply(pbd_float4 p, pbd_float4 rest, p
         float gx = ((r0.x * rest.x + r0.y * rest.y) + r0.z * rest.z) + c.x;
         float gy = ((r1.x * rest.x + r1.y * rest.y) + r1.z * rest.z) + c.y;
         float gz = ((r2.x * rest.x + r2.y * rest.y) + r2.z * rest.z) + c.z;
-        float k = bc.shape_compliance > 0.0f ? r2.w : bc.shape_k;
+        float k = (bc.flags & PBD_BODY_SHAPE_XPBD) ? r2.w : bc.shape_k;
         dx = k * (gx - p.x);
         dy = k * (gy - p.y);
         dz = k * (gz - p.z);

@@ -751,8 +751,10 @@ static void body_constraint_invariants(void **state)
             }
             pbd_body_constraint bc = {
                 pressure ? PBD_BODY_PRESSURE : PBD_BODY_SHAPE, 0, 0.5f, 0.0f, 0.0f, 0.0f, 0, 0};
-            if (!pressure && (sample & 1)) /* shape matching's XPBD form */
+            if (!pressure && (sample & 1)) { /* shape matching's XPBD form */
+                bc.flags |= PBD_BODY_SHAPE_XPBD;
                 bc.shape_compliance = 1e-4f;
+            }
             if (pressure) { /* 1.3 times the octahedron's volume, 4/3 */
                 bc.volume = 1.3f * 4.0f / 3.0f;
                 bc.compliance = (sample & 1) ? 0.0f : -0.5f; /* XPBD hard, or PBD 0.5 */
@@ -785,6 +787,7 @@ static void body_constraint_invariants(void **state)
             worst_rot = fmax(worst_rot, rot / (1e-5 * (scale + 1.0)));
             if (!pressure) { /* stiffness 1 from there: every particle on its goal, rigidly */
                 bc.shape_k = 1.0f;
+                bc.flags = PBD_BODY_SHAPE;
                 bc.shape_compliance = 0.0f;
                 body_iteration(p, n, rest, bc, goal, offsets, NULL, 30);
                 for (int i = 0; i < n; ++i)

@@ -533,8 +533,10 @@ static pbd_status plan_body_constraints(const pbd_model *m, const pbd_config *cf
             bc->flags |= PBD_BODY_SHAPE;
             if (bd->shape_stiffness > 0.0f)
                 bc->shape_k = -plan_compliance(-bd->shape_stiffness, cfg->iterations);
-            else
+            else {
+                bc->flags |= PBD_BODY_SHAPE_XPBD;
                 bc->shape_compliance = bd->shape_compliance;
+            }
         }
         if (bd->pressure > 0.0f) {
             /* closed: for every edge i -> j of a triangle, j -> i in exactly one other, and
