@@ -1725,6 +1725,10 @@ static pbd_float4 *settle(const char *json, int *n)
     return x;
 }
 
+/* The iterations and substeps (runs[r][0], runs[r][1]) at which the XPBD tests must settle
+ * to the same, analytic result. */
+static const int xpbd_runs[4][2] = {{10, 1}, {50, 1}, {10, 4}, {50, 4}};
+
 /* XPBD's stiffness does not depend on the iterations or substeps where the solve converges:
  * a hanging chain of 20 links, 0.5 kg, 1e-2 m/N, stretches alpha g M N / 2 = 0.4905 m, and a
  * Neo-Hookean column (0.5 x 1 x 0.5 m, 1 kg, E = 700 Pa, Poisson 0) hanging from its top face
@@ -1733,7 +1737,7 @@ static pbd_float4 *settle(const char *json, int *n)
 static void xpbd_iteration_independent(void **state)
 {
     (void)state;
-    const int runs[4][2] = {{10, 1}, {50, 1}, {10, 4}, {50, 4}};
+    const int(*runs)[2] = xpbd_runs;
     const double chain = 1e-2 * 9.81 * 0.5 * 20 / 2, column = 1.0 * 9.81 * 1.0 / (2 * 700.0 * 0.25);
     for (int r = 0; r < 4; ++r) {
         char json[1024];
@@ -1779,7 +1783,7 @@ static void xpbd_iteration_independent(void **state)
 static void shape_matching_xpbd(void **state)
 {
     (void)state;
-    const int runs[4][2] = {{10, 1}, {50, 1}, {10, 4}, {50, 4}};
+    const int(*runs)[2] = xpbd_runs;
     const double alpha = 0.01, w0 = 2.0;
     double l = 1.0;
     for (int k = 0; k < 200; ++k)
