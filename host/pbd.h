@@ -72,6 +72,14 @@ typedef struct pbd_body {
      * frequency 1 / sqrt(compliance)), 0 (default): none. Not both. */
     float shape_stiffness;
     float shape_compliance;
+    /* Shape matching on overlapping clusters instead of the whole body (Müller et al. 2005,
+     * section 4.4), each a shape-matching constraint of the same stiffness or compliance:
+     * cluster centres on a grid of at most this spacing (m) over the body's initial bounding
+     * box, a cluster the particles within shape_cluster_radius (m; 0: the spacing) of its
+     * centre. Clusters of fewer than 4 particles are dropped, and every particle must be in
+     * one. A particle moves by the mean of its clusters' pulls. 0 (default): the whole body. */
+    float shape_cluster_spacing;
+    float shape_cluster_radius;
     /* Pressure on a closed surface (the body's triangles, each edge shared by exactly two of
      * them, counter-clockwise from outside): the volume inside is kept at `pressure` times
      * the initial one, > 0; 0 (default): none. */
@@ -447,6 +455,8 @@ int pbd_solver_type_colors(const pbd_solver *s, int type);
 /* Constraints of `type` in its overflow set (its last colour, projected one after another
  * because they found no colour under pbd_config.max_colors), or 0. */
 int pbd_solver_type_serial(const pbd_solver *s, int type);
+/* Shape-matching clusters (pbd_body.shape_cluster_spacing) of every body together. */
+int pbd_solver_shape_clusters(const pbd_solver *s);
 /* Launches (or, on the CPU, stage passes) per frame. */
 long pbd_solver_launches_per_frame(const pbd_solver *s);
 /* Per-kernel device times since creation or the last reset (profile = 1 only). *out points

@@ -1412,11 +1412,16 @@ PBD_INLINE float pbd_particle_error(PBD_GLOBAL const pbd_float4 *x,
  * rotation of A = sum m (p - c) q^T. Pressure (Müller et al. 2007's cloth balloons; Bender
  * et al.'s survey, section 4.2.4) keeps the volume V = sum_tri x0 . (x1 x x2) / 6 inside a
  * body's closed surface at `pressure` times its rest volume, with one multiplier a body.
- * Both need sums over the whole body inside the iteration, so each iteration runs three
- * stages over the bodies that have them: body_constraint_reduce (a work-item a segment,
- * its particles in order), body_constraint_solve (a work-item a body, its segments in order:
- * c, A, R, the pressure step) and body_constraint_apply (a work-item a particle). Every sum
- * is float in that fixed order: the same bits on every device and in the CPU reference. */
+ * Shape matching may instead run on overlapping clusters of a body (Müller et al. 2005,
+ * section 4.4), a body constraint each, and a particle moves by the mean of its clusters'
+ * pulls. All need sums over their members inside the iteration, so each iteration runs three
+ * stages over the body constraints (one a body, the bodies' first, then one a cluster):
+ * body_constraint_reduce (a work-item a segment, its members in order),
+ * body_constraint_solve (a work-item a constraint, its segments in order: c, A, R, the
+ * pressure step) and body_constraint_apply (a work-item a particle). A constraint's members
+ * are entries of member_particle / member_rest: a body's are its particles themselves (entry
+ * i is particle i), a cluster's come after the particles. Every sum is float in that fixed
+ * order: the same bits on every device and in the CPU reference. */
 
 /* Body constraint flags (pbd_body_constraint.flags). */
 #define PBD_BODY_SHAPE    1 /* shape matching */
@@ -1425,7 +1430,7 @@ PBD_INLINE float pbd_particle_error(PBD_GLOBAL const pbd_float4 *x,
  * PBD_BSUM_MQQ */
 #define PBD_BODY_SHAPE_XPBD 4
 
-/* Particles a work-item of body_constraint_reduce sums (a body's particles in pieces of
+/* Members a work-item of body_constraint_reduce sums (a constraint's members in pieces of
  * this many, pbd_plan.body_constraint_segments): small enough that a body's reduction is
  * spread over many work-items, which a CPU device also runs side by side in vector lanes. */
 #define PBD_BODY_SEGMENT 64
@@ -1433,11 +1438,11 @@ PBD_INLINE float pbd_particle_error(PBD_GLOBAL const pbd_float4 *x,
 /* Polar decomposition steps per solve, warm-started from the body's previous rotation. */
 #define PBD_POLAR_ITERATIONS 4
 
-/* A body's body constraints, as the solver runs them. 32 bytes. */
+/* A body constraint (a body's, or a shape-matching cluster's), as the solver runs it. 32 bytes. */
 typedef struct pbd_body_constraint {
     int flags;        /* PBD_BODY_SHAPE (| PBD_BODY_SHAPE_XPBD) | PBD_BODY_PRESSURE; 0: none (the
                          stages skip it) */
-    int first;        /* the body's first particle: p[first] is the sums' reference point */
+    int first;        /* the first member's particle: p[first] is the sums' reference point */
     float shape_k;    /* shape matching's per-iteration stiffness 1 - (1 - k)^(1/n), (0, 1] */
     float volume;     /* the target volume: pressure x rest volume, m^3, > 0 */
     float compliance; /* pressure: >= 0 XPBD compliance, m^3/Pa (volume per pressure);
@@ -1460,7 +1465,7 @@ enum {
     PBD_BSUM_COUNT = 20
 };
 
-/* What body_constraint_solve leaves per body for the apply stage and the next solve
+/* What body_constraint_solve leaves per constraint for the apply stage and the next solve
  * (PBD_GOAL_COUNT float4): the rotation as a unit quaternion (x, y, z, w; kept from substep
  * to substep as the next polar decomposition's start), the centre c (xyz; w: the pressure
  * step s, so that particle i moves by w_i s grad_i), R's three rows (xyz; row 0's w: the
@@ -1632,35 +1637,60 @@ PBD_INLINE void pbd_body_constraint_solve(const float *s, pbd_body_constraint bc
     goal[4] = PBD_F4(rot[6], rot[7], rot[8], ks);
 }
 
-/* Particle p's new position: toward its goal g = R q + c by shape_k (shape matching; in its
- * XPBD form by the solve's step), and
- * along its volume gradient g by w s (pressure). Both from the same iterate: the two are
- * applied together. Pinned particles (w = 0) stay. */
-PBD_INLINE pbd_float4 pbd_body_constraint_apply(pbd_float4 p, pbd_float4 rest, pbd_float4 g,
-                                                pbd_body_constraint bc,
+/* Shape matching's pull on one member of a body constraint toward its goal g = R q + c:
+ * k (g - p), k the constraint's stiffness shape_k or, in its XPBD form, the solve's step. */
+PBD_INLINE pbd_float4 pbd_shape_pull(pbd_float4 p, pbd_float4 rest, pbd_body_constraint bc,
+                                     PBD_GLOBAL const pbd_float4 *goal)
+{
+    pbd_float4 c = goal[1], r0 = goal[2], r1 = goal[3], r2 = goal[4];
+    float gx = ((r0.x * rest.x + r0.y * rest.y) + r0.z * rest.z) + c.x;
+    float gy = ((r1.x * rest.x + r1.y * rest.y) + r1.z * rest.z) + c.y;
+    float gz = ((r2.x * rest.x + r2.y * rest.y) + r2.z * rest.z) + c.z;
+    float k = (bc.flags & PBD_BODY_SHAPE_XPBD) ? r2.w : bc.shape_k;
+    return PBD_F4(k * (gx - p.x), k * (gy - p.y), k * (gz - p.z), 0.0f);
+}
+
+/* Particle i's new position (p its current one, b its body): toward its goals (shape
+ * matching: its body's, rest offset member_rest[i], and each cluster's it belongs to,
+ * cluster_pairs[2 e .. 2 e + 1] = (constraint, member) for e in cluster_offsets[i] ..
+ * cluster_offsets[i + 1] - 1), the mean of those pulls in that order, and along its volume
+ * gradient grad[i] by w s (pressure). All from the same iterate: they are applied together.
+ * A cluster's member weighs m / n (n: the clusters of its particle) in the cluster's sums,
+ * so that the mean of the pulls keeps the body's momentum. Pinned particles (w = 0) stay. */
+PBD_INLINE pbd_float4 pbd_body_constraint_apply(pbd_float4 p, int i, int b,
+                                                PBD_GLOBAL const pbd_body_constraint *constraints,
+                                                PBD_GLOBAL const pbd_float4 *member_rest,
+                                                PBD_GLOBAL const pbd_float4 *grad,
+                                                PBD_GLOBAL const int *cluster_offsets,
+                                                PBD_GLOBAL const int *cluster_pairs,
                                                 PBD_GLOBAL const pbd_float4 *goal)
 {
     if (!(p.w > 0.0f))
         return p;
-    pbd_float4 c = goal[1];
-    float dx = 0.0f, dy = 0.0f, dz = 0.0f;
+    pbd_body_constraint bc = constraints[b];
+    pbd_float4 d = PBD_F4(0.0f, 0.0f, 0.0f, 0.0f);
+    int n = 0;
     if (bc.flags & PBD_BODY_SHAPE) {
-        pbd_float4 r0 = goal[2], r1 = goal[3], r2 = goal[4];
-        float gx = ((r0.x * rest.x + r0.y * rest.y) + r0.z * rest.z) + c.x;
-        float gy = ((r1.x * rest.x + r1.y * rest.y) + r1.z * rest.z) + c.y;
-        float gz = ((r2.x * rest.x + r2.y * rest.y) + r2.z * rest.z) + c.z;
-        float k = (bc.flags & PBD_BODY_SHAPE_XPBD) ? r2.w : bc.shape_k;
-        dx = k * (gx - p.x);
-        dy = k * (gy - p.y);
-        dz = k * (gz - p.z);
+        d = pbd_shape_pull(p, member_rest[i], bc, goal + b * PBD_GOAL_COUNT);
+        n = 1;
+    }
+    for (int e = cluster_offsets[i]; e < cluster_offsets[i + 1]; ++e) {
+        int k = cluster_pairs[2 * e];
+        pbd_float4 f = pbd_shape_pull(p, member_rest[cluster_pairs[2 * e + 1]], constraints[k],
+                                      goal + k * PBD_GOAL_COUNT);
+        d = n > 0 ? PBD_F4(d.x + f.x, d.y + f.y, d.z + f.z, 0.0f) : f;
+        n = n + 1;
+    }
+    if (n > 1) {
+        float inv = 1.0f / (float)n;
+        d = PBD_F4(d.x * inv, d.y * inv, d.z * inv, 0.0f);
     }
     if (bc.flags & PBD_BODY_PRESSURE) {
-        float ws = p.w * c.w;
-        dx = dx + ws * g.x;
-        dy = dy + ws * g.y;
-        dz = dz + ws * g.z;
+        pbd_float4 g = grad[i];
+        float ws = p.w * goal[b * PBD_GOAL_COUNT + 1].w;
+        d = PBD_F4(d.x + ws * g.x, d.y + ws * g.y, d.z + ws * g.z, 0.0f);
     }
-    return PBD_F4(p.x + dx, p.y + dy, p.z + dz, p.w);
+    return PBD_F4(p.x + d.x, p.y + d.y, p.z + d.z, p.w);
 }
 
 /* ---- particle contacts -------------------------------------------------------------------

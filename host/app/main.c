@@ -863,7 +863,11 @@ static int cmd_run(const options *o)
             shaped += m->bodies[b].shape_stiffness > 0.0f || m->bodies[b].shape_compliance > 0.0f;
             pressed += m->bodies[b].pressure > 0.0f;
         }
-        if (shaped > 0)
+        int clusters = pbd_solver_shape_clusters(solver);
+        if (shaped > 0 && clusters > 0)
+            printf(" shape matching on %d bod%s (%d clusters),", shaped, shaped == 1 ? "y" : "ies",
+                   clusters);
+        else if (shaped > 0)
             printf(" shape matching on %d bod%s,", shaped, shaped == 1 ? "y" : "ies");
         if (pressed > 0)
             printf(" pressure on %d bod%s,", pressed, pressed == 1 ? "y" : "ies");

@@ -59,8 +59,9 @@ typedef struct cl_impl {
     size_t group_wg;      /* gs_group's work-group size */
     cl_mem color_offsets; /* the distance colours' offsets, for gs_group */
     cl_mem segment_sums, out_step, out_other, body_apply, body_done, body_material;
-    /* body constraints (shape matching, pressure) */
-    cl_mem body_constraints, body_goal, body_constraint_sums, particle_rest, particle_grad;
+    /* body constraints (shape matching, its clusters, pressure) */
+    cl_mem body_constraints, body_goal, body_constraint_sums, member_particle, member_rest;
+    cl_mem particle_grad, cluster_offsets, cluster_pairs;
     cl_mem pressure_offsets, pressure_pairs, body_constraint_segments, body_constraint_ranges;
     cl_mem gl_x;     /* an OpenGL buffer the positions are copied into (pbd_solver_gl_attach) */
     size_t wg;       /* work-group size of the per-particle and per-constraint kernels */
@@ -365,7 +366,7 @@ static pbd_status cl_body_constraints(void *impl, int reset, pbd_error *err)
     ARG(&c->kernels[PBD_STAGE_BODY_SOLVE], "particle_p", p);
     ARG(&c->kernels[PBD_STAGE_BODY_SOLVE], "reset_lambda", r);
     ARG(&c->kernels[PBD_STAGE_BODY_APPLY], "particle_p", p);
-    size_t nseg = (size_t)pl->num_body_constraint_segments, nb = (size_t)pl->num_bodies;
+    size_t nseg = (size_t)pl->num_body_constraint_segments, nb = (size_t)pl->num_body_constraints;
     size_t np = (size_t)pl->num_particles;
     int cpu = cpu_variant(c);
     status = launch(c, PBD_STAGE_BODY_REDUCE, nseg, cpu ? serial_local(c, nseg) : c->wg, err);
@@ -599,7 +600,7 @@ static pbd_status cl_read_state(void *impl, const pbd_state_arrays *a, pbd_error
             a->body_track[k] = track[k];
     }
     if (a->body_rotation) { /* each body's first float4 of PBD_GOAL_COUNT */
-        size_t origin[3] = {0, 0, 0}, region[3] = {f4, nb, 1};
+        size_t origin[3] = {0, 0, 0}, region[3] = {f4, (size_t)c->plan->num_body_constraints, 1};
         PBD_CL_CHECK(clEnqueueReadBufferRect(q, c->body_goal, CL_TRUE, origin, origin, region,
                                              PBD_GOAL_COUNT * f4, 0, f4, 0, a->body_rotation, 0,
                                              NULL, NULL));
@@ -640,7 +641,7 @@ static pbd_status cl_write_state(void *impl, const pbd_state_arrays *a, pbd_erro
     PBD_CL_CHECK(clEnqueueWriteBuffer(q, c->body_track, CL_TRUE, 0, 6 * nb * c->acc_size, track_src,
                                       0, NULL, NULL));
     if (a->body_rotation) { /* each body's first float4 of PBD_GOAL_COUNT */
-        size_t origin[3] = {0, 0, 0}, region[3] = {f4, nb, 1};
+        size_t origin[3] = {0, 0, 0}, region[3] = {f4, (size_t)c->plan->num_body_constraints, 1};
         PBD_CL_CHECK(clEnqueueWriteBufferRect(q, c->body_goal, CL_TRUE, origin, origin, region,
                                               PBD_GOAL_COUNT * f4, 0, f4, 0, a->body_rotation, 0,
                                               NULL, NULL));
@@ -833,8 +834,11 @@ static void cl_destroy(void *impl)
                       &c->body_constraints,
                       &c->body_goal,
                       &c->body_constraint_sums,
-                      &c->particle_rest,
+                      &c->member_particle,
+                      &c->member_rest,
                       &c->particle_grad,
+                      &c->cluster_offsets,
+                      &c->cluster_pairs,
                       &c->pressure_offsets,
                       &c->pressure_pairs,
                       &c->body_constraint_segments,
@@ -1189,19 +1193,23 @@ static pbd_status create_buffers(cl_impl *c, const pbd_model *m, const pbd_plan 
     BUF(body_apply, nb * PBD_APPLY_COUNT * f4, NULL);
     BUF(body_done, c->fused ? nb * sizeof(cl_int) : 0, NULL);
     int active = plan->body_active, pressure = plan->pressure_active;
-    pbd_float4 *goal0 = active ? calloc(nb * PBD_GOAL_COUNT, f4) : NULL;
+    size_t nbc = (size_t)plan->num_body_constraints, nmem = (size_t)plan->num_members;
+    pbd_float4 *goal0 = active ? calloc(nbc * PBD_GOAL_COUNT, f4) : NULL;
     if (active && !goal0 && st == PBD_OK)
         st = pbd_error_set(err, PBD_ERR_MEMORY, "out of memory creating the OpenCL solver");
-    for (size_t b = 0; goal0 && b < nb; ++b) /* no rotation yet */
+    for (size_t b = 0; goal0 && b < nbc; ++b) /* no rotation yet */
         goal0[b * PBD_GOAL_COUNT] = (pbd_float4){0.0f, 0.0f, 0.0f, 1.0f};
-    BUF(body_constraints, active ? nb * sizeof(pbd_body_constraint) : 0, plan->body_constraints);
-    BUF(body_goal, active ? nb * PBD_GOAL_COUNT * f4 : 0, goal0);
+    BUF(body_constraints, active ? nbc * sizeof(pbd_body_constraint) : 0, plan->body_constraints);
+    BUF(body_goal, active ? nbc * PBD_GOAL_COUNT * f4 : 0, goal0);
     size_t nbseg = (size_t)plan->num_body_constraint_segments;
     BUF(body_constraint_sums, active ? nbseg * PBD_BSUM_COUNT * sizeof(float) : 0, NULL);
     BUF(body_constraint_segments, active ? nbseg * sizeof(pbd_segment) : 0,
         plan->body_constraint_segments);
-    BUF(body_constraint_ranges, active ? (nb + 1) * sizeof(int) : 0, plan->body_constraint_ranges);
-    BUF(particle_rest, active ? np * f4 : 0, plan->particle_rest);
+    BUF(body_constraint_ranges, active ? (nbc + 1) * sizeof(int) : 0, plan->body_constraint_ranges);
+    BUF(member_particle, active ? nmem * sizeof(int) : 0, plan->member_particle);
+    BUF(member_rest, active ? nmem * f4 : 0, plan->member_rest);
+    BUF(cluster_offsets, active ? (np + 1) * sizeof(int) : 0, plan->cluster_offsets);
+    BUF(cluster_pairs, active ? 2 * (nmem - np) * sizeof(int) : 0, plan->cluster_pairs);
     BUF(particle_grad, pressure ? np * f4 : 0, NULL);
     BUF(pressure_offsets, active ? (np + 1) * sizeof(int) : 0, plan->pressure_offsets);
     BUF(pressure_pairs, pressure ? 2 * (size_t)plan->pressure_offsets[np] * sizeof(int) : 0,
@@ -1317,7 +1325,7 @@ static pbd_status bind_arguments(cl_impl *c, const pbd_plan *plan, pbd_error *er
     const pbd_plan_type *dist = &plan->type[PBD_CONSTRAINT_DISTANCE];
     cl_int n = plan->num_particles, ncol = plan->num_colliders;
     cl_int nbodies = plan->num_bodies, nseg = plan->num_segments, zero = 0;
-    cl_int nbcseg = plan->num_body_constraint_segments;
+    cl_int nbcseg = plan->num_body_constraint_segments, nbcons = plan->num_body_constraints;
     cl_int keep_v = plan->cfg.velocity_update == PBD_VELOCITY_BDF2;
     cl_int track = plan->track, external = plan->external, materials = plan->materials;
     cl_int ninterior = dist->num_colors - plan->boundary_colors, nblocks = plan->num_blocks;
@@ -1358,7 +1366,9 @@ static pbd_status bind_arguments(cl_impl *c, const pbd_plan *plan, pbd_error *er
         BIND("body_done", c->body_done), BIND("stats", zero), BIND("mode", zero),
         BIND("num_bodies", nbodies), BIND("body_material", c->body_material),
         BIND("materials", materials), BIND("serial", zero),
-        BIND("particle_rest", c->particle_rest),
+        BIND("member_particle", c->member_particle), BIND("member_rest", c->member_rest),
+        BIND("cluster_offsets", c->cluster_offsets), BIND("cluster_pairs", c->cluster_pairs),
+        BIND("num_body_constraints", nbcons),
         BIND("particle_grad", c->particle_grad), BIND("pressure_offsets", c->pressure_offsets),
         BIND("pressure_pairs", c->pressure_pairs), BIND("body_constraints", c->body_constraints),
         BIND("body_constraint_sums", c->body_constraint_sums), BIND("body_goal", c->body_goal),

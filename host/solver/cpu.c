@@ -26,7 +26,7 @@ typedef struct cpu_impl {
     double *out_step;     /* PBD_OUT_* of the last PBD_SOLVE_STEP */
     double *out_other;    /* PBD_OUT_* of the last statistics / init */
     pbd_float4 *apply;    /* momentum_apply's record per body (PBD_APPLY_COUNT) */
-    pbd_float4 *goal;     /* body constraints: per body PBD_GOAL_COUNT (quaternion first) */
+    pbd_float4 *goal;     /* body constraints: per constraint PBD_GOAL_COUNT (quaternion first) */
     pbd_float4 *grad;     /* pressure: each particle's volume gradient this iteration */
     float *body_sums;     /* body constraints: their segments x PBD_BSUM_COUNT */
     int pending;          /* a correction is computed but not yet applied to v */
@@ -141,7 +141,7 @@ static pbd_status cpu_collide(void *impl, pbd_error *err)
 }
 
 /* The body constraints as the device runs them (common/body_constraint.cl): each segment's
- * particles in order, each body's segments in order, then every particle. */
+ * members in order, each constraint's segments in order, then every particle. */
 static pbd_status cpu_body_constraints(void *impl, int reset, pbd_error *err)
 {
     (void)err;
@@ -156,19 +156,20 @@ static pbd_status cpu_body_constraints(void *impl, int reset, pbd_error *err)
         for (int q = 0; q < PBD_BSUM_COUNT; ++q)
             s[q] = 0.0f;
         pbd_float4 r = c->p[bc.first];
-        for (int i = seg.first; i < seg.first + seg.count; ++i) {
+        for (int e = seg.first; e < seg.first + seg.count; ++e) {
+            int i = pl->member_particle[e];
             pbd_float4 g = zero;
             if (bc.flags & PBD_BODY_PRESSURE) {
                 g = pbd_volume_gradient(c->p, r, pl->pressure_pairs, pl->pressure_offsets[i],
                                         pl->pressure_offsets[i + 1]);
                 c->grad[i] = g;
             }
-            pbd_body_constraint_sums(c->p[i], r, pl->particle_rest[i], g, bc.flags, s);
+            pbd_body_constraint_sums(c->p[i], r, pl->member_rest[e], g, bc.flags, s);
         }
     }
     charge(c, PBD_STAGE_BODY_REDUCE, t0);
     t0 = now_ms();
-    for (int b = 0; b < pl->num_bodies; ++b) {
+    for (int b = 0; b < pl->num_body_constraints; ++b) {
         pbd_body_constraint bc = pl->body_constraints[b];
         if (bc.flags == 0)
             continue;
@@ -185,12 +186,12 @@ static pbd_status cpu_body_constraints(void *impl, int reset, pbd_error *err)
     t0 = now_ms();
     for (int i = 0; i < pl->num_particles; ++i) {
         int b = c->particle_body[i];
-        pbd_body_constraint bc = pl->body_constraints[b];
-        if (bc.flags == 0)
+        if (pl->body_constraints[b].flags == 0 &&
+            pl->cluster_offsets[i] == pl->cluster_offsets[i + 1])
             continue;
-        c->p[i] = pbd_body_constraint_apply(c->p[i], pl->particle_rest[i],
-                                            bc.flags & PBD_BODY_PRESSURE ? c->grad[i] : zero, bc,
-                                            c->goal + (size_t)b * PBD_GOAL_COUNT);
+        c->p[i] =
+            pbd_body_constraint_apply(c->p[i], i, b, pl->body_constraints, pl->member_rest, c->grad,
+                                      pl->cluster_offsets, pl->cluster_pairs, c->goal);
     }
     charge(c, PBD_STAGE_BODY_APPLY, t0);
     return PBD_OK;
@@ -447,7 +448,7 @@ static pbd_status cpu_read_state(void *impl, const pbd_state_arrays *a, pbd_erro
     }
     memcpy(a->body_ref, c->body_ref, nb * sizeof *a->body_ref);
     memcpy(a->body_track, c->body_track, 6 * nb * sizeof *a->body_track);
-    for (size_t b = 0; a->body_rotation && b < nb; ++b)
+    for (size_t b = 0; a->body_rotation && b < (size_t)c->plan->num_body_constraints; ++b)
         a->body_rotation[b] = c->goal[b * PBD_GOAL_COUNT];
     return PBD_OK;
 }
@@ -466,7 +467,7 @@ static pbd_status cpu_write_state(void *impl, const pbd_state_arrays *a, pbd_err
     }
     memcpy(c->body_ref, a->body_ref, nb * sizeof *a->body_ref);
     memcpy(c->body_track, a->body_track, 6 * nb * sizeof *a->body_track);
-    for (size_t b = 0; a->body_rotation && b < nb; ++b)
+    for (size_t b = 0; a->body_rotation && b < (size_t)c->plan->num_body_constraints; ++b)
         c->goal[b * PBD_GOAL_COUNT] = a->body_rotation[b];
     return PBD_OK;
 }
@@ -517,12 +518,16 @@ static size_t cpu_memory_bytes(const void *impl)
     for (int t = 0; t < PBD_CONSTRAINT_COUNT; ++t)
         b += ((size_t)pl->type[t].count + 1) * (pbd_constraint_types[t].size + sizeof(float));
     b += (np + 1 + 2 * nc) * sizeof(int) + (size_t)pl->num_segments * sizeof(pbd_segment);
-    /* The body constraints: per body its record and goal, per particle its rest offset and
-     * pressure row (and gradient), per segment its sums. */
-    size_t nbs = (size_t)pl->num_body_constraint_segments;
+    /* The body constraints: per constraint its record, goal and range, per member its
+     * particle and rest offset, per particle its pressure and cluster rows (and gradient), per
+     * cluster membership its pair, per segment its sums. */
+    size_t nbs = (size_t)pl->num_body_constraint_segments, nbc = (size_t)pl->num_body_constraints;
+    size_t nmem = (size_t)pl->num_members;
     if (pl->body_active)
-        b += nb * (sizeof(pbd_body_constraint) + PBD_GOAL_COUNT * f4 + sizeof(int)) + np * f4 +
-             (np + 1) * sizeof(int) + nbs * (PBD_BSUM_COUNT * sizeof(float) + sizeof(pbd_segment));
+        b += nbc * (sizeof(pbd_body_constraint) + PBD_GOAL_COUNT * f4 + sizeof(int)) +
+             nmem * (f4 + sizeof(int)) + 2 * (np + 1) * sizeof(int) +
+             2 * (nmem - np) * sizeof(int) +
+             nbs * (PBD_BSUM_COUNT * sizeof(float) + sizeof(pbd_segment));
     if (pl->pressure_active)
         b += np * f4 + 2 * (size_t)pl->pressure_offsets[np] * sizeof(int);
     return b;
@@ -607,7 +612,8 @@ pbd_status pbd_cpu_create(const pbd_model *m, pbd_plan *plan, const pbd_solver_d
         c->out_step = calloc(nb * PBD_OUT_COUNT, sizeof(double));
         c->out_other = calloc(nb * PBD_OUT_COUNT, sizeof(double));
         c->apply = alloc4(nb * PBD_APPLY_COUNT);
-        c->goal = alloc4(plan->body_active ? nb * PBD_GOAL_COUNT : 1);
+        c->goal =
+            alloc4(plan->body_active ? (size_t)plan->num_body_constraints * PBD_GOAL_COUNT : 1);
         c->grad = alloc4(plan->pressure_active ? np : 1);
         c->body_sums = calloc(
             plan->body_active ? (size_t)plan->num_body_constraint_segments * PBD_BSUM_COUNT : 1,
@@ -640,7 +646,8 @@ pbd_status pbd_cpu_create(const pbd_model *m, pbd_plan *plan, const pbd_solver_d
     memcpy(c->v, m->v, np * sizeof(pbd_float4));
     memcpy(c->particle_body, m->body, np * sizeof(int));
     memcpy(c->body_ref, plan->body_ref, nb * sizeof(pbd_float4));
-    for (size_t b = 0; plan->body_active && b < nb; ++b) /* no rotation yet */
+    for (size_t b = 0; plan->body_active && b < (size_t)plan->num_body_constraints;
+         ++b) /* no rotation yet */
         c->goal[b * PBD_GOAL_COUNT] = (pbd_float4){0.0f, 0.0f, 0.0f, 1.0f};
     for (int k = 0; k < PBD_STAGE_COUNT; ++k)
         c->times[k].name = pbd_stage_names[k];

@@ -49,7 +49,10 @@ void pbd_plan_free(pbd_plan *plan)
     free(plan->body_constraints);
     free(plan->body_constraint_segments);
     free(plan->body_constraint_ranges);
-    free(plan->particle_rest);
+    free(plan->member_particle);
+    free(plan->member_rest);
+    free(plan->cluster_offsets);
+    free(plan->cluster_pairs);
     free(plan->pressure_offsets);
     free(plan->pressure_pairs);
     memset(plan, 0, sizeof *plan);
@@ -320,15 +323,22 @@ done:
     return st;
 }
 
-/* The compliance the solver uses: XPBD's as it is; PBD stiffness is per iteration,
- * k' = 1 - (1 - k)^(1/n), which gives the same total correction after n iterations as k once
- * (Müller et al. 2007, section 3.3), stored as -k'. */
 /* Whether body bd has shape matching, in either form. */
 static int shaped(const pbd_body *bd)
 {
     return bd->shape_stiffness > 0.0f || bd->shape_compliance > 0.0f;
 }
 
+/* Whether body bd has a body constraint of its own: shape matching of the whole body, or
+ * pressure. */
+static int body_wide(const pbd_body *bd)
+{
+    return (shaped(bd) && !(bd->shape_cluster_spacing > 0.0f)) || bd->pressure > 0.0f;
+}
+
+/* The compliance the solver uses: XPBD's as it is; PBD stiffness is per iteration,
+ * k' = 1 - (1 - k)^(1/n), which gives the same total correction after n iterations as k once
+ * (Müller et al. 2007, section 3.3), stored as -k'. */
 static float plan_compliance(float compliance, int iterations)
 {
     if (compliance >= 0.0f)
@@ -450,6 +460,206 @@ static pbd_status check_neo_hookean(const pbd_model *m, const pbd_config *cfg, p
                          (int)(b - m->bodies), b->name, h, worst, at, need);
 }
 
+/* Shape-matching clusters (pbd_body.shape_cluster_spacing) need this many particles. */
+#define PBD_CLUSTER_MIN 4
+/* At most this many cluster cells a body (before the small clusters are dropped). */
+#define PBD_CLUSTER_CELLS 1000000
+
+/* A body's cluster grid: cells of at most the spacing over its initial bounding box (n a
+ * side, size cs; one cell of size 0 where the box is flat), a cluster centred in each. */
+typedef struct cluster_grid {
+    double lo[3], cs[3], r;
+    int n[3];
+} cluster_grid;
+
+static pbd_status cluster_grid_of(const pbd_model *m, int b, cluster_grid *g, pbd_error *err)
+{
+    const pbd_body *bd = &m->bodies[b];
+    double hi[3], cells = 1.0;
+    for (int k = 0; k < 3; ++k)
+        g->lo[k] = hi[k] = (&m->x[bd->first].x)[k];
+    for (int i = bd->first; i < bd->first + bd->count; ++i)
+        for (int k = 0; k < 3; ++k) {
+            g->lo[k] = fmin(g->lo[k], (&m->x[i].x)[k]);
+            hi[k] = fmax(hi[k], (&m->x[i].x)[k]);
+        }
+    double spacing = bd->shape_cluster_spacing;
+    g->r = bd->shape_cluster_radius > 0.0f ? bd->shape_cluster_radius : spacing;
+    for (int k = 0; k < 3; ++k) {
+        /* (a box a rounding wider than a whole number of spacings gets no extra cell) */
+        double ext = hi[k] - g->lo[k], n = ext > 0.0 ? fmax(1.0, ceil(ext / spacing - 1e-4)) : 1.0;
+        cells *= n;
+        g->n[k] = cells <= PBD_CLUSTER_CELLS ? (int)n : 1;
+        g->cs[k] = ext / g->n[k];
+    }
+    if (cells > PBD_CLUSTER_CELLS)
+        return pbd_error_set(err, PBD_ERR_MODEL,
+                             "body %d (%s): shape_cluster_spacing %g m makes %.3g cluster cells "
+                             "over its %g x %g x %g m box (expected at most %d)",
+                             b, bd->name, (double)spacing, cells, hi[0] - g->lo[0],
+                             hi[1] - g->lo[1], hi[2] - g->lo[2], PBD_CLUSTER_CELLS);
+    return PBD_OK;
+}
+
+/* Visits the clusters of grid g within its radius of x (cells ascending): counts them in
+ * count[cell], or, with map (cell -> kept cluster, -1 dropped), appends particle i to each
+ * kept one's members (pos[k]: its next slot) and counts it in *n. */
+static void cluster_visit(const cluster_grid *g, pbd_float4 x, int i, int *count, const int *map,
+                          int *pos, int *members, int *n)
+{
+    int lo[3], hi[3];
+    double p[3] = {x.x, x.y, x.z};
+    for (int k = 0; k < 3; ++k) {
+        lo[k] = 0;
+        hi[k] = 0;
+        if (g->cs[k] > 0.0) {
+            lo[k] = (int)fmax(0.0, ceil((p[k] - g->lo[k] - g->r) / g->cs[k] - 0.5));
+            hi[k] = (int)fmin(g->n[k] - 1, floor((p[k] - g->lo[k] + g->r) / g->cs[k] - 0.5));
+        }
+    }
+    for (int a = lo[0]; a <= hi[0]; ++a)
+        for (int b = lo[1]; b <= hi[1]; ++b)
+            for (int c = lo[2]; c <= hi[2]; ++c) {
+                int j[3] = {a, b, c}, cell = (a * g->n[1] + b) * g->n[2] + c;
+                double d2 = 0.0;
+                for (int k = 0; k < 3; ++k) {
+                    double d = p[k] - (g->lo[k] + (j[k] + 0.5) * g->cs[k]);
+                    d2 += d * d;
+                }
+                if (!(d2 <= g->r * g->r))
+                    continue;
+                if (!map)
+                    count[cell]++;
+                else if (map[cell] >= 0) {
+                    members[pos[map[cell]]++] = i;
+                    ++*n;
+                }
+            }
+}
+
+/* The shape-matching clusters of every body that has them, in body order: with fill 0 their
+ * number and members' (*nc, *nm); with fill 1 also their constraints (from num_bodies on),
+ * members (after the particles: particle, rest offset q from the cluster's initial centre of
+ * mass weighted by m / n, and that weight), segments (from *nseg on) and ranges, and the
+ * particles' CSR of (constraint, member). Every particle of such a body must be in a cluster. */
+static pbd_status plan_clusters(const pbd_model *m, const pbd_config *cfg, pbd_plan *plan, int fill,
+                                int *nc, int *nm, int *nseg, pbd_error *err)
+{
+    int nb = m->num_bodies, np = m->num_particles, k0 = 0, m0 = np;
+    pbd_status st = PBD_OK;
+    int *ncl = fill ? calloc((size_t)np, sizeof *ncl) : NULL; /* clusters of each particle */
+    if (fill && !ncl)
+        return pbd_error_set(err, PBD_ERR_MEMORY, "out of memory preparing the solver");
+    *nc = *nm = 0;
+    for (int b = 0; b < nb && st == PBD_OK; ++b) {
+        const pbd_body *bd = &m->bodies[b];
+        cluster_grid g;
+        if (!shaped(bd) || !(bd->shape_cluster_spacing > 0.0f) ||
+            (st = cluster_grid_of(m, b, &g, err)) != PBD_OK)
+            continue;
+        size_t cells = (size_t)g.n[0] * g.n[1] * g.n[2];
+        int *count = calloc(cells, sizeof *count), *map = malloc(cells * sizeof *map);
+        int *pos = malloc((cells + 1) * sizeof *pos);
+        if (!count || !map || !pos) {
+            free(count), free(map), free(pos);
+            st = pbd_error_set(err, PBD_ERR_MEMORY, "out of memory preparing the solver");
+            break;
+        }
+        for (int i = bd->first; i < bd->first + bd->count; ++i)
+            cluster_visit(&g, m->x[i], i, count, NULL, NULL, NULL, NULL);
+        int kept = 0, members = 0;
+        for (size_t c = 0; c < cells; ++c) {
+            map[c] = count[c] >= PBD_CLUSTER_MIN ? kept++ : -1;
+            if (map[c] >= 0)
+                pos[map[c]] = m0 + members, members += count[c];
+        }
+        pos[kept] = m0 + members;
+        if (fill) {
+            int *start = malloc(((size_t)kept + 1) * sizeof *start);
+            if (!start) {
+                free(count), free(map), free(pos);
+                st = pbd_error_set(err, PBD_ERR_MEMORY, "out of memory preparing the solver");
+                break;
+            }
+            memcpy(start, pos, ((size_t)kept + 1) * sizeof *start);
+            for (int i = bd->first; i < bd->first + bd->count; ++i)
+                cluster_visit(&g, m->x[i], i, count, map, pos, plan->member_particle, &ncl[i]);
+            for (int i = bd->first; i < bd->first + bd->count && st == PBD_OK; ++i)
+                if (ncl[i] == 0)
+                    st = pbd_error_set(err, PBD_ERR_MODEL,
+                                       "body %d (%s): particle %d is in no shape-matching cluster "
+                                       "(spacing %g m, radius %g m; a cluster needs %d "
+                                       "particles): expected a larger shape_cluster_radius",
+                                       b, bd->name, i, (double)bd->shape_cluster_spacing, g.r,
+                                       PBD_CLUSTER_MIN);
+            for (int k = 0; k < kept && st == PBD_OK; ++k) {
+                pbd_body_constraint *bc = &plan->body_constraints[nb + k0 + k];
+                double mass = 0.0, c0[3] = {0.0, 0.0, 0.0};
+                for (int e = start[k]; e < start[k + 1]; ++e) {
+                    int i = plan->member_particle[e];
+                    float w = m->v[i].w / (float)ncl[i];
+                    plan->member_rest[e].w = w;
+                    mass += w;
+                    c0[0] += w * (double)m->x[i].x;
+                    c0[1] += w * (double)m->x[i].y;
+                    c0[2] += w * (double)m->x[i].z;
+                }
+                for (int e = start[k]; e < start[k + 1]; ++e) {
+                    int i = plan->member_particle[e];
+                    plan->member_rest[e].x = (float)(m->x[i].x - c0[0] / mass);
+                    plan->member_rest[e].y = (float)(m->x[i].y - c0[1] / mass);
+                    plan->member_rest[e].z = (float)(m->x[i].z - c0[2] / mass);
+                    plan->cluster_offsets[i + 1]++;
+                }
+                bc->flags = PBD_BODY_SHAPE;
+                bc->first = plan->member_particle[start[k]];
+                if (bd->shape_stiffness > 0.0f)
+                    bc->shape_k = -plan_compliance(-bd->shape_stiffness, cfg->iterations);
+                else {
+                    bc->flags |= PBD_BODY_SHAPE_XPBD;
+                    bc->shape_compliance = bd->shape_compliance;
+                }
+                plan->body_constraint_ranges[nb + k0 + k] = *nseg;
+                for (int f = start[k]; f < start[k + 1]; f += PBD_BODY_SEGMENT) {
+                    int cnt =
+                        start[k + 1] - f < PBD_BODY_SEGMENT ? start[k + 1] - f : PBD_BODY_SEGMENT;
+                    plan->body_constraint_segments[(*nseg)++] =
+                        (pbd_segment){nb + k0 + k, f, cnt, 0};
+                }
+            }
+            free(start);
+        } else
+            for (size_t c = 0; c < cells; ++c)
+                if (map[c] >= 0)
+                    *nseg += (count[c] + PBD_BODY_SEGMENT - 1) / PBD_BODY_SEGMENT;
+        free(count), free(map), free(pos);
+        k0 += kept;
+        m0 += members;
+    }
+    *nc = k0;
+    *nm = m0 - np;
+    if (fill && st == PBD_OK) { /* the particles' CSR, constraints ascending */
+        plan->body_constraint_ranges[nb + k0] = *nseg;
+        for (int i = 0; i < np; ++i)
+            plan->cluster_offsets[i + 1] += plan->cluster_offsets[i];
+        memcpy(ncl, plan->cluster_offsets, (size_t)np * sizeof *ncl);
+        for (int k = 0; k < k0; ++k) {
+            int kk = nb + k;
+            for (int g = plan->body_constraint_ranges[kk]; g < plan->body_constraint_ranges[kk + 1];
+                 ++g) {
+                pbd_segment seg = plan->body_constraint_segments[g];
+                for (int e = seg.first; e < seg.first + seg.count; ++e) {
+                    int slot = ncl[plan->member_particle[e]]++;
+                    plan->cluster_pairs[2 * slot] = kk;
+                    plan->cluster_pairs[2 * slot + 1] = e;
+                }
+            }
+        }
+    }
+    free(ncl);
+    return st;
+}
+
 /* The body constraints' plan: per body its record, per particle of a shape-matched body its
  * rest offset from the body's initial centre of mass (Müller et al. 2005, q_i = x0_i - c0)
  * and mass, and per particle of a pressure body the triangles around it (a CSR list in
@@ -467,13 +677,27 @@ static pbd_status plan_body_constraints(const pbd_model *m, const pbd_config *cf
     if (!plan->body_active)
         return PBD_OK;
     plan->body_launches = 3;
-    plan->body_constraints = calloc((size_t)nb, sizeof *plan->body_constraints);
-    plan->particle_rest = calloc((size_t)np, sizeof *plan->particle_rest);
+    int nc = 0, nm = 0, nseg = 0;
+    pbd_status st = plan_clusters(m, cfg, plan, 0, &nc, &nm, &nseg, err);
+    if (st != PBD_OK)
+        return st;
+    int ng = nb + nc;
+    plan->num_body_constraints = ng;
+    plan->num_clusters = nc;
+    plan->num_members = np + nm;
+    plan->body_constraints = calloc((size_t)ng, sizeof *plan->body_constraints);
+    plan->member_particle = malloc(((size_t)np + nm) * sizeof *plan->member_particle);
+    plan->member_rest = calloc((size_t)np + nm, sizeof *plan->member_rest);
+    plan->cluster_offsets = calloc((size_t)np + 1, sizeof *plan->cluster_offsets);
+    plan->cluster_pairs = malloc(((size_t)2 * nm + 1) * sizeof *plan->cluster_pairs);
     plan->pressure_offsets = calloc((size_t)np + 1, sizeof *plan->pressure_offsets);
     plan->pressure_pairs = malloc(((size_t)6 * m->num_triangles + 1) * sizeof(int));
-    if (!plan->body_constraints || !plan->particle_rest || !plan->pressure_offsets ||
+    if (!plan->body_constraints || !plan->member_particle || !plan->member_rest ||
+        !plan->cluster_offsets || !plan->cluster_pairs || !plan->pressure_offsets ||
         !plan->pressure_pairs)
         return pbd_error_set(err, PBD_ERR_MEMORY, "out of memory preparing the solver");
+    for (int i = 0; i < np; ++i)
+        plan->member_particle[i] = i;
     const int *tri = m->triangles;
     for (int t = 0; t < m->num_triangles; ++t)
         if (m->bodies[m->body[tri[3 * t]]].pressure > 0.0f)
@@ -493,12 +717,11 @@ static pbd_status plan_body_constraints(const pbd_model *m, const pbd_config *cf
                 plan->pressure_pairs[2 * e + 1] = tri[3 * t + (k + 2) % 3];
             }
     free(fill);
-    int nseg = 0;
     for (int b = 0; b < nb; ++b)
-        if (shaped(&m->bodies[b]) || m->bodies[b].pressure > 0.0f)
+        if (body_wide(&m->bodies[b]))
             nseg += (m->bodies[b].count + PBD_BODY_SEGMENT - 1) / PBD_BODY_SEGMENT;
     plan->body_constraint_segments = malloc(((size_t)nseg + 1) * sizeof(pbd_segment));
-    plan->body_constraint_ranges = malloc(((size_t)nb + 1) * sizeof(int));
+    plan->body_constraint_ranges = malloc(((size_t)ng + 1) * sizeof(int));
     if (!plan->body_constraint_segments || !plan->body_constraint_ranges)
         return pbd_error_set(err, PBD_ERR_MEMORY, "out of memory preparing the solver");
     plan->num_body_constraint_segments = nseg;
@@ -506,19 +729,17 @@ static pbd_status plan_body_constraints(const pbd_model *m, const pbd_config *cf
     for (int b = 0; b < nb; ++b) {
         const pbd_body *bd = &m->bodies[b];
         plan->body_constraint_ranges[b] = nseg;
-        for (int f = 0; (shaped(bd) || bd->pressure > 0.0f) && f < bd->count;
-             f += PBD_BODY_SEGMENT) {
+        for (int f = 0; body_wide(bd) && f < bd->count; f += PBD_BODY_SEGMENT) {
             int cnt = bd->count - f < PBD_BODY_SEGMENT ? bd->count - f : PBD_BODY_SEGMENT;
             plan->body_constraint_segments[nseg++] = (pbd_segment){b, bd->first + f, cnt, 0};
         }
     }
-    plan->body_constraint_ranges[nb] = nseg;
-    pbd_status st = PBD_OK;
+    st = plan_clusters(m, cfg, plan, 1, &nc, &nm, &nseg, err);
     for (int b = 0; b < nb && st == PBD_OK; ++b) {
         const pbd_body *bd = &m->bodies[b];
         pbd_body_constraint *bc = &plan->body_constraints[b];
         bc->first = bd->first;
-        if (shaped(bd)) {
+        if (shaped(bd) && !(bd->shape_cluster_spacing > 0.0f)) {
             double mass = 0.0, c0[3] = {0.0, 0.0, 0.0};
             for (int i = bd->first; i < bd->first + bd->count; ++i) {
                 mass += m->v[i].w;
@@ -527,9 +748,9 @@ static pbd_status plan_body_constraints(const pbd_model *m, const pbd_config *cf
                 c0[2] += m->v[i].w * (double)m->x[i].z;
             }
             for (int i = bd->first; i < bd->first + bd->count; ++i)
-                plan->particle_rest[i] = (pbd_float4){(float)(m->x[i].x - c0[0] / mass),
-                                                      (float)(m->x[i].y - c0[1] / mass),
-                                                      (float)(m->x[i].z - c0[2] / mass), m->v[i].w};
+                plan->member_rest[i] = (pbd_float4){(float)(m->x[i].x - c0[0] / mass),
+                                                    (float)(m->x[i].y - c0[1] / mass),
+                                                    (float)(m->x[i].z - c0[2] / mass), m->v[i].w};
             bc->flags |= PBD_BODY_SHAPE;
             if (bd->shape_stiffness > 0.0f)
                 bc->shape_k = -plan_compliance(-bd->shape_stiffness, cfg->iterations);
@@ -1155,6 +1376,11 @@ int pbd_solver_type_colors(const pbd_solver *s, int type)
     return type >= 0 && type < PBD_CONSTRAINT_COUNT ? s->plan.type[type].num_colors : 0;
 }
 
+int pbd_solver_shape_clusters(const pbd_solver *s)
+{
+    return s->plan.num_clusters;
+}
+
 int pbd_solver_type_serial(const pbd_solver *s, int type)
 {
     if (type < 0 || type >= PBD_CONSTRAINT_COUNT || !s->plan.type[type].overflow)
@@ -1251,7 +1477,7 @@ size_t pbd_solver_state_size(const pbd_solver *s)
     int previous = s->plan.cfg.velocity_update == PBD_VELOCITY_BDF2;
     return sizeof(state_header) + (previous ? 4 : 2) * np * sizeof(pbd_float4) +
            nb * (sizeof(pbd_float4) + 6 * sizeof(double)) +
-           (s->plan.body_active ? nb * sizeof(pbd_float4) : 0);
+           (s->plan.body_active ? (size_t)s->plan.num_body_constraints * sizeof(pbd_float4) : 0);
 }
 
 long pbd_solver_substeps(const pbd_solver *s)
@@ -1525,15 +1751,17 @@ pbd_status pbd_solver_load_state(pbd_solver *s, const void *data, size_t size, c
                                "beyond what a body of %g kg within %g m and m/s can have",
                                f, b, p, l, mass[b], vmax);
     }
-    for (size_t b = 0; a.body_rotation && b < nb && st == PBD_OK; ++b) {
+    size_t nbc = (size_t)s->plan.num_body_constraints;
+    for (size_t b = 0; a.body_rotation && b < nbc && st == PBD_OK; ++b) {
         pbd_float4 q = a.body_rotation[b];
         double len =
             sqrt((double)q.x * q.x + (double)q.y * q.y + (double)q.z * q.z + (double)q.w * q.w);
         if (!(fabs(len - 1.0) <= 1e-5))
             st = pbd_error_set(err, bad,
-                               "%s: body %zu: rotation (%g, %g, %g, %g), expected a unit "
+                               "%s: %s %zu: rotation (%g, %g, %g, %g), expected a unit "
                                "quaternion",
-                               f, b, (double)q.x, (double)q.y, (double)q.z, (double)q.w);
+                               f, b < nb ? "body" : "shape-matching cluster", b < nb ? b : b - nb,
+                               (double)q.x, (double)q.y, (double)q.z, (double)q.w);
     }
     free(mass);
     free(cur);

@@ -110,19 +110,28 @@ typedef struct pbd_plan {
     float h;                  /* substep, s */
     float inv_h;
     float inv_h2;
-    /* Body constraints (shape matching, pressure): three stages an iteration, before the
-     * distance constraints, while a body has one (body_active). */
+    /* Body constraints (shape matching, its clusters, pressure): three stages an iteration,
+     * before the distance constraints, while a body has one (body_active). */
     int body_active;
-    int body_launches;                     /* launches per iteration: 3 when active, else 0 */
-    pbd_body_constraint *body_constraints; /* per body (flags 0: none) */
+    int body_launches;        /* launches per iteration: 3 when active, else 0 */
+    int num_body_constraints; /* the bodies' (one a body, flags 0: none), then the clusters' */
+    int num_clusters;         /* shape-matching clusters: constraints num_bodies .. on */
+    pbd_body_constraint *body_constraints; /* num_body_constraints */
     int num_body_constraint_segments;
-    pbd_segment *body_constraint_segments; /* the particles of the bodies that have body
-                                              constraints, in pieces of PBD_BODY_SEGMENT */
-    int *body_constraint_ranges;           /* num_bodies + 1: body b's pieces are
-                                              [r[b], r[b + 1]) (none without constraints) */
-    pbd_float4 *particle_rest;             /* per particle: shape matching's rest offset q
-                                              from the body's initial centre of mass (xyz, m)
-                                              and its mass (w, kg); 0 outside shape bodies */
+    pbd_segment *body_constraint_segments; /* each constraint's members in pieces of
+                                              PBD_BODY_SEGMENT (segment.body: the constraint) */
+    int *body_constraint_ranges;           /* num_body_constraints + 1: constraint k's pieces
+                                              are [r[k], r[k + 1]) (none with flags 0) */
+    int num_members;                       /* num_particles + the clusters' members */
+    int *member_particle;                  /* per member: its particle (i for i < num_particles) */
+    pbd_float4 *member_rest;               /* per member: shape matching's rest offset q from
+                                              its constraint's initial centre of mass (xyz, m)
+                                              and its mass there (w, kg: a cluster's member
+                                              m / n, n its particle's clusters); 0 unused */
+    int *cluster_offsets;                  /* num_particles + 1: particle i's clusters are
+                                              cluster_pairs[2 off[i] .. 2 off[i + 1]) */
+    int *cluster_pairs;                    /* per (particle, cluster): the constraint, and the
+                                              member */
     int pressure_active;                   /* a body has pressure */
     int *pressure_offsets;                 /* num_particles + 1: particle i's triangles are
                                               pressure_pairs[2 off[i] .. 2 off[i + 1]) */
@@ -149,8 +158,9 @@ void pbd_plan_free(pbd_plan *plan);
 
 /* What a run continues from (a checkpoint), in host arrays: positions and velocities, BDF2's
  * previous ones (NULL without BDF2), and per body the reference point, the tracked
- * momenta P_r, L_r (6 doubles) and, where a body has body constraints, shape matching's last
- * rotation (a unit quaternion, the next polar decomposition's start; NULL without). A
+ * momenta P_r, L_r (6 doubles) and, where a body has body constraints, per body constraint
+ * (num_body_constraints) shape matching's last rotation (a unit quaternion, the next polar
+ * decomposition's start; NULL without). A
  * pending momentum correction is applied before reading. */
 typedef struct pbd_state_arrays {
     pbd_float4 *x, *v, *xp, *vp, *body_ref;

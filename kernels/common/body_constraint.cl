@@ -1,14 +1,14 @@
-/* The body constraints (shape matching, pressure; pbd_shared.h), three stages an iteration
- * over the bodies that have them, the same in both variants, every sum in a fixed order.
- * Bodies without them (flags 0) return at once. Built after pbd_shared.h. */
+/* The body constraints (shape matching, its clusters, pressure; pbd_shared.h), three stages an
+ * iteration over the constraints, the same in both variants, every sum in a fixed order.
+ * Constraints with flags 0 (bodies without any) return at once. Built after pbd_shared.h. */
 
-/* Stage one: a work-item a segment (of at most PBD_BODY_SEGMENT particles of a body with
- * body constraints) sums its particles in order into body_constraint_sums (PBD_BSUM_COUNT
- * floats), and stores each pressure particle's volume gradient. */
+/* Stage one: a work-item a segment (of at most PBD_BODY_SEGMENT members of a constraint) sums
+ * its members in order into body_constraint_sums (PBD_BSUM_COUNT floats), and stores each
+ * pressure particle's volume gradient. */
 __kernel void
 body_constraint_reduce(__global const pbd_segment *body_constraint_segments,
-                       __global const pbd_float4 *particle_p,
-                       __global const pbd_float4 *particle_rest, __global pbd_float4 *particle_grad,
+                       __global const pbd_float4 *particle_p, __global const int *member_particle,
+                       __global const pbd_float4 *member_rest, __global pbd_float4 *particle_grad,
                        __global const int *pressure_offsets, __global const int *pressure_pairs,
                        __global const pbd_body_constraint *body_constraints,
                        __global float *body_constraint_sums, int num_body_constraint_segments)
@@ -23,30 +23,31 @@ body_constraint_reduce(__global const pbd_segment *body_constraint_segments,
     for (int q = 0; q < PBD_BSUM_COUNT; ++q)
         s[q] = 0.0f;
     pbd_float4 r = particle_p[bc.first];
-    for (int i = seg.first; i < seg.first + seg.count; ++i) {
+    for (int m = seg.first; m < seg.first + seg.count; ++m) {
+        int i = member_particle[m];
         pbd_float4 g = PBD_F4(0.0f, 0.0f, 0.0f, 0.0f);
         if (bc.flags & PBD_BODY_PRESSURE) {
             g = pbd_volume_gradient(particle_p, r, pressure_pairs, pressure_offsets[i],
                                     pressure_offsets[i + 1]);
             particle_grad[i] = g;
         }
-        pbd_body_constraint_sums(particle_p[i], r, particle_rest[i], g, bc.flags, s);
+        pbd_body_constraint_sums(particle_p[i], r, member_rest[m], g, bc.flags, s);
     }
     PBD_UNROLL
     for (int q = 0; q < PBD_BSUM_COUNT; ++q)
         body_constraint_sums[gi * PBD_BSUM_COUNT + q] = s[q];
 }
 
-/* Stage two: a work-item a body adds its segments' sums in order and solves. */
+/* Stage two: a work-item a constraint adds its segments' sums in order and solves. */
 __kernel void body_constraint_solve(__global const int *body_constraint_ranges,
                                     __global const float *body_constraint_sums,
                                     __global const pbd_float4 *particle_p,
                                     __global const pbd_body_constraint *body_constraints,
                                     __global pbd_float4 *body_goal, float inv_h2, int reset_lambda,
-                                    int num_bodies)
+                                    int num_body_constraints)
 {
     int b = get_global_id(0);
-    if (b >= num_bodies)
+    if (b >= num_body_constraints)
         return;
     pbd_body_constraint bc = body_constraints[b];
     if (bc.flags == 0)
@@ -63,11 +64,13 @@ __kernel void body_constraint_solve(__global const int *body_constraint_ranges,
                               reset_lambda);
 }
 
-/* Stage three: a work-item a particle moves toward its goal and along its gradient. */
+/* Stage three: a work-item a particle moves toward its goals and along its gradient. */
 __kernel void body_constraint_apply(__global pbd_float4 *particle_p,
                                     __global const int *particle_body,
-                                    __global const pbd_float4 *particle_rest,
+                                    __global const pbd_float4 *member_rest,
                                     __global const pbd_float4 *particle_grad,
+                                    __global const int *cluster_offsets,
+                                    __global const int *cluster_pairs,
                                     __global const pbd_body_constraint *body_constraints,
                                     __global const pbd_float4 *body_goal, int num_particles)
 {
@@ -75,10 +78,9 @@ __kernel void body_constraint_apply(__global pbd_float4 *particle_p,
     if (i >= num_particles)
         return;
     int b = particle_body[i];
-    pbd_body_constraint bc = body_constraints[b];
-    if (bc.flags == 0)
+    if (body_constraints[b].flags == 0 && cluster_offsets[i] == cluster_offsets[i + 1])
         return;
-    pbd_float4 g = bc.flags & PBD_BODY_PRESSURE ? particle_grad[i] : PBD_F4(0.0f, 0.0f, 0.0f, 0.0f);
-    particle_p[i] = pbd_body_constraint_apply(particle_p[i], particle_rest[i], g, bc,
-                                              body_goal + b * PBD_GOAL_COUNT);
+    particle_p[i] =
+        pbd_body_constraint_apply(particle_p[i], i, b, body_constraints, member_rest, particle_grad,
+                                  cluster_offsets, cluster_pairs, body_goal);
 }
