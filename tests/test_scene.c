@@ -86,6 +86,7 @@ static const good_scene good[] = {
     /* Body constraints: a tet box of springs with shape matching; a closed OBJ surface (162
      * vertices, 480 edges and as many bending springs) with pressure. */
     {"jelly.json", 6 * 6 * 6, 0, 1, 0, 1},
+    {"jelly_bar.json", 13 * 3 * 3, 0, 1, 0, 2},
     {"balloon.json", 162, 960, 1, 0, 1},
 };
 
@@ -102,6 +103,8 @@ static int64_t expected_distance(const good_scene *g)
         return tet_constraints(6, 6, 6);
     if (strcmp(g->file, "jelly.json") == 0)
         return tet_constraints(5, 5, 5);
+    if (strcmp(g->file, "jelly_bar.json") == 0)
+        return tet_constraints(12, 2, 2);
     return g->distance;
 }
 
@@ -185,6 +188,26 @@ static void body_constraint_keys(void **state)
     expect(b->shape_stiffness == 0.0f && b->pressure == 2.0f && b->pressure_compliance == 0.25f,
            "box: shape_stiffness %g pressure %g compliance %g", (double)b->shape_stiffness,
            (double)b->pressure, (double)b->pressure_compliance);
+    pbd_scene_free(&s);
+    st = pbd_scene_load(PBD_SCENES_DIR "/jelly_bar.json", &s, &err);
+    expect(st == PBD_OK, "jelly_bar.json: %s", err.message);
+    b = &s.model.bodies[0];
+    expect(b->shape_stiffness == 0.2f && b->shape_cluster_spacing == 0.2f &&
+               b->shape_cluster_radius == 0.2f,
+           "jelly_bar: shape_stiffness %g, clusters %g m, radius %g m", (double)b->shape_stiffness,
+           (double)b->shape_cluster_spacing, (double)b->shape_cluster_radius);
+    pbd_scene_free(&s);
+    st = pbd_scene_parse("{\"bodies\": [{\"type\": \"tet_box\", \"cells\": [1, 1, 1], "
+                         "\"shape_matching\": "
+                         "{\"compliance\": 0.01, \"clusters\": {\"spacing\": 0.3}}}]}",
+                         "inline", &s, &err);
+    expect(st == PBD_OK, "inline: %s", err.message);
+    b = &s.model.bodies[0];
+    expect(b->shape_compliance == 0.01f && b->shape_cluster_spacing == 0.3f &&
+               b->shape_cluster_radius == 0.0f,
+           "clusters: compliance %g, spacing %g m, radius %g m (0: the spacing)",
+           (double)b->shape_compliance, (double)b->shape_cluster_spacing,
+           (double)b->shape_cluster_radius);
     pbd_scene_free(&s);
     st = pbd_scene_load(PBD_SCENES_DIR "/balloon.json", &s, &err);
     expect(st == PBD_OK, "balloon.json: %s", err.message);
@@ -290,6 +313,15 @@ static const bad_scene bad[] = {
      "bodies[0].shape_matching.compliance: found beside \"stiffness\", expected one of the two"},
     {"shape_matching_compliance.json",
      "bodies[0].shape_matching.compliance: found 0, expected a number in (0, 1e+20]"},
+    {"shape_clusters_type.json",
+     "bodies[0].shape_matching.clusters: found an array, expected an object"},
+    {"shape_clusters_key.json", "bodies[0].shape_matching.clusters.radus: unknown key"},
+    {"shape_clusters_no_spacing.json",
+     "bodies[0].shape_matching.clusters.spacing: missing (required, in m)"},
+    {"shape_clusters_spacing.json",
+     "bodies[0].shape_matching.clusters.spacing: found 0, expected a number in (0, 1000000000]"},
+    {"shape_clusters_radius.json",
+     "bodies[0].shape_matching.clusters.radius: found -1, expected a number in (0, 1000000000]"},
     {"pressure_range.json", "bodies[0].pressure: found -1, expected a number in (0, 1000]"},
     {"pressure_compliance_alone.json",
      "bodies[0].pressure_compliance: found without \"pressure\", expected both or neither"},

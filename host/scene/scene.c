@@ -407,6 +407,8 @@ typedef struct body_opts {
     float restitution;
     float shape_stiffness;     /* "shape_matching": {"stiffness": k}; 0: none */
     float shape_compliance;    /* "shape_matching": {"compliance": alpha}, s^2; 0: none */
+    float cluster_spacing;     /* "shape_matching": {"clusters": {"spacing": s}}, m; 0: none */
+    float cluster_radius;      /* ... {"radius": r}, m; 0: the spacing */
     float pressure;            /* 0: none */
     float pressure_compliance; /* m^3/Pa */
     float radius;              /* particle contacts (pbd_body): < 0 unset */
@@ -435,11 +437,17 @@ static const field shape_matching_fields[] = {
      offsetof(body_opts, shape_compliance)},
 };
 
+static const field cluster_fields[] = {
+    {"spacing", 'f', 0, {0.0, 1e9, 1, 0, 0}, offsetof(body_opts, cluster_spacing)},
+    {"radius", 'f', 0, {0.0, 1e9, 1, 0, 0}, offsetof(body_opts, cluster_radius)},
+};
+
 /* "shape_matching": {"stiffness": k}, k in (0, 1], or {"compliance": alpha}, alpha > 0 in
- * s^2 (its XPBD form): one of them. */
+ * s^2 (its XPBD form): one of them; and optionally "clusters": {"spacing": s, "radius": r}. */
 static int read_shape_matching(ctx *c, const cJSON *obj, const char *key, body_opts *o)
 {
-    static const char *const keys[] = {"stiffness", "compliance", NULL};
+    static const char *const keys[] = {"stiffness", "compliance", "clusters", NULL};
+    static const char *const cluster_keys[] = {"spacing", "radius", NULL};
     const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, "shape_matching");
     char sub[KEY_MAX], sub2[KEY_MAX];
     if (!it)
@@ -457,6 +465,17 @@ static int read_shape_matching(ctx *c, const cJSON *obj, const char *key, body_o
     if (!has_k && !has_a)
         return fail(c, PBD_ERR_SCENE, join(sub2, sub, "stiffness"),
                     "missing (required: \"stiffness\" or \"compliance\")");
+    const cJSON *cl = cJSON_GetObjectItemCaseSensitive(it, "clusters");
+    if (!cl)
+        return 0;
+    join(sub2, sub, "clusters");
+    if (!cJSON_IsObject(cl))
+        return wrong_type(c, sub2, cl, "an object such as {\"spacing\": 0.1}");
+    if (check_keys(c, cl, sub2, cluster_keys, NULL) ||
+        read_fields(c, cl, sub2, cluster_fields, 2, o))
+        return -1;
+    if (!cJSON_GetObjectItemCaseSensitive(cl, "spacing"))
+        return fail(c, PBD_ERR_SCENE, join(sub, sub2, "spacing"), "missing (required, in m)");
     return 0;
 }
 static const char *const type_keys[][16] = {
@@ -916,6 +935,8 @@ static int build_body(ctx *c, pbd_model *m, body_read *b, const char *key)
         bd->restitution = b->opts.restitution;
         bd->shape_stiffness = b->opts.shape_stiffness;
         bd->shape_compliance = b->opts.shape_compliance;
+        bd->shape_cluster_spacing = b->opts.cluster_spacing;
+        bd->shape_cluster_radius = b->opts.cluster_radius;
         bd->pressure = b->opts.pressure;
         bd->pressure_compliance = b->opts.pressure_compliance;
         bd->self_collision = b->opts.self_collision;
