@@ -1,8 +1,9 @@
 #!/bin/sh
 # The GPU kernels on Oclgrind, a simulated OpenCL GPU that checks every access while it runs:
 # small scenes (one and several bodies, momentum on, both solvers, BDF2, rigid damping, the
-# floor, a sphere, attachments, shape matching and pressure) under --data-races must print no
-# diagnostic and end in the CPU reference's bits (its sums in the GPU kernels' order); four
+# floor, a sphere, attachments, shape matching of bodies and of clusters, pressure) under
+# --data-races must print no diagnostic and end in the CPU reference's bits (its sums in the
+# GPU kernels' order); four
 # of them also run under --uninitialized. The float-sum path (devices
 # without fp64) must match PoCL running the same kernels. Devices too small for the solver (a
 # work-group limit of 32, 4 KiB of local memory) are refused with one line naming the limit,
@@ -55,6 +56,7 @@ check "$scenes/cloth_sphere.json" --frames 2
 # Tethers sharing their pinned anchors within a colour, and a serial overflow set.
 check "$scenes/../tests/shared_overflow.json" --frames 2
 check "$scenes/jelly.json" --frames 2
+check "$scenes/jelly_bar.json" --frames 2
 check "$scenes/balloon.json" --frames 2 --solver jacobi
 # Particle contacts: two boxes pressed together on a floor with friction, and a cloth with
 # self-collision (the hash's atomics, the candidate lists, the Jacobi gather), both solvers.
