@@ -76,8 +76,9 @@ typedef struct pbd_body {
      * section 4.4), each a shape-matching constraint of the same stiffness or compliance:
      * cluster centres on a grid of at most this spacing (m) over the body's initial bounding
      * box, a cluster the particles within shape_cluster_radius (m; 0: the spacing) of its
-     * centre. Clusters of fewer than 4 particles are dropped, and every particle must be in
-     * one. A particle moves by the mean of its clusters' pulls. 0 (default): the whole body. */
+     * centre, at most PBD_MAX_CLUSTER_REACH spacings. Clusters of fewer than 4 particles are
+     * dropped, every particle must be in one, and a particle is in at most 32 on average. A
+     * particle moves by the mean of its clusters' pulls. 0 (default): the whole body. */
     float shape_cluster_spacing;
     float shape_cluster_radius;
     /* Pressure on a closed surface (the body's triangles, each edge shared by exactly two of
@@ -154,7 +155,9 @@ int pbd_model_add_plane(pbd_model *m, float nx, float ny, float nz, float offset
  * finite). Inputs beyond them are rejected: they give NaN, not a simulation. */
 #define PBD_MAX_COORD      1e9f  /* m, m/s */
 #define PBD_MAX_COMPLIANCE 1e20f /* m/N */
-#define PBD_MIN_SUBSTEP    1e-9f /* s */
+/* A shape-matching cluster's radius: at most this many times the clusters' spacing. */
+#define PBD_MAX_CLUSTER_REACH 4.0f
+#define PBD_MIN_SUBSTEP       1e-9f /* s */
 
 /* Checks one record of constraint `type` (its particles among num_particles, its values);
  * `index` names it in the message. */

@@ -322,6 +322,9 @@ static const bad_scene bad[] = {
      "bodies[0].shape_matching.clusters.spacing: found 0, expected a number in (0, 1000000000]"},
     {"shape_clusters_radius.json",
      "bodies[0].shape_matching.clusters.radius: found -1, expected a number in (0, 1000000000]"},
+    {"shape_clusters_reach.json",
+     "bodies[0].shape_matching.clusters.radius: found 0.5, expected at most 4 times the spacing "
+     "(0.1 m)"},
     {"pressure_range.json", "bodies[0].pressure: found -1, expected a number in (0, 1000]"},
     {"pressure_compliance_alone.json",
      "bodies[0].pressure_compliance: found without \"pressure\", expected both or neither"},

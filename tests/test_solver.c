@@ -1684,22 +1684,27 @@ static void expect_model_refused(const char *json, const char *want)
     pbd_scene_free(&sc);
 }
 
-/* A clustered body whose clusters leave a particle out, or whose spacing makes too many
- * cells, is refused when the solver is made, naming the body and what to change. */
+/* A clustered body whose clusters leave a particle out, whose spacing makes too many cells,
+ * or whose clusters overlap too much, is refused when the solver is made, naming the body
+ * and what to change. */
 static void shape_clusters_refused(void **state)
 {
     (void)state;
-    const char *const clusters[2] = {"{\"spacing\": 0.5, \"radius\": 0.2}", "{\"spacing\": 1e-4}"};
-    const char *const want[2] = {
+    const char *const clusters[3] = {"{\"spacing\": 0.5, \"radius\": 0.2}", "{\"spacing\": 1e-4}",
+                                     "{\"spacing\": 0.1, \"radius\": 0.4}"};
+    const char *const want[3] = {
         "body 0 (block): particle 0 is in no shape-matching cluster (spacing 0.5 m, radius "
         "0.2 m; a cluster needs 4 particles): expected a larger shape_cluster_radius",
         "body 0 (block): shape_cluster_spacing 0.0001 m makes 1e+12 cluster cells over its "
-        "1 x 1 x 1 m box (expected at most 1000000)"};
-    for (int k = 0; k < 2; ++k) {
+        "1 x 1 x 1 m box (expected at most 1000000)",
+        "body 0 (block): its shape-matching clusters (spacing 0.1 m, radius 0.4 m) hold 102360 "
+        "memberships, 140.4 a particle (expected at most 32: a smaller shape_cluster_radius or a "
+        "larger spacing)"};
+    for (int k = 0; k < 3; ++k) {
         char json[512];
         snprintf(json, sizeof json,
                  "{\"bodies\": [{\"type\": \"tet_box\", \"name\": \"block\", \"cells\": "
-                 "[2, 2, 2], \"size\": [1, 1, 1], \"shape_matching\": {\"stiffness\": 0.5, "
+                 "[8, 8, 8], \"size\": [1, 1, 1], \"shape_matching\": {\"stiffness\": 0.5, "
                  "\"clusters\": %s}}]}",
                  clusters[k]);
         expect_model_refused(json, want[k]);

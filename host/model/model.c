@@ -404,14 +404,15 @@ pbd_status pbd_model_validate(const pbd_model *m, pbd_error *err)
         if (!(bd->shape_cluster_spacing >= 0.0f && bd->shape_cluster_spacing <= 1e9f) ||
             !(bd->shape_cluster_radius >= 0.0f && bd->shape_cluster_radius <= 1e9f) ||
             (bd->shape_cluster_radius > 0.0f && !(bd->shape_cluster_spacing > 0.0f)) ||
+            bd->shape_cluster_radius > PBD_MAX_CLUSTER_REACH * bd->shape_cluster_spacing ||
             (bd->shape_cluster_spacing > 0.0f && !(bd->shape_stiffness > 0.0f) &&
              !(bd->shape_compliance > 0.0f)))
             return pbd_error_set(err, PBD_ERR_MODEL,
                                  "body %d: shape_cluster_spacing %g m, shape_cluster_radius %g m "
                                  "(expected [0, 1e9], with shape matching, the radius only with "
-                                 "a spacing; 0: the whole body)",
+                                 "a spacing and at most %g times it; 0: the whole body)",
                                  b, (double)bd->shape_cluster_spacing,
-                                 (double)bd->shape_cluster_radius);
+                                 (double)bd->shape_cluster_radius, (double)PBD_MAX_CLUSTER_REACH);
         if (!(bd->pressure >= 0.0f && bd->pressure <= 1e3f) ||
             !(bd->pressure_compliance >= 0.0f && bd->pressure_compliance <= PBD_MAX_COMPLIANCE))
             return pbd_error_set(err, PBD_ERR_MODEL,

@@ -476,6 +476,11 @@ static int read_shape_matching(ctx *c, const cJSON *obj, const char *key, body_o
         return -1;
     if (!cJSON_GetObjectItemCaseSensitive(cl, "spacing"))
         return fail(c, PBD_ERR_SCENE, join(sub, sub2, "spacing"), "missing (required, in m)");
+    if (o->cluster_radius > PBD_MAX_CLUSTER_REACH * o->cluster_spacing)
+        return fail(c, PBD_ERR_SCENE, join(sub, sub2, "radius"),
+                    "found %g, expected at most %g times the spacing (%g m)",
+                    (double)o->cluster_radius, (double)PBD_MAX_CLUSTER_REACH,
+                    (double)o->cluster_spacing);
     return 0;
 }
 static const char *const type_keys[][16] = {

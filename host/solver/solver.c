@@ -462,6 +462,8 @@ static pbd_status check_neo_hookean(const pbd_model *m, const pbd_config *cfg, p
 
 /* Shape-matching clusters (pbd_body.shape_cluster_spacing) need this many particles. */
 #define PBD_CLUSTER_MIN 4
+/* At most this many clusters a particle, on average over a body. */
+#define PBD_CLUSTER_SHARE 32
 /* At most this many cluster cells a body (before the small clusters are dropped). */
 #define PBD_CLUSTER_CELLS 1000000
 
@@ -574,6 +576,16 @@ static pbd_status plan_clusters(const pbd_model *m, const pbd_config *cfg, pbd_p
                 pos[map[c]] = m0 + members, members += count[c];
         }
         pos[kept] = m0 + members;
+        if ((double)members > PBD_CLUSTER_SHARE * bd->count) {
+            free(count), free(map), free(pos);
+            st = pbd_error_set(err, PBD_ERR_MODEL,
+                               "body %d (%s): its shape-matching clusters (spacing %g m, radius "
+                               "%g m) hold %d memberships, %.1f a particle (expected at most %d: "
+                               "a smaller shape_cluster_radius or a larger spacing)",
+                               b, bd->name, (double)bd->shape_cluster_spacing, g.r, members,
+                               (double)members / bd->count, PBD_CLUSTER_SHARE);
+            break;
+        }
         if (fill) {
             int *start = malloc(((size_t)kept + 1) * sizeof *start);
             if (!start) {
