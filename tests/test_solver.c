@@ -1645,6 +1645,11 @@ static void shape_clusters(void **state)
     expect(st == PBD_OK, "%s", err.message);
     pbd_solver *sv = make_solver(&sc, PBD_BACKEND_CPU);
     assert_int_equal(pbd_solver_shape_clusters(sv), 8);
+    /* checkpoints tell clusters apart: the spacing and radius are in the fingerprint */
+    uint64_t print = pbd_model_fingerprint(&sc.model);
+    sc.model.bodies[0].shape_cluster_radius = 0.2f;
+    expect(pbd_model_fingerprint(&sc.model) != print, "the fingerprint ignores the clusters");
+    sc.model.bodies[0].shape_cluster_radius = 0.15f;
     pbd_float4 x[64], v[64];
     double p0[3], p1[3], vmax = 0.0, mass = 0.0;
     for (int i = 0; i < 64; ++i) {
@@ -1685,8 +1690,8 @@ static void expect_model_refused(const char *json, const char *want)
 }
 
 /* A clustered body whose clusters leave a particle out, whose spacing makes too many cells,
- * or whose clusters overlap too much, is refused when the solver is made, naming the body
- * and what to change. */
+ * whose clusters overlap too much, or that has too few particles for a cluster, is refused
+ * when the solver is made, naming the body and what to change. */
 static void shape_clusters_refused(void **state)
 {
     (void)state;
@@ -1709,6 +1714,11 @@ static void shape_clusters_refused(void **state)
                  clusters[k]);
         expect_model_refused(json, want[k]);
     }
+    expect_model_refused("{\"bodies\": [{\"type\": \"particles\", \"name\": \"trio\", "
+                         "\"positions\": [[0, 0, 0], [1, 0, 0], [0, 1, 0]], \"shape_matching\": "
+                         "{\"stiffness\": 0.5, \"clusters\": {\"spacing\": 1}}}]}",
+                         "body 0 (trio): shape-matching clusters need at least 4 particles, found "
+                         "3 (expected whole-body shape matching)");
 }
 
 /* Pressure needs a closed surface: an open cloth, or a body without triangles, is refused

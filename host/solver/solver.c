@@ -556,9 +556,17 @@ static pbd_status plan_clusters(const pbd_model *m, const pbd_config *cfg, pbd_p
     for (int b = 0; b < nb && st == PBD_OK; ++b) {
         const pbd_body *bd = &m->bodies[b];
         cluster_grid g;
-        if (!shaped(bd) || !(bd->shape_cluster_spacing > 0.0f) ||
-            (st = cluster_grid_of(m, b, &g, err)) != PBD_OK)
+        if (!shaped(bd) || !(bd->shape_cluster_spacing > 0.0f))
             continue;
+        if (bd->count < PBD_CLUSTER_MIN) {
+            st = pbd_error_set(err, PBD_ERR_MODEL,
+                               "body %d (%s): shape-matching clusters need at least %d particles, "
+                               "found %d (expected whole-body shape matching)",
+                               b, bd->name, PBD_CLUSTER_MIN, bd->count);
+            break;
+        }
+        if ((st = cluster_grid_of(m, b, &g, err)) != PBD_OK)
+            break;
         size_t cells = (size_t)g.n[0] * g.n[1] * g.n[2];
         int *count = calloc(cells, sizeof *count), *map = malloc(cells * sizeof *map);
         int *pos = malloc((cells + 1) * sizeof *pos);
@@ -569,6 +577,25 @@ static pbd_status plan_clusters(const pbd_model *m, const pbd_config *cfg, pbd_p
         }
         for (int i = bd->first; i < bd->first + bd->count; ++i)
             cluster_visit(&g, m->x[i], i, count, NULL, NULL, NULL, NULL);
+        double all = 0.0; /* the memberships, counted before any int holds them */
+        for (size_t c = 0; c < cells; ++c)
+            all += count[c] >= PBD_CLUSTER_MIN ? count[c] : 0;
+        if (all > (double)PBD_CLUSTER_SHARE * bd->count || m0 + all > INT_MAX / 2) {
+            free(count), free(map), free(pos);
+            st = all > (double)PBD_CLUSTER_SHARE * bd->count
+                     ? pbd_error_set(err, PBD_ERR_MODEL,
+                                     "body %d (%s): its shape-matching clusters (spacing %g m, "
+                                     "radius %g m) hold %.0f memberships, %.1f a particle "
+                                     "(expected at most %d: a smaller shape_cluster_radius or a "
+                                     "larger spacing)",
+                                     b, bd->name, (double)bd->shape_cluster_spacing, g.r, all,
+                                     all / bd->count, PBD_CLUSTER_SHARE)
+                     : pbd_error_set(err, PBD_ERR_MODEL,
+                                     "body %d (%s): its shape-matching clusters bring the "
+                                     "particles and memberships to %.0f (expected at most %d)",
+                                     b, bd->name, m0 + all, INT_MAX / 2);
+            break;
+        }
         int kept = 0, members = 0;
         for (size_t c = 0; c < cells; ++c) {
             map[c] = count[c] >= PBD_CLUSTER_MIN ? kept++ : -1;
@@ -576,16 +603,6 @@ static pbd_status plan_clusters(const pbd_model *m, const pbd_config *cfg, pbd_p
                 pos[map[c]] = m0 + members, members += count[c];
         }
         pos[kept] = m0 + members;
-        if ((double)members > PBD_CLUSTER_SHARE * bd->count) {
-            free(count), free(map), free(pos);
-            st = pbd_error_set(err, PBD_ERR_MODEL,
-                               "body %d (%s): its shape-matching clusters (spacing %g m, radius "
-                               "%g m) hold %d memberships, %.1f a particle (expected at most %d: "
-                               "a smaller shape_cluster_radius or a larger spacing)",
-                               b, bd->name, (double)bd->shape_cluster_spacing, g.r, members,
-                               (double)members / bd->count, PBD_CLUSTER_SHARE);
-            break;
-        }
         if (fill) {
             int *start = malloc(((size_t)kept + 1) * sizeof *start);
             if (!start) {
@@ -1443,6 +1460,10 @@ uint64_t pbd_model_fingerprint(const pbd_model *m)
         int head[4] = {bd->first, bd->count, bd->pinned, bd->momentum};
         h = fnv(h, head, sizeof head);
         h = fnv(h, bd->name, strnlen(bd->name, sizeof bd->name));
+        if (bd->shape_cluster_spacing > 0.0f) { /* which clusters the rotations belong to */
+            float cl[2] = {bd->shape_cluster_spacing, bd->shape_cluster_radius};
+            h = fnv(h, cl, sizeof cl);
+        }
     }
     for (int t = 0; t < PBD_CONSTRAINT_COUNT; ++t) {
         int n = 0;
