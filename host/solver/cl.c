@@ -372,8 +372,10 @@ static pbd_status cl_body_constraints(void *impl, int reset, pbd_error *err)
     status = launch(c, PBD_STAGE_BODY_REDUCE, nseg, cpu ? serial_local(c, nseg) : c->wg, err);
     if (status == PBD_OK)
         status = launch(c, PBD_STAGE_BODY_SOLVE, nb, cpu ? serial_local(c, nb) : c->wg, err);
+    size_t runs = (np + PBD_PARTICLE_RUN - 1) / PBD_PARTICLE_RUN; /* CPU devices: a run each */
     if (status == PBD_OK)
-        status = launch(c, PBD_STAGE_BODY_APPLY, np, c->wg, err);
+        status = launch(c, PBD_STAGE_BODY_APPLY, cpu ? runs : np,
+                        cpu ? serial_local(c, runs) : c->wg, err);
 cleanup:
     return status;
 }
@@ -1010,6 +1012,7 @@ static pbd_status choose_kernels(cl_impl *c, pbd_plan *plan, const pbd_solver_de
         names[PBD_STAGE_GATHER] = "jacobi_fused16"; /* which projects too: */
         names[PBD_STAGE_PROJECT_JACOBI] = NULL;     /* project_distance_jacobi is not launched */
         names[PBD_STAGE_PREDICT] = "predict_runs";
+        names[PBD_STAGE_BODY_APPLY] = "body_constraint_apply_runs";
     }
     /* The program holds the variant's kernels only: kernels/common/, then kernels/gpu/ or
      * kernels/cpu/. */
