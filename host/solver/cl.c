@@ -1012,6 +1012,7 @@ static pbd_status choose_kernels(cl_impl *c, pbd_plan *plan, const pbd_solver_de
         names[PBD_STAGE_GATHER] = "jacobi_fused16"; /* which projects too: */
         names[PBD_STAGE_PROJECT_JACOBI] = NULL;     /* project_distance_jacobi is not launched */
         names[PBD_STAGE_PREDICT] = "predict_runs";
+        names[PBD_STAGE_BODY_REDUCE] = "body_constraint_reduce16";
         names[PBD_STAGE_BODY_APPLY] = "body_constraint_apply_runs";
     }
     /* The program holds the variant's kernels only: kernels/common/, then kernels/gpu/ or

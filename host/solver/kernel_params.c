@@ -91,6 +91,9 @@ PARAMS(body_constraint_solve, "body_constraint_ranges", "body_constraint_sums", 
        "body_constraints", "body_goal", "inv_h2", "reset_lambda", "num_body_constraints")
 PARAMS(body_constraint_apply, "particle_p", "particle_body", "member_rest", "particle_grad",
        "cluster_offsets", "cluster_pairs", "body_constraints", "body_goal", "num_particles")
+PARAMS(body_constraint_reduce16, "body_constraint_segments", "particle_p", "member_particle",
+       "member_rest", "particle_grad", "pressure_offsets", "pressure_pairs", "body_constraints",
+       "body_constraint_sums", "num_body_constraint_segments")
 PARAMS(body_constraint_apply_runs, "particle_p", "particle_body", "member_rest", "particle_grad",
        "cluster_offsets", "cluster_pairs", "body_constraints", "body_goal", "num_particles")
 
@@ -123,6 +126,7 @@ const pbd_kernel_params pbd_kernel_param_table[] = {
     ENTRY(body_constraint_reduce),
     ENTRY(body_constraint_solve),
     ENTRY(body_constraint_apply),
+    ENTRY(body_constraint_reduce16),
     ENTRY(body_constraint_apply_runs),
     ENTRY(hash_clear),
     ENTRY(hash_count),

@@ -2,20 +2,16 @@
  * iteration over the constraints, the same in both variants, every sum in a fixed order.
  * Constraints with flags 0 (bodies without any) return at once. Built after pbd_shared.h. */
 
-/* Stage one: a work-item a segment (of at most PBD_BODY_SEGMENT members of a constraint) sums
- * its members in order into body_constraint_sums (PBD_BSUM_COUNT floats), and stores each
- * pressure particle's volume gradient. */
-__kernel void
-body_constraint_reduce(__global const pbd_segment *body_constraint_segments,
-                       __global const pbd_float4 *particle_p, __global const int *member_particle,
-                       __global const pbd_float4 *member_rest, __global pbd_float4 *particle_grad,
-                       __global const int *pressure_offsets, __global const int *pressure_pairs,
-                       __global const pbd_body_constraint *body_constraints,
-                       __global float *body_constraint_sums, int num_body_constraint_segments)
+/* Stage one's work for segment gi (of at most PBD_BODY_SEGMENT members of a constraint): its
+ * members' sums in order into body_constraint_sums (PBD_BSUM_COUNT floats), and each pressure
+ * particle's volume gradient. */
+PBD_INLINE void body_constraint_reduce_one(
+    int gi, __global const pbd_segment *body_constraint_segments,
+    __global const pbd_float4 *particle_p, __global const int *member_particle,
+    __global const pbd_float4 *member_rest, __global pbd_float4 *particle_grad,
+    __global const int *pressure_offsets, __global const int *pressure_pairs,
+    __global const pbd_body_constraint *body_constraints, __global float *body_constraint_sums)
 {
-    int gi = get_global_id(0);
-    if (gi >= num_body_constraint_segments)
-        return;
     pbd_segment seg = body_constraint_segments[gi];
     pbd_body_constraint bc = body_constraints[seg.body];
     float s[PBD_BSUM_COUNT];
@@ -36,6 +32,22 @@ body_constraint_reduce(__global const pbd_segment *body_constraint_segments,
     PBD_UNROLL
     for (int q = 0; q < PBD_BSUM_COUNT; ++q)
         body_constraint_sums[gi * PBD_BSUM_COUNT + q] = s[q];
+}
+
+/* Stage one: a work-item a segment. */
+__kernel void
+body_constraint_reduce(__global const pbd_segment *body_constraint_segments,
+                       __global const pbd_float4 *particle_p, __global const int *member_particle,
+                       __global const pbd_float4 *member_rest, __global pbd_float4 *particle_grad,
+                       __global const int *pressure_offsets, __global const int *pressure_pairs,
+                       __global const pbd_body_constraint *body_constraints,
+                       __global float *body_constraint_sums, int num_body_constraint_segments)
+{
+    int gi = get_global_id(0);
+    if (gi < num_body_constraint_segments)
+        body_constraint_reduce_one(gi, body_constraint_segments, particle_p, member_particle,
+                                   member_rest, particle_grad, pressure_offsets, pressure_pairs,
+                                   body_constraints, body_constraint_sums);
 }
 
 /* Stage two: a work-item a constraint adds its segments' sums in order and solves. */

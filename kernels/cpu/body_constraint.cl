@@ -1,3 +1,51 @@
+/* The body constraints' reduction (common/body_constraint.cl's body_constraint_reduce) on CPU
+ * devices, a work-item a segment as there: for shape matching without pressure, the first
+ * sixteen sums (sum m, m p', m p' q^T, m q: PBD_BSUM_M .. PBD_BSUM_MQ + 2, in that order) as
+ * one float16, each member adding (m, mx, my, mz, mx, mx, mx, my, ..., m) * (1, 1, 1, 1, q0,
+ * q1, q2, q0, ...) lane by lane: pbd_body_constraint_sums' products and sums in its order, so
+ * the same bits; the XPBD form's two sums beside it. Pressure goes through the shared code. */
+__kernel void
+body_constraint_reduce16(__global const pbd_segment *body_constraint_segments,
+                         __global const pbd_float4 *particle_p, __global const int *member_particle,
+                         __global const pbd_float4 *member_rest, __global pbd_float4 *particle_grad,
+                         __global const int *pressure_offsets, __global const int *pressure_pairs,
+                         __global const pbd_body_constraint *body_constraints,
+                         __global float *body_constraint_sums, int num_body_constraint_segments)
+{
+    int gi = get_global_id(0);
+    if (gi >= num_body_constraint_segments)
+        return;
+    pbd_segment seg = body_constraint_segments[gi];
+    pbd_body_constraint bc = body_constraints[seg.body];
+    if (bc.flags & PBD_BODY_PRESSURE) {
+        body_constraint_reduce_one(gi, body_constraint_segments, particle_p, member_particle,
+                                   member_rest, particle_grad, pressure_offsets, pressure_pairs,
+                                   body_constraints, body_constraint_sums);
+        return;
+    }
+    pbd_float4 r = particle_p[bc.first];
+    float16 s = (float16)(0.0f);
+    float mpp = 0.0f, mqq = 0.0f;
+    int xpbd = bc.flags & PBD_BODY_SHAPE_XPBD;
+    for (int m = seg.first; m < seg.first + seg.count; ++m) {
+        pbd_float4 p = particle_p[member_particle[m]], q = member_rest[m];
+        float px = p.x - r.x, py = p.y - r.y, pz = p.z - r.z;
+        float mm = q.w, mx = mm * px, my = mm * py, mz = mm * pz;
+        float4 a = (float4)(mm, mx, my, mz), b = (float4)(1.0f, q.x, q.y, q.z);
+        s = s + a.s0123111222333000 * b.s0000123123123123;
+        if (xpbd) {
+            mpp = mpp + ((mx * px + my * py) + mz * pz);
+            mqq = mqq + mm * ((q.x * q.x + q.y * q.y) + q.z * q.z);
+        }
+    }
+    __global float *out = body_constraint_sums + gi * PBD_BSUM_COUNT;
+    vstore16(s, 0, out);
+    out[PBD_BSUM_VOL] = 0.0f;
+    out[PBD_BSUM_WG] = 0.0f;
+    out[PBD_BSUM_MPP] = mpp;
+    out[PBD_BSUM_MQQ] = mqq;
+}
+
 /* The body constraints' apply stage (common/body_constraint.cl's body_constraint_apply) on CPU
  * devices, a run of PBD_PARTICLE_RUN particles a work-item: four particles at a time as they
  * are stored (a float16) where the four share a body that has a constraint of its own and none
