@@ -46,13 +46,6 @@ body_constraint_reduce16(__global const pbd_segment *body_constraint_segments,
     out[PBD_BSUM_MQQ] = mqq;
 }
 
-/* The body constraints' apply stage (common/body_constraint.cl's body_constraint_apply) on CPU
- * devices, a run of PBD_PARTICLE_RUN particles a work-item: four particles at a time as they
- * are stored (a float16) where the four share a body that has a constraint of its own and none
- * is in a cluster, each lane doing pbd_body_constraint_apply's operations in its order (the
- * same bits); any other particle one by one through pbd_body_constraint_apply. Built after
- * vec8.cl. */
-
 /* Lane k of each particle of a float16 of four, in all four of its lanes. */
 #define BODY_LANE16(v, k)                                                                          \
     shuffle((v), (uint16)(k, k, k, k, 4 + k, 4 + k, 4 + k, 4 + k, 8 + k, 8 + k, 8 + k, 8 + k,      \
@@ -61,6 +54,12 @@ body_constraint_reduce16(__global const pbd_segment *body_constraint_segments,
 /* (a, b, c, 0) four times. */
 #define BODY_ABC16(a, b, c) ((float16)((float4)((a), (b), (c), 0.0f).s0123012301230123))
 
+/* The body constraints' apply stage (common/body_constraint.cl's body_constraint_apply) on CPU
+ * devices, a run of PBD_PARTICLE_RUN particles a work-item: four particles at a time as they
+ * are stored (a float16) where the four share a body that has a constraint of its own and none
+ * is in a cluster, each lane doing pbd_body_constraint_apply's operations in its order (the
+ * same bits); any other particle one by one through pbd_body_constraint_apply. Built after
+ * vec8.cl. */
 __kernel void body_constraint_apply_runs(__global pbd_float4 *particle_p,
                                          __global const int *particle_body,
                                          __global const pbd_float4 *member_rest,
