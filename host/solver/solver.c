@@ -460,6 +460,48 @@ static pbd_status check_neo_hookean(const pbd_model *m, const pbd_config *cfg, p
                          (int)(b - m->bodies), b->name, h, worst, at, need);
 }
 
+/* Shape matching's rest offsets q = x0 - c0 of members [first, end) (member e is particle
+ * member_particle[e]), c0 their initial centre of mass weighted by rest[e].w, set before. */
+static void shape_rest(const pbd_model *m, const int *member_particle, int first, int end,
+                       pbd_float4 *rest)
+{
+    double mass = 0.0, c0[3] = {0.0, 0.0, 0.0};
+    for (int e = first; e < end; ++e) {
+        int i = member_particle[e];
+        mass += rest[e].w;
+        c0[0] += rest[e].w * (double)m->x[i].x;
+        c0[1] += rest[e].w * (double)m->x[i].y;
+        c0[2] += rest[e].w * (double)m->x[i].z;
+    }
+    for (int e = first; e < end; ++e) {
+        int i = member_particle[e];
+        rest[e].x = (float)(m->x[i].x - c0[0] / mass);
+        rest[e].y = (float)(m->x[i].y - c0[1] / mass);
+        rest[e].z = (float)(m->x[i].z - c0[2] / mass);
+    }
+}
+
+/* Body bd's shape matching in constraint bc: its stiffness per iteration, or its XPBD form. */
+static void shape_form(const pbd_body *bd, const pbd_config *cfg, pbd_body_constraint *bc)
+{
+    bc->flags |= PBD_BODY_SHAPE;
+    if (bd->shape_stiffness > 0.0f)
+        bc->shape_k = -plan_compliance(-bd->shape_stiffness, cfg->iterations);
+    else {
+        bc->flags |= PBD_BODY_SHAPE_XPBD;
+        bc->shape_compliance = bd->shape_compliance;
+    }
+}
+
+/* Constraint k's members [first, end) as segments of at most PBD_BODY_SEGMENT, from *nseg on. */
+static void add_segments(pbd_plan *plan, int k, int first, int end, int *nseg)
+{
+    for (int f = first; f < end; f += PBD_BODY_SEGMENT) {
+        int cnt = end - f < PBD_BODY_SEGMENT ? end - f : PBD_BODY_SEGMENT;
+        plan->body_constraint_segments[(*nseg)++] = (pbd_segment){k, f, cnt, 0};
+    }
+}
+
 /* Shape-matching clusters (pbd_body.shape_cluster_spacing) need this many particles. */
 #define PBD_CLUSTER_MIN 4
 /* At most this many clusters a particle, on average over a body. */
@@ -623,38 +665,16 @@ static pbd_status plan_clusters(const pbd_model *m, const pbd_config *cfg, pbd_p
                                        PBD_CLUSTER_MIN);
             for (int k = 0; k < kept && st == PBD_OK; ++k) {
                 pbd_body_constraint *bc = &plan->body_constraints[nb + k0 + k];
-                double mass = 0.0, c0[3] = {0.0, 0.0, 0.0};
                 for (int e = start[k]; e < start[k + 1]; ++e) {
                     int i = plan->member_particle[e];
-                    float w = m->v[i].w / (float)ncl[i];
-                    plan->member_rest[e].w = w;
-                    mass += w;
-                    c0[0] += w * (double)m->x[i].x;
-                    c0[1] += w * (double)m->x[i].y;
-                    c0[2] += w * (double)m->x[i].z;
-                }
-                for (int e = start[k]; e < start[k + 1]; ++e) {
-                    int i = plan->member_particle[e];
-                    plan->member_rest[e].x = (float)(m->x[i].x - c0[0] / mass);
-                    plan->member_rest[e].y = (float)(m->x[i].y - c0[1] / mass);
-                    plan->member_rest[e].z = (float)(m->x[i].z - c0[2] / mass);
+                    plan->member_rest[e].w = m->v[i].w / (float)ncl[i];
                     plan->cluster_offsets[i + 1]++;
                 }
-                bc->flags = PBD_BODY_SHAPE;
+                shape_rest(m, plan->member_particle, start[k], start[k + 1], plan->member_rest);
+                shape_form(bd, cfg, bc);
                 bc->first = plan->member_particle[start[k]];
-                if (bd->shape_stiffness > 0.0f)
-                    bc->shape_k = -plan_compliance(-bd->shape_stiffness, cfg->iterations);
-                else {
-                    bc->flags |= PBD_BODY_SHAPE_XPBD;
-                    bc->shape_compliance = bd->shape_compliance;
-                }
                 plan->body_constraint_ranges[nb + k0 + k] = *nseg;
-                for (int f = start[k]; f < start[k + 1]; f += PBD_BODY_SEGMENT) {
-                    int cnt =
-                        start[k + 1] - f < PBD_BODY_SEGMENT ? start[k + 1] - f : PBD_BODY_SEGMENT;
-                    plan->body_constraint_segments[(*nseg)++] =
-                        (pbd_segment){nb + k0 + k, f, cnt, 0};
-                }
+                add_segments(plan, nb + k0 + k, start[k], start[k + 1], nseg);
             }
             free(start);
         } else
@@ -758,10 +778,8 @@ static pbd_status plan_body_constraints(const pbd_model *m, const pbd_config *cf
     for (int b = 0; b < nb; ++b) {
         const pbd_body *bd = &m->bodies[b];
         plan->body_constraint_ranges[b] = nseg;
-        for (int f = 0; body_wide(bd) && f < bd->count; f += PBD_BODY_SEGMENT) {
-            int cnt = bd->count - f < PBD_BODY_SEGMENT ? bd->count - f : PBD_BODY_SEGMENT;
-            plan->body_constraint_segments[nseg++] = (pbd_segment){b, bd->first + f, cnt, 0};
-        }
+        if (body_wide(bd))
+            add_segments(plan, b, bd->first, bd->first + bd->count, &nseg);
     }
     st = plan_clusters(m, cfg, plan, 1, &nc, &nm, &nseg, err);
     for (int b = 0; b < nb && st == PBD_OK; ++b) {
@@ -769,24 +787,11 @@ static pbd_status plan_body_constraints(const pbd_model *m, const pbd_config *cf
         pbd_body_constraint *bc = &plan->body_constraints[b];
         bc->first = bd->first;
         if (shaped(bd) && !(bd->shape_cluster_spacing > 0.0f)) {
-            double mass = 0.0, c0[3] = {0.0, 0.0, 0.0};
-            for (int i = bd->first; i < bd->first + bd->count; ++i) {
-                mass += m->v[i].w;
-                c0[0] += m->v[i].w * (double)m->x[i].x;
-                c0[1] += m->v[i].w * (double)m->x[i].y;
-                c0[2] += m->v[i].w * (double)m->x[i].z;
-            }
             for (int i = bd->first; i < bd->first + bd->count; ++i)
-                plan->member_rest[i] = (pbd_float4){(float)(m->x[i].x - c0[0] / mass),
-                                                    (float)(m->x[i].y - c0[1] / mass),
-                                                    (float)(m->x[i].z - c0[2] / mass), m->v[i].w};
-            bc->flags |= PBD_BODY_SHAPE;
-            if (bd->shape_stiffness > 0.0f)
-                bc->shape_k = -plan_compliance(-bd->shape_stiffness, cfg->iterations);
-            else {
-                bc->flags |= PBD_BODY_SHAPE_XPBD;
-                bc->shape_compliance = bd->shape_compliance;
-            }
+                plan->member_rest[i].w = m->v[i].w;
+            shape_rest(m, plan->member_particle, bd->first, bd->first + bd->count,
+                       plan->member_rest);
+            shape_form(bd, cfg, bc);
         }
         if (bd->pressure > 0.0f) {
             /* closed: for every edge i -> j of a triangle, j -> i in exactly one other, and
