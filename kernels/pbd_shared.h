@@ -1416,9 +1416,9 @@ PBD_INLINE float pbd_particle_error(PBD_GLOBAL const pbd_float4 *x,
  * section 4.4), a body constraint each, and a particle moves by the mean of its clusters'
  * pulls. All need sums over their members inside the iteration, so each iteration runs three
  * stages over the body constraints (one a body, the bodies' first, then one a cluster):
- * body_constraint_reduce (a work-item a segment, its members in order),
- * body_constraint_solve (a work-item a constraint, its segments in order: c, A, R, the
- * pressure step) and body_constraint_apply (a work-item a particle). A constraint's members
+ * body_constraint_reduce (a segment's sums, its members in order), body_constraint_solve (a
+ * constraint's: its segments in order; c, A, R, the pressure step) and body_constraint_apply
+ * (a work-item a particle). A constraint's members
  * are entries of member_particle / member_rest: a body's are its particles themselves (entry
  * i is particle i), a cluster's come after the particles. Every sum is float in that fixed
  * order: the same bits on every device and in the CPU reference. */
@@ -1430,9 +1430,10 @@ PBD_INLINE float pbd_particle_error(PBD_GLOBAL const pbd_float4 *x,
  * PBD_BSUM_MQQ */
 #define PBD_BODY_SHAPE_XPBD 4
 
-/* Members a work-item of body_constraint_reduce sums (a constraint's members in pieces of
+/* Members a segment of body_constraint_reduce sums (a constraint's members in pieces of
  * this many, pbd_plan.body_constraint_segments): small enough that a body's reduction is
- * spread over many work-items, which a CPU device also runs side by side in vector lanes. */
+ * spread over many work-items, which a CPU device also runs side by side in vector lanes; a
+ * GPU's work-group holds a segment's members, one a work-item. */
 #define PBD_BODY_SEGMENT 64
 
 /* Polar decomposition steps per solve, warm-started from the body's previous rotation. */

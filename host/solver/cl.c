@@ -369,9 +369,13 @@ static pbd_status cl_body_constraints(void *impl, int reset, pbd_error *err)
     size_t nseg = (size_t)pl->num_body_constraint_segments, nb = (size_t)pl->num_body_constraints;
     size_t np = (size_t)pl->num_particles;
     int cpu = cpu_variant(c);
-    status = launch(c, PBD_STAGE_BODY_REDUCE, nseg, cpu ? serial_local(c, nseg) : c->wg, err);
+    /* GPUs: a work-group of PBD_BODY_SEGMENT a segment and a constraint */
+    const size_t g = PBD_BODY_SEGMENT;
+    status = launch(c, PBD_STAGE_BODY_REDUCE, cpu ? nseg : nseg * g,
+                    cpu ? serial_local(c, nseg) : g, err);
     if (status == PBD_OK)
-        status = launch(c, PBD_STAGE_BODY_SOLVE, nb, cpu ? serial_local(c, nb) : c->wg, err);
+        status =
+            launch(c, PBD_STAGE_BODY_SOLVE, cpu ? nb : nb * g, cpu ? serial_local(c, nb) : g, err);
     size_t runs = (np + PBD_PARTICLE_RUN - 1) / PBD_PARTICLE_RUN; /* CPU devices: a run each */
     if (status == PBD_OK)
         status = launch(c, PBD_STAGE_BODY_APPLY, cpu ? runs : np,
@@ -1014,6 +1018,9 @@ static pbd_status choose_kernels(cl_impl *c, pbd_plan *plan, const pbd_solver_de
         names[PBD_STAGE_PREDICT] = "predict_runs";
         names[PBD_STAGE_BODY_REDUCE] = "body_constraint_reduce16";
         names[PBD_STAGE_BODY_APPLY] = "body_constraint_apply_runs";
+    } else {
+        names[PBD_STAGE_BODY_REDUCE] = "body_constraint_reduce64";
+        names[PBD_STAGE_BODY_SOLVE] = "body_constraint_solve64";
     }
     /* The program holds the variant's kernels only: kernels/common/, then kernels/gpu/ or
      * kernels/cpu/. */
@@ -1056,20 +1063,33 @@ static pbd_status choose_kernels(cl_impl *c, pbd_plan *plan, const pbd_solver_de
     return PBD_OK;
 }
 
+/* Whether stage k's kernel runs in work-groups of exactly PBD_REDUCE_WG: the momentum trees
+ * and, on GPUs, the body constraints' sums (PBD_BODY_SEGMENT, the same). */
+_Static_assert(PBD_BODY_SEGMENT == PBD_REDUCE_WG, "body constraints' groups are reduce groups");
+static int group_sized(const cl_impl *c, const pbd_plan *plan, int k)
+{
+    if (k == PBD_STAGE_REDUCE)
+        return !cpu_variant(c);
+    if (k == PBD_STAGE_SOLVE)
+        return !plan->solve_serial;
+    return (k == PBD_STAGE_BODY_REDUCE || k == PBD_STAGE_BODY_SOLVE) && !cpu_variant(c);
+}
+
 /* The work-group sizes, within the device's limits. The per-particle and per-constraint
  * kernels: 64 on GPUs (two warps, one wavefront), rounded up to a multiple of the kernels'
  * preferred work-group multiple (CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE: the warp or
  * SIMD width) and down to what every kernel allows; on CPU devices 256, where a work-group is
  * a loop a thread runs and bigger groups amortise its start-up. The tree reductions need
  * exactly PBD_REDUCE_WG work-items (their order of addition is the CPU reference's) and
- * their rows in local memory: a device that cannot give them is refused, naming the limit. */
+ * their rows in local memory, as do the GPUs' body-constraint sums: a device that cannot give
+ * them is refused, naming the limit. */
 static pbd_status choose_work_groups(cl_impl *c, const pbd_plan *plan, pbd_error *err)
 {
     pbd_status status = PBD_OK;
     const pbd_device_info *info = &c->cl.info;
     size_t wg = strcmp(info->type, "cpu") == 0 ? 256 : 64, multiple = 0, allowed = SIZE_MAX;
     for (int k = 0; k < PBD_STAGE_COUNT; ++k) {
-        if (!c->kernels[k].k || k == PBD_STAGE_REDUCE || k == PBD_STAGE_SOLVE)
+        if (!c->kernels[k].k || group_sized(c, plan, k))
             continue;
         size_t kwg = 0, mult = 0;
         PBD_CL_CHECK(clGetKernelWorkGroupInfo(c->kernels[k].k, c->cl.device,
@@ -1098,9 +1118,8 @@ static pbd_status choose_work_groups(cl_impl *c, const pbd_plan *plan, pbd_error
             gwg = gwg / multiple * multiple;
         c->group_wg = gwg < 1 ? 1 : gwg;
     }
-    for (int k = PBD_STAGE_REDUCE; k <= PBD_STAGE_SOLVE; ++k) {
-        if ((k == PBD_STAGE_REDUCE && cpu_variant(c)) ||
-            (k == PBD_STAGE_SOLVE && plan->solve_serial))
+    for (int k = 0; k < PBD_STAGE_COUNT; ++k) {
+        if (!c->kernels[k].k || !group_sized(c, plan, k))
             continue;
         const char *name = c->kernels[k].params->kernel;
         if (info->max_work_group < PBD_REDUCE_WG)

@@ -1,5 +1,5 @@
-/* The body constraints' reduction (common/body_constraint.cl's body_constraint_reduce) on CPU
- * devices, a work-item a segment as there: for shape matching without pressure, the first
+/* The body constraints' reduction (common/body_constraint.cl's body_constraint_reduce_one) on
+ * CPU devices, a work-item a segment: for shape matching without pressure, the first
  * sixteen sums (sum m, m p', m p' q^T, m q: PBD_BSUM_M .. PBD_BSUM_MQ + 2, in that order) as
  * one float16, each member adding (m, mx, my, mz, mx, mx, mx, my, ..., m) * (1, 1, 1, 1, q0,
  * q1, q2, q0, ...) lane by lane: pbd_body_constraint_sums' products and sums in its order, so
