@@ -309,7 +309,8 @@ static pbd_status cl_project_color(cl_impl *c, int type, int color, int reset, p
     } else if (cpu_variant(c) && project16[type] && !serial) {
         items = ((size_t)count + 15) / 16; /* project_<type>16: sixteen a work-item */
     }
-    status = launch(c, PBD_STAGE_PROJECT + type, items, c->wg, err);
+    status = launch(c, PBD_STAGE_PROJECT + type, items,
+                    cpu_variant(c) ? serial_local(c, items) : c->wg, err);
 cleanup:
     return status;
 }
