@@ -54,6 +54,48 @@ body_constraint_reduce16(__global const pbd_segment *body_constraint_segments,
 /* (a, b, c, 0) four times. */
 #define BODY_ABC16(a, b, c) ((float16)((float4)((a), (b), (c), 0.0f).s0123012301230123))
 
+/* A body's goal as body_apply4 takes it: the rows of R and c spread over the four particles'
+ * lanes, the pull k and the pressure step. */
+typedef struct {
+    float16 rx, ry, rz, c;
+    float k, cw;
+    int flags;
+} body_apply_goal;
+
+static inline body_apply_goal body_goal_of(pbd_body_constraint bc, __global const pbd_float4 *goal)
+{
+    pbd_float4 c = goal[1], r0 = goal[2], r1 = goal[3], r2 = goal[4];
+    body_apply_goal k;
+    k.rx = BODY_ABC16(r0.x, r1.x, r2.x);
+    k.ry = BODY_ABC16(r0.y, r1.y, r2.y);
+    k.rz = BODY_ABC16(r0.z, r1.z, r2.z);
+    k.c = BODY_ABC16(c.x, c.y, c.z);
+    k.k = (bc.flags & PBD_BODY_SHAPE_XPBD) ? r2.w : bc.shape_k;
+    k.cw = c.w;
+    k.flags = bc.flags;
+    return k;
+}
+
+/* pbd_body_constraint_apply on four particles of one body as they are stored, lane by lane in
+ * its order: the same bits. */
+static inline void body_apply4(__global pbd_float4 *particle_p, __global const pbd_float4 *rest,
+                               __global const pbd_float4 *grad, const body_apply_goal *k)
+{
+    float16 p = VEC8_LOAD16(particle_p), d = (float16)(0.0f);
+    float16 pw = BODY_LANE16(p, 3);
+    if (k->flags & PBD_BODY_SHAPE) { /* pbd_shape_pull */
+        float16 q = VEC8_LOAD16(rest);
+        float16 g =
+            ((k->rx * BODY_LANE16(q, 0) + k->ry * BODY_LANE16(q, 1)) + k->rz * BODY_LANE16(q, 2)) +
+            k->c;
+        d = k->k * (g - p);
+    }
+    if (k->flags & PBD_BODY_PRESSURE)
+        d = d + (pw * k->cw) * VEC8_LOAD16(grad);
+    float16 out = select(p + d, p, VEC8_W_LANES); /* w: the inverse mass stays */
+    VEC8_STORE16(select(p, out, isgreater(pw, (float16)(0.0f))), particle_p);
+}
+
 /* The body constraints' apply stage (common/body_constraint.cl's body_constraint_apply) on CPU
  * devices, a run of PBD_PARTICLE_RUN particles a work-item: four particles at a time as they
  * are stored (a float16) where the four share a body that has a constraint of its own and none
@@ -71,29 +113,24 @@ __kernel void body_constraint_apply_runs(__global pbd_float4 *particle_p,
 {
     int first = PBD_PARTICLE_RUN * get_global_id(0);
     int end = min(first + PBD_PARTICLE_RUN, num_particles);
+    /* A run in one body with a constraint of its own and no cluster: the body's goal once. */
+    int b0 = particle_body[first];
+    pbd_body_constraint b0c = body_constraints[b0];
+    if ((end - first) % 4 == 0 && b0c.flags != 0 && particle_body[end - 1] == b0 &&
+        cluster_offsets[first] == cluster_offsets[end]) {
+        body_apply_goal k = body_goal_of(b0c, body_goal + b0 * PBD_GOAL_COUNT);
+        for (int i = first; i < end; i += 4)
+            body_apply4(particle_p + i, member_rest + i, particle_grad + i, &k);
+        return;
+    }
     for (int i = first; i < end;) {
         int b = particle_body[i];
         pbd_body_constraint bc = body_constraints[b];
         /* bodies are runs of particles: the first and fourth share a body, so all four do */
         if (i + 4 <= end && bc.flags != 0 && particle_body[i + 3] == b &&
             cluster_offsets[i] == cluster_offsets[i + 4]) {
-            __global const pbd_float4 *goal = body_goal + b * PBD_GOAL_COUNT;
-            pbd_float4 c = goal[1], r0 = goal[2], r1 = goal[3], r2 = goal[4];
-            float16 p = VEC8_LOAD16(particle_p + i), d = (float16)(0.0f);
-            float16 pw = BODY_LANE16(p, 3);
-            if (bc.flags & PBD_BODY_SHAPE) { /* pbd_shape_pull */
-                float16 q = VEC8_LOAD16(member_rest + i);
-                float16 g = ((BODY_ABC16(r0.x, r1.x, r2.x) * BODY_LANE16(q, 0) +
-                              BODY_ABC16(r0.y, r1.y, r2.y) * BODY_LANE16(q, 1)) +
-                             BODY_ABC16(r0.z, r1.z, r2.z) * BODY_LANE16(q, 2)) +
-                            BODY_ABC16(c.x, c.y, c.z);
-                float k = (bc.flags & PBD_BODY_SHAPE_XPBD) ? r2.w : bc.shape_k;
-                d = k * (g - p);
-            }
-            if (bc.flags & PBD_BODY_PRESSURE)
-                d = d + (pw * c.w) * VEC8_LOAD16(particle_grad + i);
-            float16 out = select(p + d, p, VEC8_W_LANES); /* w: the inverse mass stays */
-            VEC8_STORE16(select(p, out, isgreater(pw, (float16)(0.0f))), particle_p + i);
+            body_apply_goal k = body_goal_of(bc, body_goal + b * PBD_GOAL_COUNT);
+            body_apply4(particle_p + i, member_rest + i, particle_grad + i, &k);
             i += 4;
             continue;
         }
