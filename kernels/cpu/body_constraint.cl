@@ -113,6 +113,8 @@ __kernel void body_constraint_apply_runs(__global pbd_float4 *particle_p,
 {
     int first = PBD_PARTICLE_RUN * get_global_id(0);
     int end = min(first + PBD_PARTICLE_RUN, num_particles);
+    if (first >= num_particles) /* the work-groups' padding */
+        return;
     /* A run in one body with a constraint of its own and no cluster: the body's goal once. */
     int b0 = particle_body[first];
     pbd_body_constraint b0c = body_constraints[b0];
