@@ -1090,7 +1090,8 @@ static pbd_status choose_work_groups(cl_impl *c, const pbd_plan *plan, pbd_error
     const pbd_device_info *info = &c->cl.info;
     size_t wg = strcmp(info->type, "cpu") == 0 ? 256 : 64, multiple = 0, allowed = SIZE_MAX;
     for (int k = 0; k < PBD_STAGE_COUNT; ++k) {
-        if (!c->kernels[k].k || group_sized(c, plan, k))
+        if (!c->kernels[k].k || k == PBD_STAGE_REDUCE || k == PBD_STAGE_SOLVE ||
+            group_sized(c, plan, k))
             continue;
         size_t kwg = 0, mult = 0;
         PBD_CL_CHECK(clGetKernelWorkGroupInfo(c->kernels[k].k, c->cl.device,

@@ -2,9 +2,11 @@
  * work-items a segment and a constraint, with the order of addition of
  * common/body_constraint.cl, so the same bits. There a work-item walks its segment's members
  * (or its constraint's segments) one after another, each member's loads waiting on its index:
- * about 35 us a launch on an H200, whatever the size. Here the loads and each member's terms
- * are the group's, side by side, into local memory, and work-item q then adds sum q's column
- * in order: 0 + t is t, and without contraction t + s is the serial loop's addition. */
+ * 34-38 us a launch for shape matching on an H200's 9,261-particle box, 96 us for pressure.
+ * Here the loads and each member's terms are the group's, side by side, into local memory,
+ * and work-item q then adds sum q's column in order: a term stored as 0 + t differs from t
+ * only for t = -0, which adds nothing to a sum that starts at +0 (such a sum is never -0),
+ * and without contraction each addition is the serial loop's. */
 
 /* Sums q = 0 .. PBD_BSUM_COUNT - 1 of rows [0, n) of t (PBD_BSUM_COUNT floats a row), in
  * order, onto s (work-item q's sum). */
