@@ -1436,6 +1436,11 @@ PBD_INLINE float pbd_particle_error(PBD_GLOBAL const pbd_float4 *x,
  * GPU's work-group holds a segment's members, one a work-item. */
 #define PBD_BODY_SEGMENT 64
 
+/* The most triangles around a pressure particle for which the CPU devices' reduction takes
+ * sixteen particles at a time from a table (cl.c's pressure_table_of); with more, the shared
+ * reduction, one by one. */
+#define PBD_PRESSURE_STEPS 16
+
 /* Polar decomposition steps per solve, warm-started from the body's previous rotation. */
 #define PBD_POLAR_ITERATIONS 4
 

@@ -63,6 +63,8 @@ typedef struct cl_impl {
     cl_mem body_constraints, body_goal, body_constraint_sums, member_particle, member_rest;
     cl_mem particle_grad, cluster_offsets, cluster_pairs;
     cl_mem pressure_offsets, pressure_pairs, body_constraint_segments, body_constraint_ranges;
+    cl_mem pressure_table; /* CPU devices: pressure_table_of's */
+    cl_int pressure_steps;
     cl_mem gl_x;     /* an OpenGL buffer the positions are copied into (pbd_solver_gl_attach) */
     size_t wg;       /* work-group size of the per-particle and per-constraint kernels */
     size_t acc_size; /* sizeof(pbd_acc) on the device: 8 with fp64 sums, else 4 */
@@ -353,6 +355,29 @@ static pbd_status cl_collide(void *impl, pbd_error *err)
 {
     cl_impl *c = impl;
     return launch(c, PBD_STAGE_COLLIDE, (size_t)c->plan->num_particles, c->wg, err);
+}
+
+/* Pressure's triangle pairs for the CPU devices' reduction (cpu/body_constraint.cl's
+ * body_pressure_reduce16), *steps = the most pairs of a particle, laid out so that sixteen
+ * consecutive particles' pair s is two runs of sixteen ints: the pair's first particles at
+ * [2 s np + i], its second at [(2 s + 1) np + i], a particle past its pairs naming itself
+ * twice (x x x = 0: it adds nothing). No table (NULL, *steps 0: the shared reduction) where
+ * a particle has more than PBD_PRESSURE_STEPS; NULL with *steps > 0: out of memory. */
+static int *pressure_table_of(const pbd_plan *plan, size_t np, cl_int *steps)
+{
+    const int *off = plan->pressure_offsets, *pairs = plan->pressure_pairs;
+    int k = 1;
+    for (size_t i = 0; i < np; ++i)
+        k = off[i + 1] - off[i] > k ? off[i + 1] - off[i] : k;
+    *steps = k > PBD_PRESSURE_STEPS ? 0 : k;
+    int *t = *steps ? malloc(2 * (size_t)k * np * sizeof *t) : NULL;
+    for (size_t i = 0; t && i < np; ++i)
+        for (int s = 0; s < k; ++s) {
+            int e = off[i] + s, on = e < off[i + 1];
+            t[2 * (size_t)s * np + i] = on ? pairs[2 * e] : (int)i;
+            t[(2 * (size_t)s + 1) * np + i] = on ? pairs[2 * e + 1] : (int)i;
+        }
+    return t;
 }
 
 /* The body constraints on the current iterate: a work-item a segment, a body, a particle. */
@@ -848,6 +873,7 @@ static void cl_destroy(void *impl)
                       &c->cluster_pairs,
                       &c->pressure_offsets,
                       &c->pressure_pairs,
+                      &c->pressure_table,
                       &c->body_constraint_segments,
                       &c->body_constraint_ranges,
                       &c->block_offsets,
@@ -1239,6 +1265,12 @@ static pbd_status create_buffers(cl_impl *c, const pbd_model *m, const pbd_plan 
     BUF(pressure_offsets, active ? (np + 1) * sizeof(int) : 0, plan->pressure_offsets);
     BUF(pressure_pairs, pressure ? 2 * (size_t)plan->pressure_offsets[np] * sizeof(int) : 0,
         plan->pressure_pairs);
+    int *table = NULL;
+    if (st == PBD_OK && pressure && cpu_variant(c) &&
+        !(table = pressure_table_of(plan, np, &c->pressure_steps)) && c->pressure_steps > 0)
+        st = pbd_error_set(err, PBD_ERR_MEMORY, "out of memory creating the OpenCL solver");
+    BUF(pressure_table, table ? 2 * (size_t)c->pressure_steps * np * sizeof(int) : 0, table);
+    free(table);
     free(goal0);
     size_t nh = plan->contacts ? np : 0, ts = plan->contacts ? (size_t)plan->table_size : 0;
     BUF(contact_cell, 4 * nh * sizeof(cl_int), NULL);
@@ -1396,6 +1428,7 @@ static pbd_status bind_arguments(cl_impl *c, const pbd_plan *plan, pbd_error *er
         BIND("num_body_constraints", nbcons),
         BIND("particle_grad", c->particle_grad), BIND("pressure_offsets", c->pressure_offsets),
         BIND("pressure_pairs", c->pressure_pairs), BIND("body_constraints", c->body_constraints),
+        BIND("pressure_table", c->pressure_table), BIND("pressure_steps", c->pressure_steps),
         BIND("body_constraint_sums", c->body_constraint_sums), BIND("body_goal", c->body_goal),
         BIND("body_constraint_segments", c->body_constraint_segments),
         BIND("body_constraint_ranges", c->body_constraint_ranges),

@@ -94,8 +94,9 @@ PARAMS(body_constraint_reduce64, "body_constraint_segments", "particle_p", "memb
 PARAMS(body_constraint_solve64, "body_constraint_ranges", "body_constraint_sums", "particle_p",
        "body_constraints", "body_goal", "inv_h2", "reset_lambda", "num_body_constraints")
 PARAMS(body_constraint_reduce16, "body_constraint_segments", "particle_p", "member_particle",
-       "member_rest", "particle_grad", "pressure_offsets", "pressure_pairs", "body_constraints",
-       "body_constraint_sums", "num_body_constraint_segments")
+       "member_rest", "particle_grad", "pressure_offsets", "pressure_pairs", "pressure_table",
+       "pressure_steps", "num_particles", "body_constraints", "body_constraint_sums",
+       "num_body_constraint_segments")
 PARAMS(body_constraint_apply_runs, "particle_p", "particle_body", "member_rest", "particle_grad",
        "cluster_offsets", "cluster_pairs", "body_constraints", "body_goal", "num_particles")
 

@@ -1,14 +1,77 @@
+/* Pressure's reduction (body_constraint_reduce_one for a constraint of pressure alone) over
+ * members [first, end), particles themselves (a body's members are its particles), of a
+ * constraint whose first member is at r, adding to vol and wg. Sixteen members at a time as
+ * float16 components, lane l walking member l's triangle pairs as pbd_volume_gradient does:
+ * from `table` (pressure_table_of's, of `steps` pairs a particle and np particles: a particle
+ * past its pairs adds an exact 0, which leaves a sum that began at +0 as it is); then their terms
+ * added one by one in member order, as pbd_body_constraint_sums adds them: the same bits. A
+ * last group of fewer than sixteen goes one by one. */
+static inline void
+body_pressure_reduce16(int first, int end, pbd_float4 r, __global const pbd_float4 *particle_p,
+                       __global pbd_float4 *particle_grad, __global const int *pressure_offsets,
+                       __global const int *pressure_pairs, __global const int *table, int steps,
+                       int np, float *vol, float *wg)
+{
+    const float sixth = 1.0f / 6.0f;
+    const int16 lane = (int16)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    float v = *vol, w = *wg;
+    int m = first;
+    for (; m + 16 <= end; m += 16) {
+        float16 gx = 0.0f, gy = 0.0f, gz = 0.0f, ax, ay, az, aw, bx, by, bz, bw;
+        for (int s = 0; s < steps; ++s) {
+            gather16(particle_p, vload16(0, table + 2 * s * np + m), &ax, &ay, &az, &aw);
+            gather16(particle_p, vload16(0, table + (2 * s + 1) * np + m), &bx, &by, &bz, &bw);
+            ax = ax - r.x, ay = ay - r.y, az = az - r.z;
+            bx = bx - r.x, by = by - r.y, bz = bz - r.z;
+            gx = gx + (ay * bz - az * by);
+            gy = gy + (az * bx - ax * bz);
+            gz = gz + (ax * by - ay * bx);
+        }
+        gx = gx * sixth, gy = gy * sixth, gz = gz * sixth;
+        float16 px, py, pz, pw;
+        gather16(particle_p, m + lane, &px, &py, &pz, &pw);
+        px = px - r.x, py = py - r.y, pz = pz - r.z;
+        float16 dv = (px * gx + py * gy) + pz * gz;
+        float16 dw = pw * ((gx * gx + gy * gy) + gz * gz);
+        PBD_UNROLL
+        for (int l = 0; l < 16; ++l) {
+            v = v + dv[l];
+            w = w + dw[l];
+        }
+        float16 r0, r1;
+        join8(gx.lo, gy.lo, gz.lo, (float8)(0.0f), &r0, &r1);
+        VEC8_STORE16(r0, particle_grad + m);
+        VEC8_STORE16(r1, particle_grad + m + 4);
+        join8(gx.hi, gy.hi, gz.hi, (float8)(0.0f), &r0, &r1);
+        VEC8_STORE16(r0, particle_grad + m + 8);
+        VEC8_STORE16(r1, particle_grad + m + 12);
+    }
+    for (; m < end; ++m) {
+        pbd_float4 g = pbd_volume_gradient(particle_p, r, pressure_pairs, pressure_offsets[m],
+                                           pressure_offsets[m + 1]);
+        particle_grad[m] = g;
+        pbd_float4 p = particle_p[m];
+        float px = p.x - r.x, py = p.y - r.y, pz = p.z - r.z;
+        v = v + ((px * g.x + py * g.y) + pz * g.z);
+        w = w + p.w * ((g.x * g.x + g.y * g.y) + g.z * g.z);
+    }
+    *vol = v;
+    *wg = w;
+}
+
 /* The body constraints' reduction (common/body_constraint.cl's body_constraint_reduce_one) on
  * CPU devices, a work-item a segment: for shape matching without pressure, the first
  * sixteen sums (sum m, m p', m p' q^T, m q: PBD_BSUM_M .. PBD_BSUM_MQ + 2, in that order) as
  * one float16, each member adding (m, mx, my, mz, mx, mx, mx, my, ..., m) * (1, 1, 1, 1, q0,
  * q1, q2, q0, ...) lane by lane: pbd_body_constraint_sums' products and sums in its order, so
- * the same bits; the XPBD form's two sums beside it. Pressure goes through the shared code. */
+ * the same bits; the XPBD form's two sums beside it. Pressure alone: body_pressure_reduce16,
+ * where there is a table; pressure with shape matching, or without a table: the shared code. */
 __kernel void
 body_constraint_reduce16(__global const pbd_segment *body_constraint_segments,
                          __global const pbd_float4 *particle_p, __global const int *member_particle,
                          __global const pbd_float4 *member_rest, __global pbd_float4 *particle_grad,
                          __global const int *pressure_offsets, __global const int *pressure_pairs,
+                         __global const int *pressure_table, int pressure_steps, int num_particles,
                          __global const pbd_body_constraint *body_constraints,
                          __global float *body_constraint_sums, int num_body_constraint_segments)
 {
@@ -17,6 +80,19 @@ body_constraint_reduce16(__global const pbd_segment *body_constraint_segments,
         return;
     pbd_segment seg = body_constraint_segments[gi];
     pbd_body_constraint bc = body_constraints[seg.body];
+    if (bc.flags == PBD_BODY_PRESSURE && pressure_steps > 0) {
+        float vol = 0.0f, wg = 0.0f;
+        body_pressure_reduce16(seg.first, seg.first + seg.count, particle_p[bc.first], particle_p,
+                               particle_grad, pressure_offsets, pressure_pairs, pressure_table,
+                               pressure_steps, num_particles, &vol, &wg);
+        __global float *out = body_constraint_sums + gi * PBD_BSUM_COUNT;
+        vstore16((float16)(0.0f), 0, out);
+        out[PBD_BSUM_VOL] = vol;
+        out[PBD_BSUM_WG] = wg;
+        out[PBD_BSUM_MPP] = 0.0f;
+        out[PBD_BSUM_MQQ] = 0.0f;
+        return;
+    }
     if (bc.flags & PBD_BODY_PRESSURE) {
         body_constraint_reduce_one(gi, body_constraint_segments, particle_p, member_particle,
                                    member_rest, particle_grad, pressure_offsets, pressure_pairs,
