@@ -1437,79 +1437,90 @@ static void body_constraints_same_bits(void **state)
     }
 }
 
-/* Pressure on a closed surface whose poles have more triangles than the CPU devices' table
- * of them holds (PBD_PRESSURE_STEPS: the shared reduction, particle by particle), and on one
- * whose particles all fit it (sixteen particles at a time from the table, a last group of
- * fewer one by one): the CPU reference's bits with both solvers. UV spheres of `segments`
- * particles around (poles of as many triangles) and 4 rings between the poles, written as
- * OBJ files, spinning onto a floor. */
+/* A UV sphere of radius 0.3 about (0, cy, 0) into an OBJ file: n particles around and 4 rings
+ * of them, numbered from `first`, between the poles `north` and `south` (written by the
+ * caller), its triangles counter-clockwise seen from outside. */
+static void uv_sphere(FILE *f, int n, int first, int north, int south, double cy)
+{
+    const int rings = 4;
+    const double pi = 3.14159265358979323846;
+    for (int r = 0; r < rings; ++r)
+        for (int j = 0; j < n; ++j) {
+            double th = pi * (r + 1) / (rings + 1), ph = 2.0 * pi * j / n;
+            fprintf(f, "v %.9f %.9f %.9f\n", 0.3 * sin(th) * cos(ph), cy + 0.3 * cos(th),
+                    0.3 * sin(th) * sin(ph));
+        }
+    for (int j = 0; j < n; ++j) {
+        int a = first + j, b = first + (j + 1) % n, last = first + (rings - 1) * n;
+        fprintf(f, "f %d %d %d\nf %d %d %d\n", north, b, a, south, last + j, last + (j + 1) % n);
+        for (int r = 0; r + 1 < rings; ++r) {
+            int p = a + r * n, q = b + r * n;
+            fprintf(f, "f %d %d %d\nf %d %d %d\n", p, q, q + n, p, q + n, p + n);
+        }
+    }
+}
+
+/* Pressure on closed surfaces that the CPU devices' reduction takes sixteen particles at a
+ * time from its table of rings (a last group of fewer one by one), and on two it refuses the
+ * table for (the shared reduction, particle by particle): a UV sphere whose poles have more
+ * triangles than PBD_PRESSURE_STEPS, and two spheres joined at a pole (a particle of two
+ * rings, in the first group of sixteen). The CPU reference's bits with both solvers, the
+ * bodies spinning onto a floor beside a sphere of 7 particles around (30 particles). */
 static void pressure_table_same_bits(void **state)
 {
     (void)state;
-    char dir[] = "/tmp/pbd_pressure_XXXXXX", path[2][128];
+    char dir[] = "/tmp/pbd_pressure_XXXXXX", path[3][128];
     expect(mkdtemp(dir) != NULL, "mkdtemp %s", dir);
-    const int segments[2] = {PBD_PRESSURE_STEPS + 4, 7}, rings = 4;
-    for (int k = 0; k < 2; ++k) {
+    const char *const what[3] = {"poles over the table", "joined spheres", "table"};
+    for (int k = 0; k < 3; ++k) {
         snprintf(path[k], sizeof path[k], "%s/sphere%d.obj", dir, k);
         FILE *f = fopen(path[k], "w");
         assert_non_null(f);
-        const int n = segments[k];
         fprintf(f, "v 0 0.3 0\nv 0 -0.3 0\n"); /* the poles: 1 and 2 */
-        for (int r = 0; r < rings; ++r)
-            for (int j = 0; j < n; ++j) {
-                double pi = 3.14159265358979323846;
-                double th = pi * (r + 1) / (rings + 1), ph = 2.0 * pi * j / n;
-                fprintf(f, "v %.9f %.9f %.9f\n", 0.3 * sin(th) * cos(ph), 0.3 * cos(th),
-                        0.3 * sin(th) * sin(ph));
-            }
-        for (int j = 0; j < n; ++j) { /* counter-clockwise seen from outside */
-            int a = 3 + j, b = 3 + (j + 1) % n, last = 3 + (rings - 1) * n;
-            fprintf(f, "f 1 %d %d\nf 2 %d %d\n", b, a, last + j, last + (j + 1) % n);
-            for (int r = 0; r + 1 < rings; ++r) {
-                int p = a + r * n, q = b + r * n;
-                fprintf(f, "f %d %d %d\nf %d %d %d\n", p, q, q + n, p, q + n, p + n);
-            }
+        if (k == 1) { /* the second sphere's north pole is the first's south one */
+            uv_sphere(f, 7, 3, 1, 2, 0.0);
+            fprintf(f, "v 0 -0.9 0\n"); /* 31 */
+            uv_sphere(f, 7, 32, 2, 31, -0.6);
+        } else {
+            uv_sphere(f, k == 0 ? PBD_PRESSURE_STEPS + 4 : 7, 3, 1, 2, 0.0);
         }
         assert_int_equal(fclose(f), 0);
     }
-    for (int run = 0; run < 4; ++run) {
-        int jacobi = run & 1, big = run < 2;
+    for (int run = 0; run < 6; ++run) {
+        int jacobi = run & 1, first = run / 2;
         char json[2048];
         snprintf(json, sizeof json,
                  "{\"substeps\": 2, \"iterations\": 5, \"solver\": \"%s\", \"planes\": "
                  "[{\"normal\": [0, 1, 0], \"offset\": 0}], \"bodies\": [{\"type\": \"mesh\", "
-                 "\"file\": \"%s\", \"as\": \"cloth\", \"translate\": [0, 0.5, 0], \"mass\": 1, "
+                 "\"file\": \"%s\", \"as\": \"cloth\", \"translate\": [0, %s, 0], \"mass\": 1, "
                  "\"compliance\": 1e-3, \"pressure\": 1.3, \"angular_velocity\": [1, 2, 3]}, "
                  "{\"type\": \"mesh\", \"file\": \"%s\", \"as\": \"cloth\", \"translate\": "
                  "[0.8, 0.5, 0], \"mass\": 1, \"compliance\": 1e-3, \"pressure\": 1.2, "
                  "\"pressure_compliance\": 1e-5}]}",
-                 jacobi ? "jacobi" : "gs", path[big ? 0 : 1], path[1]);
+                 jacobi ? "jacobi" : "gs", path[first], first == 1 ? "1" : "0.5", path[2]);
         pbd_scene sc = {0};
         pbd_error err = {0};
         assert_int_equal(pbd_scene_parse(json, "pressure table", &sc, &err), PBD_OK);
-        /* the first sphere's pole: more triangles than the table holds, or 7; the second
-         * sphere's particles: full groups of sixteen and a last one of fewer */
-        int most = 0;
+        /* the first body's particle 1: more triangles than the table holds, 14 (two rings)
+         * or 7; the last body's particles: full groups of sixteen and a last one of fewer */
+        int around = 0;
         for (int t = 0; t < 3 * sc.model.num_triangles; ++t)
-            most += sc.model.triangles[t] == 0;
-        expect(big ? most > PBD_PRESSURE_STEPS : most == 7,
-               "the first sphere's pole has %d "
-               "triangles",
-               most);
+            around += sc.model.triangles[t] == 0 + (first == 1);
+        expect(first == 0 ? around > PBD_PRESSURE_STEPS : around == (first == 1 ? 14 : 7),
+               "%s: %d triangles around particle %d", what[first], around, first == 1);
         expect(sc.model.bodies[1].count >= 16 && sc.model.bodies[1].count % 16 != 0,
-               "the second sphere has %d particles", sc.model.bodies[1].count);
+               "the second body has %d particles", sc.model.bodies[1].count);
         pair_result pr = run_pair(&sc.model, &sc.config, 40);
         double low = 1e9;
         for (int i = 0; i < sc.model.num_particles; ++i)
             low = fmin(low, (double)pr.x_cpu[i].y);
         print_message("%s, %s: %ld values differ (worst %.3g), lowest particle at %.4f m\n",
-                      jacobi ? "jacobi" : "gs", big ? "shared reduction" : "table", pr.differ,
-                      pr.worst, low);
-        expect(low < 1e-3, "the spheres did not reach the floor: lowest at %g m", low);
+                      jacobi ? "jacobi" : "gs", what[first], pr.differ, pr.worst, low);
+        expect(low < 1e-3, "the bodies did not reach the floor: lowest at %g m", low);
         pair_check_free(&pr);
         pbd_scene_free(&sc);
     }
-    for (int k = 0; k < 2; ++k)
+    for (int k = 0; k < 3; ++k)
         remove(path[k]);
     rmdir(dir);
 }

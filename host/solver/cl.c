@@ -357,25 +357,32 @@ static pbd_status cl_collide(void *impl, pbd_error *err)
     return launch(c, PBD_STAGE_COLLIDE, (size_t)c->plan->num_particles, c->wg, err);
 }
 
-/* Pressure's triangle pairs for the CPU devices' reduction (cpu/body_constraint.cl's
- * body_pressure_reduce16), *steps = the most pairs of a particle, laid out so that sixteen
- * consecutive particles' pair s is two runs of sixteen ints: the pair's first particles at
- * [2 s np + i], its second at [(2 s + 1) np + i], a particle past its pairs naming itself
- * twice (x x x = 0: it adds nothing). No table (NULL, *steps 0: the shared reduction) where
- * a particle has more than PBD_PRESSURE_STEPS; NULL with *steps > 0: out of memory. */
+/* Pressure's rings of neighbours for the CPU devices' reduction (cpu/body_constraint.cl's
+ * body_pressure_reduce16): with *steps the most triangles around a particle, rows s = 0 ..
+ * *steps of np ints, row s holding each particle's neighbour n_s of its ring (the plan's
+ * pairs (n_s, n_s+1), ring_order's), after its last the first again (n_0 x n_0 = 0: it adds
+ * nothing; a particle without triangles: itself), so that sixteen consecutive particles'
+ * neighbour s is a run of sixteen. No table (NULL, *steps 0: the shared reduction) where a
+ * particle has more than PBD_PRESSURE_STEPS triangles or more than one ring; NULL with
+ * *steps > 0: out of memory. */
 static int *pressure_table_of(const pbd_plan *plan, size_t np, cl_int *steps)
 {
     const int *off = plan->pressure_offsets, *pairs = plan->pressure_pairs;
-    int k = 1;
-    for (size_t i = 0; i < np; ++i)
-        k = off[i + 1] - off[i] > k ? off[i + 1] - off[i] : k;
-    *steps = k > PBD_PRESSURE_STEPS ? 0 : k;
-    int *t = *steps ? malloc(2 * (size_t)k * np * sizeof *t) : NULL;
+    int k = 1, rings = 1;
+    for (size_t i = 0; i < np; ++i) {
+        int n = off[i + 1] - off[i];
+        k = n > k ? n : k;
+        for (int e = off[i]; e < off[i + 1]; ++e) /* the next pair starts at this one's end */
+            rings &= pairs[2 * e + 1] == pairs[2 * (e + 1 < off[i + 1] ? e + 1 : off[i])];
+    }
+    *steps = k > PBD_PRESSURE_STEPS || !rings ? 0 : k;
+    int *t = *steps ? malloc(((size_t)k + 1) * np * sizeof *t) : NULL;
     for (size_t i = 0; t && i < np; ++i)
-        for (int s = 0; s < k; ++s) {
-            int e = off[i] + s, on = e < off[i + 1];
-            t[2 * (size_t)s * np + i] = on ? pairs[2 * e] : (int)i;
-            t[(2 * (size_t)s + 1) * np + i] = on ? pairs[2 * e + 1] : (int)i;
+        for (int s = 0; s <= k; ++s) {
+            int e = off[i] + s;
+            t[(size_t)s * np + i] = e < off[i + 1]        ? pairs[2 * e]
+                                    : off[i] < off[i + 1] ? pairs[2 * off[i]]
+                                                          : (int)i;
         }
     return t;
 }
@@ -1269,7 +1276,7 @@ static pbd_status create_buffers(cl_impl *c, const pbd_model *m, const pbd_plan 
     if (st == PBD_OK && pressure && cpu_variant(c) &&
         !(table = pressure_table_of(plan, np, &c->pressure_steps)) && c->pressure_steps > 0)
         st = pbd_error_set(err, PBD_ERR_MEMORY, "out of memory creating the OpenCL solver");
-    BUF(pressure_table, table ? 2 * (size_t)c->pressure_steps * np * sizeof(int) : 0, table);
+    BUF(pressure_table, table ? ((size_t)c->pressure_steps + 1) * np * sizeof(int) : 0, table);
     free(table);
     free(goal0);
     size_t nh = plan->contacts ? np : 0, ts = plan->contacts ? (size_t)plan->table_size : 0;

@@ -709,12 +709,33 @@ static pbd_status plan_clusters(const pbd_model *m, const pbd_config *cfg, pbd_p
     return st;
 }
 
+/* A particle's triangle pairs [begin, end) (j, k) put in ring order: from the first, each
+ * pair is the one whose j is the last one's k, so that around a closed surface's particle
+ * they walk its neighbours once, (n0, n1), (n1, n2), ..., (n_last, n0); where that closes
+ * early (surfaces that meet at the particle), the next ring starts at the next pair left. */
+static void ring_order(int *pairs, int begin, int end)
+{
+    for (int e = begin; e + 1 < end; ++e) {
+        int want = pairs[2 * e + 1], at = e + 1;
+        while (at < end && pairs[2 * at] != want)
+            ++at;
+        if (at == end) /* a ring closed: the next starts with the first pair left */
+            continue;
+        int j = pairs[2 * at], k = pairs[2 * at + 1];
+        pairs[2 * at] = pairs[2 * (e + 1)];
+        pairs[2 * at + 1] = pairs[2 * (e + 1) + 1];
+        pairs[2 * (e + 1)] = j;
+        pairs[2 * (e + 1) + 1] = k;
+    }
+}
+
 /* The body constraints' plan: per body its record, per particle of a shape-matched body its
  * rest offset from the body's initial centre of mass (Müller et al. 2005, q_i = x0_i - c0)
- * and mass, and per particle of a pressure body the triangles around it (a CSR list in
- * triangle order, the triangle's other two particles counter-clockwise after it, so that
- * x_i . (x_j x x_k) / 6 is the triangle's share of the volume). A pressure body's surface must
- * be closed (each edge in exactly two triangles, once each way) around a positive volume. */
+ * and mass, and per particle of a pressure body the triangles around it (a CSR list in ring
+ * order, ring_order's, each triangle's other two particles counter-clockwise, so that
+ * x_i . (x_j x x_k) / 6 is the triangle's share of the volume, and a CPU device gathers each
+ * neighbour once). A pressure body's surface must be closed (each edge in exactly two
+ * triangles, once each way) around a positive volume. */
 static pbd_status plan_body_constraints(const pbd_model *m, const pbd_config *cfg, pbd_plan *plan,
                                         pbd_error *err)
 {
@@ -766,6 +787,8 @@ static pbd_status plan_body_constraints(const pbd_model *m, const pbd_config *cf
                 plan->pressure_pairs[2 * e + 1] = tri[3 * t + (k + 2) % 3];
             }
     free(fill);
+    for (int i = 0; i < np; ++i)
+        ring_order(plan->pressure_pairs, plan->pressure_offsets[i], plan->pressure_offsets[i + 1]);
     for (int b = 0; b < nb; ++b)
         if (body_wide(&m->bodies[b]))
             nseg += (m->bodies[b].count + PBD_BODY_SEGMENT - 1) / PBD_BODY_SEGMENT;

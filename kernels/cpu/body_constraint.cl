@@ -1,11 +1,12 @@
 /* Pressure's reduction (body_constraint_reduce_one for a constraint of pressure alone) over
  * members [first, end), particles themselves (a body's members are its particles), of a
  * constraint whose first member is at r, adding to vol and wg. Sixteen members at a time as
- * float16 components, lane l walking member l's triangle pairs as pbd_volume_gradient does:
- * from `table` (pressure_table_of's, of `steps` pairs a particle and np particles: a particle
- * past its pairs adds an exact 0, which leaves a sum that began at +0 as it is); then their terms
- * added one by one in member order, as pbd_body_constraint_sums adds them: the same bits. A
- * last group of fewer than sixteen goes one by one. */
+ * float16 components, lane l walking member l's ring of neighbours from `table`
+ * (pressure_table_of's, rows 0 .. steps of np particles), pair s being (n_s, n_s+1) as in
+ * pbd_volume_gradient, each neighbour gathered once (a particle past its ring adds an exact
+ * 0, which leaves a sum that began at +0 as it is); then their terms added one by one in
+ * member order, as pbd_body_constraint_sums adds them: the same bits. A last group of fewer
+ * than sixteen goes one by one. */
 static inline void
 body_pressure_reduce16(int first, int end, pbd_float4 r, __global const pbd_float4 *particle_p,
                        __global pbd_float4 *particle_grad, __global const int *pressure_offsets,
@@ -18,14 +19,15 @@ body_pressure_reduce16(int first, int end, pbd_float4 r, __global const pbd_floa
     int m = first;
     for (; m + 16 <= end; m += 16) {
         float16 gx = 0.0f, gy = 0.0f, gz = 0.0f, ax, ay, az, aw, bx, by, bz, bw;
-        for (int s = 0; s < steps; ++s) {
-            gather16(particle_p, vload16(0, table + 2 * s * np + m), &ax, &ay, &az, &aw);
-            gather16(particle_p, vload16(0, table + (2 * s + 1) * np + m), &bx, &by, &bz, &bw);
-            ax = ax - r.x, ay = ay - r.y, az = az - r.z;
+        gather16(particle_p, vload16(0, table + m), &ax, &ay, &az, &aw);
+        ax = ax - r.x, ay = ay - r.y, az = az - r.z;
+        for (int s = 1; s <= steps; ++s) { /* pair s - 1: (n_s-1, n_s) */
+            gather16(particle_p, vload16(0, table + s * np + m), &bx, &by, &bz, &bw);
             bx = bx - r.x, by = by - r.y, bz = bz - r.z;
             gx = gx + (ay * bz - az * by);
             gy = gy + (az * bx - ax * bz);
             gz = gz + (ax * by - ay * bx);
+            ax = bx, ay = by, az = bz;
         }
         gx = gx * sixth, gy = gy * sixth, gz = gz * sixth;
         float16 px, py, pz, pw;
