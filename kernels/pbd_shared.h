@@ -1534,16 +1534,22 @@ PBD_INLINE pbd_float4 pbd_polar_rotation(const float *a, pbd_float4 q, int steps
 /* Particle i's gradient of its body's volume, sum over its surface triangles (x_j x x_k) / 6
  * with positions relative to r (a closed surface's gradient does not depend on the origin),
  * its CSR row pairs[2 begin .. 2 end) holding each triangle's other two particles in
- * counter-clockwise order. */
+ * counter-clockwise order, in ring order (a pair's j is the last one's k: read once). */
 PBD_INLINE pbd_float4 pbd_volume_gradient(PBD_GLOBAL const pbd_float4 *p, pbd_float4 r,
                                           PBD_GLOBAL const int *pairs, int begin, int end)
 {
-    float gx = 0.0f, gy = 0.0f, gz = 0.0f;
+    float gx = 0.0f, gy = 0.0f, gz = 0.0f, bx = 0.0f, by = 0.0f, bz = 0.0f;
     const float sixth = 1.0f / 6.0f;
+    int last = -1;
     for (int s = begin; s < end; ++s) {
-        pbd_float4 a = p[pairs[2 * s]], b = p[pairs[2 * s + 1]];
-        float ax = a.x - r.x, ay = a.y - r.y, az = a.z - r.z;
-        float bx = b.x - r.x, by = b.y - r.y, bz = b.z - r.z;
+        float ax = bx, ay = by, az = bz;
+        if (pairs[2 * s] != last) {
+            pbd_float4 a = p[pairs[2 * s]];
+            ax = a.x - r.x, ay = a.y - r.y, az = a.z - r.z;
+        }
+        last = pairs[2 * s + 1];
+        pbd_float4 b = p[last];
+        bx = b.x - r.x, by = b.y - r.y, bz = b.z - r.z;
         gx = gx + (ay * bz - az * by);
         gy = gy + (az * bx - ax * bz);
         gz = gz + (ax * by - ay * bx);

@@ -1280,6 +1280,39 @@ static void rigid_damping_keeps_momentum(void **state)
     assert_true(acc2[PBD_SUM_KE] < ke0 - 1e-3); /* and energy in the deformation is removed */
 }
 
+/* The volume gradient reads a neighbour once where a pair starts at the last one's end, and
+ * afresh where a ring closes and the next starts (a particle where two surfaces meet): the
+ * same bits as the sum of each pair's own cross product, for every prefix of rings (1 2 3)
+ * and (4 5 6 7 8) and a lone pair after them. */
+static void volume_gradient_rings(void **state)
+{
+    (void)state;
+    pbd_float4 p[9];
+    for (int i = 0; i < 9; ++i)
+        p[i] = F4(0.37f * (float)i - 1.1f, 0.61f * (float)((i * 5) % 9) - 2.3f,
+                  0.29f * (float)((i * 7) % 9) + 0.4f, 1.0f);
+    const int pairs[] = {1, 2, 2, 3, 3, 1, 4, 5, 5, 6, 6, 7, 7, 8, 8, 4, 2, 6};
+    const int n = (int)(sizeof pairs / sizeof pairs[0]) / 2;
+    pbd_float4 r = p[0];
+    for (int end = 1; end <= n; ++end) {
+        float g[3] = {0.0f, 0.0f, 0.0f};
+        for (int s = 0; s < end; ++s) {
+            pbd_float4 a = p[pairs[2 * s]], b = p[pairs[2 * s + 1]];
+            float ax = a.x - r.x, ay = a.y - r.y, az = a.z - r.z;
+            float bx = b.x - r.x, by = b.y - r.y, bz = b.z - r.z;
+            g[0] = g[0] + (ay * bz - az * by);
+            g[1] = g[1] + (az * bx - ax * bz);
+            g[2] = g[2] + (ax * by - ay * bx);
+        }
+        pbd_float4 got = pbd_volume_gradient(p, r, pairs, 0, end);
+        const float sixth = 1.0f / 6.0f, want[3] = {g[0] * sixth, g[1] * sixth, g[2] * sixth};
+        expect(memcmp(&got.x, want, sizeof want) == 0 && got.w == 0.0f,
+               "%d pairs: (%.9g, %.9g, %.9g), each pair's own sum (%.9g, %.9g, %.9g)", end,
+               (double)got.x, (double)got.y, (double)got.z, (double)want[0], (double)want[1],
+               (double)want[2]);
+    }
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(distance_hard_equal_masses),
     cmocka_unit_test(distance_mass_weighting),
@@ -1291,6 +1324,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(collide_sphere_math),
     cmocka_unit_test(attachment_math),
     cmocka_unit_test(volume_math),
+    cmocka_unit_test(volume_gradient_rings),
     cmocka_unit_test(tether_math),
     cmocka_unit_test(atan2_math),
     cmocka_unit_test(dihedral_math),
