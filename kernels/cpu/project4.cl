@@ -40,6 +40,35 @@ VEC8_INLINE void records4x16(__global const void *records, int c, int16 *k, floa
     *f1 = as_float16((int16)(lo[5], hi[5]));
 }
 
+/* Sixteen 64-byte records at r as their sixteen fields (f[j]: field j of each, lane i from
+ * record i): sixteen whole-record loads and a transpose in four rounds of sixteen two-source
+ * shuffles, each pairing rows j and j + 8 lane by lane (row 2j their first halves, 2j + 1 the
+ * second). Reading each field record by record costs sixteen loads and inserts a field. */
+VEC8_INLINE void records16x16(__global const float *r, float16 *f)
+{
+    const uint16 lo = (uint16)(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+    float16 a[16], b[16];
+    PBD_UNROLL
+    for (int i = 0; i < 16; ++i)
+        a[i] = VEC8_LOAD16(r + 16 * i);
+    PBD_UNROLL
+    for (int round = 0; round < 2; ++round) {
+        PBD_UNROLL
+        for (int j = 0; j < 8; ++j) {
+            b[2 * j] = shuffle2(a[j], a[j + 8], lo);
+            b[2 * j + 1] = shuffle2(a[j], a[j + 8], lo + 8);
+        }
+        PBD_UNROLL
+        for (int j = 0; j < 8; ++j) {
+            a[2 * j] = shuffle2(b[j], b[j + 8], lo);
+            a[2 * j + 1] = shuffle2(b[j], b[j + 8], lo + 8);
+        }
+    }
+    PBD_UNROLL
+    for (int j = 0; j < 16; ++j)
+        f[j] = a[j];
+}
+
 /* Field f of sixteen records r[0..15], as a float16 (IFIELD16: an int16). */
 #define FIELD16(r, f)                                                                              \
     (float16)(r[0].f, r[1].f, r[2].f, r[3].f, r[4].f, r[5].f, r[6].f, r[7].f, r[8].f, r[9].f,      \
@@ -194,20 +223,20 @@ VEC8_INLINE void pbd_isometric_project16(__global pbd_float4 *p,
 }
 
 /* Neo-Hookean elements: pbd_neo_hookean_project, constraints [c, c + 16) (64-byte records,
- * read field by field; the multipliers interleaved, H and D, as there). */
+ * loaded whole and transposed; the multipliers interleaved, H and D, as there). */
 VEC8_INLINE void pbd_neo_hookean_project16(__global pbd_float4 *p,
                                            __global const pbd_neo_hookean *records,
                                            __global float *lambda, int c, float inv_h2,
                                            int reset_lambda)
 {
-    __global const pbd_neo_hookean *r = records + c;
-    int16 k[4] = INDICES16(r);
+    float16 f[16]; /* a, b, c, d, dm_inv[9], compliance, compliance_h, gamma */
+    records16x16((__global const float *)(records + c), f);
+    int16 k[4] = {as_int16(f[0]), as_int16(f[1]), as_int16(f[2]), as_int16(f[3])};
     float16 dm[9];
     PBD_UNROLL
     for (int m = 0; m < 9; ++m)
-        dm[m] = FIELD16(r, dm_inv[m]);
-    float16 gamma = FIELD16(r, gamma), ah = FIELD16(r, compliance_h) * inv_h2,
-            ad = FIELD16(r, compliance) * inv_h2;
+        dm[m] = f[4 + m];
+    float16 gamma = f[15], ah = f[14] * inv_h2, ad = f[13] * inv_h2;
     float16 v0 = vload16(0, lambda + 2 * c), v1 = vload16(1, lambda + 2 * c);
     const uint16 even = (uint16)(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
     float16 old_h = shuffle2(v0, v1, even), old_d = shuffle2(v0, v1, even + 1);
