@@ -119,14 +119,15 @@ typedef float vec8_f16_a4 __attribute__((ext_vector_type(16), aligned(4)));
 #endif
 
 /* Particles i .. i + n - 1 of a (float4 records, 1 <= n <= 8) as they are, two float16.
- * Lanes from n on repeat particle i + n - 1 (no read past the n records). */
+ * Lanes from n on repeat particle i + n - 1 (no read past the n records; the bound as an
+ * int8: Oclgrind's min(int8, int) gives indices past it). */
 VEC8_INLINE void load_raw8(__global const pbd_float4 *a, int i, int n, float16 *lo, float16 *hi)
 {
     if (n == 8) {
         *lo = VEC8_LOAD16(a + i);
         *hi = VEC8_LOAD16(a + i + 4);
     } else {
-        gather8(a, i + min((int8)(0, 1, 2, 3, 4, 5, 6, 7), n - 1), lo, hi);
+        gather8(a, i + min((int8)(0, 1, 2, 3, 4, 5, 6, 7), (int8)(n - 1)), lo, hi);
     }
 }
 
