@@ -1437,7 +1437,7 @@ PBD_INLINE float pbd_particle_error(PBD_GLOBAL const pbd_float4 *x,
 #define PBD_BODY_SEGMENT 64
 
 /* The most triangles around a pressure particle for which the CPU devices' reduction takes
- * sixteen particles at a time from a table (cl.c's pressure_table_of); with more, the shared
+ * sixteen particles at a time from a table (pbd_plan_pressure_table); with more, the shared
  * reduction, one by one. */
 #define PBD_PRESSURE_STEPS 16
 

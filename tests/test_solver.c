@@ -1462,10 +1462,12 @@ static void uv_sphere(FILE *f, int n, int first, int north, int south, double cy
 
 /* Pressure on closed surfaces that the CPU devices' reduction takes sixteen particles at a
  * time from its table of rings (a last group of fewer one by one), and on two it refuses the
- * table for (the shared reduction, particle by particle): a UV sphere whose poles have more
- * triangles than PBD_PRESSURE_STEPS, and two spheres joined at a pole (a particle of two
- * rings, in the first group of sixteen). The CPU reference's bits with both solvers, the
- * bodies spinning onto a floor beside a sphere of 7 particles around (30 particles). */
+ * table for, and with it the whole scene's (the shared reduction, particle by particle): a
+ * UV sphere whose poles have more triangles than PBD_PRESSURE_STEPS, and two spheres joined
+ * at a pole (a particle of two rings, in the first group of sixteen). The CPU reference's
+ * bits with both solvers, the bodies spinning onto a floor beside a sphere of 7 particles
+ * around (30 particles); and the table, where there is one, walks each particle's pairs:
+ * rows s and s + 1 hold pair s. */
 static void pressure_table_same_bits(void **state)
 {
     (void)state;
@@ -1510,6 +1512,21 @@ static void pressure_table_same_bits(void **state)
                "%s: %d triangles around particle %d", what[first], around, first == 1);
         expect(sc.model.bodies[1].count >= 16 && sc.model.bodies[1].count % 16 != 0,
                "the second body has %d particles", sc.model.bodies[1].count);
+        pbd_plan plan = {0};
+        assert_int_equal(pbd_plan_build(&sc.model, &sc.config, &plan, &err), PBD_OK);
+        int steps = -1, *table = pbd_plan_pressure_table(&plan, &steps);
+        expect(first == 2 ? table != NULL && steps == 7 : table == NULL && steps == 0,
+               "%s: a table of %d steps", what[first], steps);
+        const int np = plan.num_particles, *off = plan.pressure_offsets;
+        for (int i = 0; table && i < np; ++i)
+            for (int e = off[i]; e < off[i + 1]; ++e)
+                expect(table[(size_t)(e - off[i]) * np + i] == plan.pressure_pairs[2 * e] &&
+                           table[(size_t)(e - off[i] + 1) * np + i] ==
+                               plan.pressure_pairs[2 * e + 1],
+                       "particle %d's pair %d is not in rows %d and %d", i, e - off[i], e - off[i],
+                       e - off[i] + 1);
+        free(table);
+        pbd_plan_free(&plan);
         pair_result pr = run_pair(&sc.model, &sc.config, 40);
         double low = 1e9;
         for (int i = 0; i < sc.model.num_particles; ++i)

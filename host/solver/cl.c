@@ -63,7 +63,7 @@ typedef struct cl_impl {
     cl_mem body_constraints, body_goal, body_constraint_sums, member_particle, member_rest;
     cl_mem particle_grad, cluster_offsets, cluster_pairs;
     cl_mem pressure_offsets, pressure_pairs, body_constraint_segments, body_constraint_ranges;
-    cl_mem pressure_table; /* CPU devices: pressure_table_of's */
+    cl_mem pressure_table; /* CPU devices: pbd_plan_pressure_table's */
     cl_int pressure_steps;
     cl_mem gl_x;     /* an OpenGL buffer the positions are copied into (pbd_solver_gl_attach) */
     size_t wg;       /* work-group size of the per-particle and per-constraint kernels */
@@ -355,36 +355,6 @@ static pbd_status cl_collide(void *impl, pbd_error *err)
 {
     cl_impl *c = impl;
     return launch(c, PBD_STAGE_COLLIDE, (size_t)c->plan->num_particles, c->wg, err);
-}
-
-/* Pressure's rings of neighbours for the CPU devices' reduction (cpu/body_constraint.cl's
- * body_pressure_reduce16): with *steps the most triangles around a particle, rows s = 0 ..
- * *steps of np ints, row s holding each particle's neighbour n_s of its ring (the plan's
- * pairs (n_s, n_s+1), ring_order's), after its last the first again (n_0 x n_0 = 0: it adds
- * nothing; a particle without triangles: itself), so that sixteen consecutive particles'
- * neighbour s is a run of sixteen. No table (NULL, *steps 0: the shared reduction) where a
- * particle has more than PBD_PRESSURE_STEPS triangles or more than one ring; NULL with
- * *steps > 0: out of memory. */
-static int *pressure_table_of(const pbd_plan *plan, size_t np, cl_int *steps)
-{
-    const int *off = plan->pressure_offsets, *pairs = plan->pressure_pairs;
-    int k = 1, rings = 1;
-    for (size_t i = 0; i < np; ++i) {
-        int n = off[i + 1] - off[i];
-        k = n > k ? n : k;
-        for (int e = off[i]; e < off[i + 1]; ++e) /* the next pair starts at this one's end */
-            rings &= pairs[2 * e + 1] == pairs[2 * (e + 1 < off[i + 1] ? e + 1 : off[i])];
-    }
-    *steps = k > PBD_PRESSURE_STEPS || !rings ? 0 : k;
-    int *t = *steps ? malloc(((size_t)k + 1) * np * sizeof *t) : NULL;
-    for (size_t i = 0; t && i < np; ++i)
-        for (int s = 0; s <= k; ++s) {
-            int e = off[i] + s;
-            t[(size_t)s * np + i] = e < off[i + 1]        ? pairs[2 * e]
-                                    : off[i] < off[i + 1] ? pairs[2 * off[i]]
-                                                          : (int)i;
-        }
-    return t;
 }
 
 /* The body constraints on the current iterate: a work-item a segment, a body, a particle. */
@@ -1272,11 +1242,19 @@ static pbd_status create_buffers(cl_impl *c, const pbd_model *m, const pbd_plan 
     BUF(pressure_offsets, active ? (np + 1) * sizeof(int) : 0, plan->pressure_offsets);
     BUF(pressure_pairs, pressure ? 2 * (size_t)plan->pressure_offsets[np] * sizeof(int) : 0,
         plan->pressure_pairs);
+    /* CPU devices: pressure's rings as a table, where it is allowed and fits one buffer
+     * (else the shared reduction) */
     int *table = NULL;
     if (st == PBD_OK && pressure && cpu_variant(c) &&
-        !(table = pressure_table_of(plan, np, &c->pressure_steps)) && c->pressure_steps > 0)
+        !(table = pbd_plan_pressure_table(plan, &c->pressure_steps)) && c->pressure_steps > 0)
         st = pbd_error_set(err, PBD_ERR_MEMORY, "out of memory creating the OpenCL solver");
-    BUF(pressure_table, table ? ((size_t)c->pressure_steps + 1) * np * sizeof(int) : 0, table);
+    size_t table_bytes = ((size_t)c->pressure_steps + 1) * np * sizeof(int);
+    if (table && table_bytes > c->cl.info.max_alloc) {
+        free(table);
+        table = NULL;
+        c->pressure_steps = 0;
+    }
+    BUF(pressure_table, table ? table_bytes : 0, table);
     free(table);
     free(goal0);
     size_t nh = plan->contacts ? np : 0, ts = plan->contacts ? (size_t)plan->table_size : 0;

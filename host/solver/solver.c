@@ -729,6 +729,31 @@ static void ring_order(int *pairs, int begin, int end)
     }
 }
 
+int *pbd_plan_pressure_table(const pbd_plan *plan, int *steps)
+{
+    const int *off = plan->pressure_offsets, *pairs = plan->pressure_pairs;
+    size_t np = (size_t)plan->num_particles;
+    int k = 1, rings = 1;
+    for (size_t i = 0; off && i < np; ++i) {
+        int n = off[i + 1] - off[i];
+        k = n > k ? n : k;
+        for (int e = off[i]; e < off[i + 1]; ++e) /* the next pair starts at this one's end */
+            rings &= pairs[2 * e + 1] == pairs[2 * (e + 1 < off[i + 1] ? e + 1 : off[i])];
+    }
+    /* the kernel indexes rows in int */
+    int fits = off && (double)(k + 1) * (double)np <= (double)INT_MAX;
+    *steps = k > PBD_PRESSURE_STEPS || !rings || !fits ? 0 : k;
+    int *t = *steps ? malloc(((size_t)k + 1) * np * sizeof *t) : NULL;
+    for (size_t i = 0; t && i < np; ++i)
+        for (int s = 0; s <= k; ++s) {
+            int e = off[i] + s;
+            t[(size_t)s * np + i] = e < off[i + 1]        ? pairs[2 * e]
+                                    : off[i] < off[i + 1] ? pairs[2 * off[i]]
+                                                          : (int)i;
+        }
+    return t;
+}
+
 /* The body constraints' plan: per body its record, per particle of a shape-matched body its
  * rest offset from the body's initial centre of mass (Müller et al. 2005, q_i = x0_i - c0)
  * and mass, and per particle of a pressure body the triangles around it (a CSR list in ring

@@ -2,11 +2,11 @@
  * members [first, end), particles themselves (a body's members are its particles), of a
  * constraint whose first member is at r, adding to vol and wg. Sixteen members at a time as
  * float16 components, lane l walking member l's ring of neighbours from `table`
- * (pressure_table_of's, rows 0 .. steps of np particles), pair s being (n_s, n_s+1) as in
- * pbd_volume_gradient, each neighbour gathered once (a particle past its ring adds an exact
- * 0, which leaves a sum that began at +0 as it is); then their terms added one by one in
- * member order, as pbd_body_constraint_sums adds them: the same bits. A last group of fewer
- * than sixteen goes one by one. */
+ * (pbd_plan_pressure_table's, rows 0 .. steps of np particles), pair s being (n_s, n_s+1) as
+ * in pbd_volume_gradient, each neighbour gathered once (a particle past its ring adds an
+ * exact 0 for finite positions, which leaves a sum that began at +0 as it is); then their
+ * terms added one by one in member order, as pbd_body_constraint_sums adds them: the same
+ * bits. A last group of fewer than sixteen goes one by one. */
 static inline void
 body_pressure_reduce16(int first, int end, pbd_float4 r, __global const pbd_float4 *particle_p,
                        __global pbd_float4 *particle_grad, __global const int *pressure_offsets,
@@ -35,10 +35,13 @@ body_pressure_reduce16(int first, int end, pbd_float4 r, __global const pbd_floa
         px = px - r.x, py = py - r.y, pz = pz - r.z;
         float16 dv = (px * gx + py * gy) + pz * gz;
         float16 dw = pw * ((gx * gx + gy * gy) + gz * gz);
+        float tv[16], tw[16];
+        vstore16(dv, 0, tv);
+        vstore16(dw, 0, tw);
         PBD_UNROLL
         for (int l = 0; l < 16; ++l) {
-            v = v + dv[l];
-            w = w + dw[l];
+            v = v + tv[l];
+            w = w + tw[l];
         }
         float16 r0, r1;
         join8(gx.lo, gy.lo, gz.lo, (float8)(0.0f), &r0, &r1);
