@@ -1,21 +1,22 @@
 /* Pressure's reduction (body_constraint_reduce_one for a constraint of pressure alone) over
  * members [first, end), particles themselves (a body's members are its particles), of a
- * constraint whose first member is at r, adding to vol and wg. Sixteen members at a time as
+ * constraint whose first member is at r, adding to `sums`. Sixteen members at a time as
  * float16 components, lane l walking member l's ring of neighbours from `table`
  * (pbd_plan_pressure_table's, rows 0 .. steps of np particles), pair s being (n_s, n_s+1) as
  * in pbd_volume_gradient, each neighbour gathered once (a particle past its ring adds an
  * exact 0 for finite positions, which leaves a sum that began at +0 as it is); then their
  * terms added one by one in member order, as pbd_body_constraint_sums adds them: the same
- * bits. A last group of fewer than sixteen goes one by one. */
+ * bits. A last group of fewer than sixteen goes one by one (body_constraint_member). */
 static inline void
 body_pressure_reduce16(int first, int end, pbd_float4 r, __global const pbd_float4 *particle_p,
+                       __global const int *member_particle, __global const pbd_float4 *member_rest,
                        __global pbd_float4 *particle_grad, __global const int *pressure_offsets,
                        __global const int *pressure_pairs, __global const int *table, int steps,
-                       int np, float *vol, float *wg)
+                       int np, float *sums)
 {
     const float sixth = 1.0f / 6.0f;
     const int16 lane = (int16)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-    float v = *vol, w = *wg;
+    float v = sums[PBD_BSUM_VOL], w = sums[PBD_BSUM_WG];
     int m = first;
     for (; m + 16 <= end; m += 16) {
         float16 gx = 0.0f, gy = 0.0f, gz = 0.0f, ax, ay, az, aw, bx, by, bz, bw;
@@ -51,17 +52,11 @@ body_pressure_reduce16(int first, int end, pbd_float4 r, __global const pbd_floa
         VEC8_STORE16(r0, particle_grad + m + 8);
         VEC8_STORE16(r1, particle_grad + m + 12);
     }
-    for (; m < end; ++m) {
-        pbd_float4 g = pbd_volume_gradient(particle_p, r, pressure_pairs, pressure_offsets[m],
-                                           pressure_offsets[m + 1]);
-        particle_grad[m] = g;
-        pbd_float4 p = particle_p[m];
-        float px = p.x - r.x, py = p.y - r.y, pz = p.z - r.z;
-        v = v + ((px * g.x + py * g.y) + pz * g.z);
-        w = w + p.w * ((g.x * g.x + g.y * g.y) + g.z * g.z);
-    }
-    *vol = v;
-    *wg = w;
+    sums[PBD_BSUM_VOL] = v;
+    sums[PBD_BSUM_WG] = w;
+    for (; m < end; ++m)
+        body_constraint_member(m, r, PBD_BODY_PRESSURE, particle_p, member_particle, member_rest,
+                               particle_grad, pressure_offsets, pressure_pairs, sums);
 }
 
 /* The body constraints' reduction (common/body_constraint.cl's body_constraint_reduce_one) on
@@ -86,16 +81,16 @@ body_constraint_reduce16(__global const pbd_segment *body_constraint_segments,
     pbd_segment seg = body_constraint_segments[gi];
     pbd_body_constraint bc = body_constraints[seg.body];
     if (bc.flags == PBD_BODY_PRESSURE && pressure_steps > 0) {
-        float vol = 0.0f, wg = 0.0f;
+        float sums[PBD_BSUM_COUNT];
+        PBD_UNROLL
+        for (int q = 0; q < PBD_BSUM_COUNT; ++q)
+            sums[q] = 0.0f;
         body_pressure_reduce16(seg.first, seg.first + seg.count, particle_p[bc.first], particle_p,
-                               particle_grad, pressure_offsets, pressure_pairs, pressure_table,
-                               pressure_steps, num_particles, &vol, &wg);
-        __global float *out = body_constraint_sums + gi * PBD_BSUM_COUNT;
-        vstore16((float16)(0.0f), 0, out);
-        out[PBD_BSUM_VOL] = vol;
-        out[PBD_BSUM_WG] = wg;
-        out[PBD_BSUM_MPP] = 0.0f;
-        out[PBD_BSUM_MQQ] = 0.0f;
+                               member_particle, member_rest, particle_grad, pressure_offsets,
+                               pressure_pairs, pressure_table, pressure_steps, num_particles, sums);
+        PBD_UNROLL
+        for (int q = 0; q < PBD_BSUM_COUNT; ++q)
+            body_constraint_sums[gi * PBD_BSUM_COUNT + q] = sums[q];
         return;
     }
     if (bc.flags & PBD_BODY_PRESSURE) {
