@@ -15,7 +15,6 @@ body_pressure_reduce16(int first, int end, pbd_float4 r, __global const pbd_floa
                        int np, float *sums)
 {
     const float sixth = 1.0f / 6.0f;
-    const int16 lane = (int16)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
     float v = sums[PBD_BSUM_VOL], w = sums[PBD_BSUM_WG];
     int m = first;
     for (; m + 16 <= end; m += 16) {
@@ -31,9 +30,11 @@ body_pressure_reduce16(int first, int end, pbd_float4 r, __global const pbd_floa
             ax = bx, ay = by, az = bz;
         }
         gx = gx * sixth, gy = gy * sixth, gz = gz * sixth;
-        float16 px, py, pz, pw;
-        gather16(particle_p, m + lane, &px, &py, &pz, &pw);
-        px = px - r.x, py = py - r.y, pz = pz - r.z;
+        float8 x0, y0, z0, w0, x1, y1, z1, w1;
+        load8(particle_p, m, 8, &x0, &y0, &z0, &w0);
+        load8(particle_p, m + 8, 8, &x1, &y1, &z1, &w1);
+        float16 px = (float16)(x0, x1) - r.x, py = (float16)(y0, y1) - r.y;
+        float16 pz = (float16)(z0, z1) - r.z, pw = (float16)(w0, w1);
         float16 dv = (px * gx + py * gy) + pz * gz;
         float16 dw = pw * ((gx * gx + gy * gy) + gz * gz);
         float tv[16], tw[16];
@@ -46,11 +47,9 @@ body_pressure_reduce16(int first, int end, pbd_float4 r, __global const pbd_floa
         }
         float16 r0, r1;
         join8(gx.lo, gy.lo, gz.lo, (float8)(0.0f), &r0, &r1);
-        VEC8_STORE16(r0, particle_grad + m);
-        VEC8_STORE16(r1, particle_grad + m + 4);
+        store_raw8(particle_grad, m, 0, 8, r0, r1);
         join8(gx.hi, gy.hi, gz.hi, (float8)(0.0f), &r0, &r1);
-        VEC8_STORE16(r0, particle_grad + m + 8);
-        VEC8_STORE16(r1, particle_grad + m + 12);
+        store_raw8(particle_grad, m + 8, 0, 8, r0, r1);
     }
     sums[PBD_BSUM_VOL] = v;
     sums[PBD_BSUM_WG] = w;
