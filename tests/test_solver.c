@@ -1467,7 +1467,7 @@ static void uv_sphere(FILE *f, int n, int first, int north, int south, double cy
  * at a pole (a particle of two rings, in the first group of sixteen). The CPU reference's
  * bits with both solvers, the bodies spinning onto a floor beside a sphere of 7 particles
  * around (30 particles); and the table, where there is one, walks each particle's pairs:
- * rows s and s + 1 hold pair s. */
+ * rows s and s + 1 hold pair s, row `steps` being row 0. */
 static void pressure_table_same_bits(void **state)
 {
     (void)state;
@@ -1519,12 +1519,12 @@ static void pressure_table_same_bits(void **state)
                "%s: a table of %d steps", what[first], steps);
         const int np = plan.num_particles, *off = plan.pressure_offsets;
         for (int i = 0; table && i < np; ++i)
-            for (int e = off[i]; e < off[i + 1]; ++e)
-                expect(table[(size_t)(e - off[i]) * np + i] == plan.pressure_pairs[2 * e] &&
-                           table[(size_t)(e - off[i] + 1) * np + i] ==
-                               plan.pressure_pairs[2 * e + 1],
-                       "particle %d's pair %d is not in rows %d and %d", i, e - off[i], e - off[i],
-                       e - off[i] + 1);
+            for (int e = off[i]; e < off[i + 1]; ++e) {
+                int s = e - off[i], next = (s + 1) % steps;
+                expect(table[(size_t)s * np + i] == plan.pressure_pairs[2 * e] &&
+                           table[(size_t)next * np + i] == plan.pressure_pairs[2 * e + 1],
+                       "particle %d's pair %d is not in rows %d and %d", i, s, s, next);
+            }
         free(table);
         pbd_plan_free(&plan);
         pair_result pr = run_pair(&sc.model, &sc.config, 40);

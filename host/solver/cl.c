@@ -1248,7 +1248,7 @@ static pbd_status create_buffers(cl_impl *c, const pbd_model *m, const pbd_plan 
     if (st == PBD_OK && pressure && cpu_variant(c) &&
         !(table = pbd_plan_pressure_table(plan, &c->pressure_steps)) && c->pressure_steps > 0)
         st = pbd_error_set(err, PBD_ERR_MEMORY, "out of memory creating the OpenCL solver");
-    size_t table_bytes = ((size_t)c->pressure_steps + 1) * np * sizeof(int);
+    size_t table_bytes = (size_t)c->pressure_steps * np * sizeof(int);
     if (table && table_bytes > c->cl.info.max_alloc) {
         free(table);
         table = NULL;

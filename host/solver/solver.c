@@ -741,11 +741,11 @@ int *pbd_plan_pressure_table(const pbd_plan *plan, int *steps)
             rings &= pairs[2 * e + 1] == pairs[2 * (e + 1 < off[i + 1] ? e + 1 : off[i])];
     }
     /* the kernel indexes rows in int */
-    int fits = off && (double)(k + 1) * (double)np <= (double)INT_MAX;
+    int fits = off && (double)k * (double)np <= (double)INT_MAX;
     *steps = k > PBD_PRESSURE_STEPS || !rings || !fits ? 0 : k;
-    int *t = *steps ? malloc(((size_t)k + 1) * np * sizeof *t) : NULL;
+    int *t = *steps ? malloc((size_t)k * np * sizeof *t) : NULL;
     for (size_t i = 0; t && i < np; ++i)
-        for (int s = 0; s <= k; ++s) {
+        for (int s = 0; s < k; ++s) {
             int e = off[i] + s;
             t[(size_t)s * np + i] = e < off[i + 1]        ? pairs[2 * e]
                                     : off[i] < off[i + 1] ? pairs[2 * off[i]]

@@ -156,10 +156,12 @@ pbd_status pbd_plan_build(const pbd_model *m, const pbd_config *cfg, pbd_plan *p
 int pbd_plan_num_colors(const pbd_plan *plan);
 /* Pressure's rings of neighbours for the CPU devices' reduction (cpu/body_constraint.cl's
  * body_pressure_reduce16), malloc'd: with *steps the most triangles around a particle, rows
- * s = 0 .. *steps of num_particles ints, row s holding each particle's neighbour n_s of its
- * ring (the plan's pairs (n_s, n_s+1), in ring order), after its last the first again (a
+ * s = 0 .. *steps - 1 of num_particles ints, row s holding each particle's neighbour n_s of
+ * its ring (the plan's pairs (n_s, n_s+1), in ring order), after its last the first again (a
  * particle without triangles: itself; for finite positions the cross products these add are
- * exact zeros), so that sixteen consecutive particles' neighbour s is a run of sixteen. No
+ * exact zeros), so that sixteen consecutive particles' neighbour s is a run of sixteen. Row
+ * *steps would be row 0 for every particle (each ring closes on n_0), so the last pair ends
+ * on row 0. No
  * table (NULL, *steps 0: the shared reduction) where a particle has more than
  * PBD_PRESSURE_STEPS triangles or more than one ring, or the rows would pass INT_MAX ints;
  * NULL with *steps > 0: out of memory. */

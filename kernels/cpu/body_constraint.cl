@@ -2,11 +2,12 @@
  * members [first, end), particles themselves (a body's members are its particles), of a
  * constraint whose first member is at r, adding to `sums`. Sixteen members at a time as
  * float16 components, lane l walking member l's ring of neighbours from `table`
- * (pbd_plan_pressure_table's, rows 0 .. steps of np particles), pair s being (n_s, n_s+1) as
- * in pbd_volume_gradient, each neighbour gathered once (a particle past its ring adds an
- * exact 0 for finite positions, which leaves a sum that began at +0 as it is); then their
- * terms added one by one in member order, as pbd_body_constraint_sums adds them: the same
- * bits. A last group of fewer than sixteen goes one by one (body_constraint_member). */
+ * (pbd_plan_pressure_table's, rows 0 .. steps - 1 of np particles), pair s being (n_s, n_s+1)
+ * as in pbd_volume_gradient, the last closing on row 0, each neighbour gathered once (a
+ * particle past its ring adds an exact 0 for finite positions, which leaves a sum that began
+ * at +0 as it is); then their terms added one by one in member order, as
+ * pbd_body_constraint_sums adds them: the same bits. A last group of fewer than sixteen goes
+ * one by one (body_constraint_member). */
 static inline void
 body_pressure_reduce16(int first, int end, pbd_float4 r, __global const pbd_float4 *particle_p,
                        __global const int *member_particle, __global const pbd_float4 *member_rest,
@@ -18,12 +19,17 @@ body_pressure_reduce16(int first, int end, pbd_float4 r, __global const pbd_floa
     float v = sums[PBD_BSUM_VOL], w = sums[PBD_BSUM_WG];
     int m = first;
     for (; m + 16 <= end; m += 16) {
-        float16 gx = 0.0f, gy = 0.0f, gz = 0.0f, ax, ay, az, aw, bx, by, bz, bw;
-        gather16(particle_p, vload16(0, table + m), &ax, &ay, &az, &aw);
-        ax = ax - r.x, ay = ay - r.y, az = az - r.z;
-        for (int s = 1; s <= steps; ++s) { /* pair s - 1: (n_s-1, n_s) */
-            gather16(particle_p, vload16(0, table + s * np + m), &bx, &by, &bz, &bw);
-            bx = bx - r.x, by = by - r.y, bz = bz - r.z;
+        float16 gx = 0.0f, gy = 0.0f, gz = 0.0f, cx, cy, cz, cw, ax, ay, az, bx, by, bz, bw;
+        gather16(particle_p, vload16(0, table + m), &cx, &cy, &cz, &cw);
+        cx = cx - r.x, cy = cy - r.y, cz = cz - r.z;
+        ax = cx, ay = cy, az = cz;
+        for (int s = 1; s <= steps; ++s) { /* pair s - 1: (n_s-1, n_s), row steps is row 0 */
+            if (s < steps) {
+                gather16(particle_p, vload16(0, table + s * np + m), &bx, &by, &bz, &bw);
+                bx = bx - r.x, by = by - r.y, bz = bz - r.z;
+            } else {
+                bx = cx, by = cy, bz = cz;
+            }
             gx = gx + (ay * bz - az * by);
             gy = gy + (az * bx - ax * bz);
             gz = gz + (ax * by - ay * bx);
