@@ -1437,8 +1437,8 @@ PBD_INLINE float pbd_particle_error(PBD_GLOBAL const pbd_float4 *x,
 #define PBD_BODY_SEGMENT 64
 
 /* The most triangles around a pressure particle for which the CPU devices' reduction takes
- * sixteen particles at a time from a table (pbd_plan_pressure_table); with more, the shared
- * reduction, one by one. */
+ * sixteen particles at a time from a table (pbd_plan_pressure_table); with more, the sixteen
+ * it is among go one by one, as the shared reduction does. */
 #define PBD_PRESSURE_STEPS 16
 
 /* Polar decomposition steps per solve, warm-started from the body's previous rotation. */

@@ -729,28 +729,39 @@ static void ring_order(int *pairs, int begin, int end)
     }
 }
 
+/* Whether particle i's pairs fit pressure's table: at most PBD_PRESSURE_STEPS of them, one
+ * ring (each pair starts at the last one's end). */
+static int pressure_tabled(const int *off, const int *pairs, size_t i)
+{
+    int ring = off[i + 1] - off[i] <= PBD_PRESSURE_STEPS;
+    for (int e = off[i]; ring && e < off[i + 1]; ++e)
+        ring = pairs[2 * e + 1] == pairs[2 * (e + 1 < off[i + 1] ? e + 1 : off[i])];
+    return ring;
+}
+
 int *pbd_plan_pressure_table(const pbd_plan *plan, int *steps)
 {
     const int *off = plan->pressure_offsets, *pairs = plan->pressure_pairs;
     size_t np = (size_t)plan->num_particles;
-    int k = 1, rings = 1;
+    int k = 0;
     for (size_t i = 0; off && i < np; ++i) {
         int n = off[i + 1] - off[i];
-        k = n > k ? n : k;
-        for (int e = off[i]; e < off[i + 1]; ++e) /* the next pair starts at this one's end */
-            rings &= pairs[2 * e + 1] == pairs[2 * (e + 1 < off[i + 1] ? e + 1 : off[i])];
+        k = n > k && pressure_tabled(off, pairs, i) ? n : k;
     }
-    /* the kernel indexes rows in int */
-    int fits = off && (double)k * (double)np <= (double)INT_MAX;
-    *steps = k > PBD_PRESSURE_STEPS || !rings || !fits ? 0 : k;
+    /* no particle with triangles in the table: no table; the kernel indexes rows in int */
+    *steps = k > 0 && (double)k * (double)np <= (double)INT_MAX ? k : 0;
     int *t = *steps ? malloc((size_t)k * np * sizeof *t) : NULL;
-    for (size_t i = 0; t && i < np; ++i)
+    for (size_t i = 0; t && i < np; ++i) {
+        int in = pressure_tabled(off, pairs, i);
         for (int s = 0; s < k; ++s) {
             int e = off[i] + s;
-            t[(size_t)s * np + i] = e < off[i + 1]        ? pairs[2 * e]
+            t[(size_t)s * np + i] = !in && s == 0         ? -1
+                                    : !in                 ? (int)i
+                                    : e < off[i + 1]      ? pairs[2 * e]
                                     : off[i] < off[i + 1] ? pairs[2 * off[i]]
                                                           : (int)i;
         }
+    }
     return t;
 }
 

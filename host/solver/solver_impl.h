@@ -161,10 +161,11 @@ int pbd_plan_num_colors(const pbd_plan *plan);
  * particle without triangles: itself; for finite positions the cross products these add are
  * exact zeros), so that sixteen consecutive particles' neighbour s is a run of sixteen. Row
  * *steps would be row 0 for every particle (each ring closes on n_0), so the last pair ends
- * on row 0. No
- * table (NULL, *steps 0: the shared reduction) where a particle has more than
- * PBD_PRESSURE_STEPS triangles or more than one ring, or the rows would pass INT_MAX ints;
- * NULL with *steps > 0: out of memory. */
+ * on row 0. A particle of more than PBD_PRESSURE_STEPS triangles or of more than one ring
+ * has -1 in row 0 (and itself in the others): the kernel takes the sixteen particles it is
+ * among one by one, the shared reduction's way. No table (NULL, *steps 0: the shared
+ * reduction everywhere) where no particle with triangles fits it or the rows would pass
+ * INT_MAX ints; NULL with *steps > 0: out of memory. */
 int *pbd_plan_pressure_table(const pbd_plan *plan, int *steps);
 void pbd_plan_free(pbd_plan *plan);
 

@@ -6,8 +6,9 @@
  * as in pbd_volume_gradient, the last closing on row 0, each neighbour gathered once (a
  * particle past its ring adds an exact 0 for finite positions, which leaves a sum that began
  * at +0 as it is); then their terms added one by one in member order, as
- * pbd_body_constraint_sums adds them: the same bits. A last group of fewer than sixteen goes
- * one by one (body_constraint_member). */
+ * pbd_body_constraint_sums adds them: the same bits. A last group of fewer than sixteen, and
+ * a group with a particle the table does not hold (-1 in row 0), goes one by one
+ * (body_constraint_member), in the same order. */
 static inline void
 body_pressure_reduce16(int first, int end, pbd_float4 r, __global const pbd_float4 *particle_p,
                        __global const int *member_particle, __global const pbd_float4 *member_rest,
@@ -19,8 +20,20 @@ body_pressure_reduce16(int first, int end, pbd_float4 r, __global const pbd_floa
     float v = sums[PBD_BSUM_VOL], w = sums[PBD_BSUM_WG];
     int m = first;
     for (; m + 16 <= end; m += 16) {
+        int16 k0 = vload16(0, table + m);
+        if (any(k0 < 0)) { /* a particle the table does not hold: the sixteen one by one */
+            sums[PBD_BSUM_VOL] = v;
+            sums[PBD_BSUM_WG] = w;
+            for (int l = m; l < m + 16; ++l)
+                body_constraint_member(l, r, PBD_BODY_PRESSURE, particle_p, member_particle,
+                                       member_rest, particle_grad, pressure_offsets, pressure_pairs,
+                                       sums);
+            v = sums[PBD_BSUM_VOL];
+            w = sums[PBD_BSUM_WG];
+            continue;
+        }
         float16 gx = 0.0f, gy = 0.0f, gz = 0.0f, cx, cy, cz, cw, ax, ay, az, bx, by, bz, bw;
-        gather16(particle_p, vload16(0, table + m), &cx, &cy, &cz, &cw);
+        gather16(particle_p, k0, &cx, &cy, &cz, &cw);
         cx = cx - r.x, cy = cy - r.y, cz = cz - r.z;
         ax = cx, ay = cy, az = cz;
         for (int s = 1; s <= steps; ++s) { /* pair s - 1: (n_s-1, n_s), row steps is row 0 */
