@@ -88,9 +88,10 @@ check contacts.json --frames 2
 # its build of them at -O1 or -O2 differs from PoCL and the reference in the last bit of a
 # few values (after one Gauss-Seidel iteration of a 16 x 16 cloth; Jacobi agrees), and at
 # -O0 they agree. Why is not known: nothing is reported at -O0, and its --uninitialized
-# check crashes on these kernels. The elements' scene has over sixteen of each a colour.
+# check crashes on these kernels. The elements' scene has over sixteen of each a colour, each
+# colour a launch; a copy of it takes each type's colours in one launch, one work-item.
 cat >elements.json <<'EOF'
-{"dt": 0.016666666666666666, "substeps": 2, "iterations": 3,
+{"dt": 0.016666666666666666, "substeps": 2, "iterations": 3, "serial_color_size": 0,
  "planes": [{"normal": [0, 1, 0], "offset": 0}],
  "bodies": [
   {"type": "tet_box", "cells": [6, 6, 6], "size": [0.3, 0.3, 0.3], "center": [0, 0.2, 0],
@@ -100,6 +101,7 @@ cat >elements.json <<'EOF'
   {"type": "cloth", "resolution": [16, 16], "size": [0.5, 0.5], "center": [0.6, 0.6, 0],
    "mass": 0.1, "bending": "isometric", "bending_compliance": 0.01}]}
 EOF
+sed 's/"serial_color_size": 0,//' elements.json >elements_one_launch.json
 # A UV sphere whose poles have more triangles (18) than pressure's table holds: the sixteen
 # particles they are among go one by one, the others from the table.
 awk 'BEGIN { n = 18; r = 3; pi = atan2(0, -1); print "v 0 0.3 0"; print "v 0 -0.3 0"
@@ -127,6 +129,7 @@ check "$scenes/jelly_bar.json" --frames 2 --variant cpu
 check "$scenes/spinning_soft_cube.json" --frames 2 --variant cpu
 check elements.json --frames 2 --variant cpu
 check elements.json --frames 1 --variant cpu --solver jacobi
+check elements_one_launch.json --frames 1 --variant cpu
 check uv_balloon.json --frames 2 --variant cpu
 # Compensated float sums: the same kernels on PoCL.
 OG="--data-races"

@@ -289,6 +289,8 @@ static const bad_scene bad[] = {
     {"duplicate_pinned.json", "bodies[0].pinned[1]: found 0 again, expected each index once"},
     {"bad_damping.json", ": damping: found \"viscous\", expected one of: none, point, rigid"},
     {"damping_k_range.json", ": damping_k: found 1.5, expected a number in [0, 1]"},
+    {"serial_color_size_range.json", ": serial_color_size: found -1, expected an integer in "
+                                     "[0, 1000000]"},
     {"body_momentum_type.json", "bodies[0].momentum: found a string, expected"},
     {"particle_radius_zero.json", "bodies[0].particle_radius: found 0, expected a number in (0, "},
     {"self_collision_type.json", "bodies[0].self_collision: found a string, expected true or"},

@@ -1546,6 +1546,76 @@ static void pressure_table_same_bits(void **state)
     rmdir(dir);
 }
 
+/* With the CPU variant a constraint type whose colours average serial_color_size
+ * constraints or fewer is projected in one launch, one work-item taking its colours in
+ * order: the CPU reference's bits with both solvers, and one launch a pass where there was
+ * one a colour, counted on the device over two frames and as the plan says; with
+ * serial_color_size 0, and always with the GPU variant, a launch a colour. A Neo-Hookean box, a box
+ * of volume constraints and a cloth with dihedral bending (a few dozen of each a colour), spinning
+ * onto a floor. */
+static void serial_types_same_bits(void **state)
+{
+    (void)state;
+    const char *json =
+        "{\"substeps\": 2, \"iterations\": 3, \"planes\": [{\"normal\": [0, 1, 0], \"offset\": "
+        "0}], \"bodies\": [{\"type\": \"tet_box\", \"cells\": [3, 3, 3], \"size\": [0.3, 0.3, "
+        "0.3], \"center\": [0, 0.2, 0], \"density\": 100, \"young_modulus\": 5000, "
+        "\"poisson_ratio\": 0.3, \"angular_velocity\": [1, 2, 0]}, {\"type\": \"tet_box\", "
+        "\"cells\": [3, 3, 3], \"size\": [0.3, 0.3, 0.3], \"center\": [0.5, 0.2, 0], "
+        "\"density\": 100, \"volume\": true, \"angular_velocity\": [0, 2, 1]}, {\"type\": "
+        "\"cloth\", \"resolution\": [10, 10], \"size\": [0.5, 0.5], \"center\": [0, 0.6, 0], "
+        "\"mass\": 0.1, \"bending\": \"dihedral\", \"bending_compliance\": 0.01}]}";
+    const int types[3] = {PBD_CONSTRAINT_NEO_HOOKEAN, PBD_CONSTRAINT_VOLUME,
+                          PBD_CONSTRAINT_DIHEDRAL};
+    const char *const names[3] = {"project_neo_hookean", "project_volume", "project_dihedral"};
+    pbd_variant variant = pbd_test_variant();
+    for (int run = 0; run < 4; ++run) {
+        int size = run < 2 ? 64 : 0, jacobi = run & 1;
+        pbd_scene sc = {0};
+        pbd_error err = {0};
+        assert_int_equal(pbd_scene_parse(json, "serial types", &sc, &err), PBD_OK);
+        assert_int_equal(sc.config.serial_color_size, 64); /* the default */
+        sc.config.serial_color_size = size;
+        sc.config.solver = jacobi ? PBD_SOLVER_JACOBI : PBD_SOLVER_GS;
+        pair_result pr = run_pair_variant(&sc.model, &sc.config, 3, variant);
+        print_message("%s, serial_color_size %d: %ld values differ (worst %.3g)\n",
+                      jacobi ? "jacobi" : "gs", size, pr.differ, pr.worst);
+        pair_check_free(&pr);
+        pbd_solver *sv = NULL;
+        pbd_solver_desc d = {.backend = PBD_BACKEND_CL, .variant = variant, .profile = 1};
+        assert_int_equal(test_solver_create(&sc.model, &sc.config, &d, &sv, &err), PBD_OK);
+        int one = size > 0 && pbd_solver_variant(sv) == PBD_VARIANT_CPU;
+        assert_int_equal(pbd_solver_step(sv, 1, &err), PBD_OK);
+        pbd_solver_reset_kernel_times(sv); /* the frames' launches, not the start's */
+        assert_int_equal(pbd_solver_step(sv, 2, &err), PBD_OK);
+        const pbd_kernel_time *t = NULL;
+        int count = 0;
+        long all = 0, passes = 2L * 2 * 3; /* frames, substeps, iterations */
+        assert_int_equal(pbd_solver_kernel_times(sv, &t, &count, &err), PBD_OK);
+        for (int k = 0; k < count; ++k)
+            all += t[k].launches;
+        for (int q = 0; q < 3; ++q) {
+            int colors = pbd_solver_type_colors(sv, types[q]);
+            long got = -1;
+            for (int k = 0; k < count; ++k)
+                if (strcmp(t[k].name, names[q]) == 0)
+                    got = t[k].launches;
+            long want = passes * (one ? 1 : colors);
+            expect(pbd_solver_type_one_launch(sv, types[q]) == one,
+                   "serial_color_size %d: %s %s in one launch", size, names[q],
+                   one ? "not" : "also");
+            expect(colors > 1 && got == want,
+                   "%s, serial_color_size %d: %ld launches of %s (%d colours), expected %ld",
+                   jacobi ? "jacobi" : "gs", size, got, names[q], colors, want);
+        }
+        expect(all == 2 * pbd_solver_launches_per_frame(sv),
+               "%ld launches in two frames, the plan says %ld a frame", all,
+               pbd_solver_launches_per_frame(sv));
+        pbd_solver_destroy(sv);
+        pbd_scene_free(&sc);
+    }
+}
+
 /* A balloon (scenes/balloon.json, with neither gravity nor floor) reaches the volume its
  * pressure asks, 1.5 times the rest volume, within 1 % once the solve converges (20
  * iterations, 120 frames), and its particles' momentum stays the tracked zero (to 1e-6): the
@@ -2475,6 +2545,7 @@ static const struct CMUnitTest tests[] = {
     pbd_device_test(read_behind_steps_cl),
     pbd_device_test(body_constraints_same_bits),
     pbd_device_test(pressure_table_same_bits),
+    pbd_device_test(serial_types_same_bits),
     cmocka_unit_test(balloon_reaches_volume),
     cmocka_unit_test(jelly_returns_to_shape),
     cmocka_unit_test(shape_clusters),

@@ -848,12 +848,14 @@ static int cmd_run(const options *o)
             int n = 0;
             pbd_model_constraints(m, t, &n);
             int serial = pbd_solver_type_serial(solver, t);
+            const char *one = pbd_solver_type_one_launch(solver, t) ? ", in one launch" : "";
             if (serial)
-                printf(" %d %s (%d colours, the last %d serial),", n, pbd_constraint_types[t].name,
-                       pbd_solver_type_colors(solver, t), serial);
+                printf(" %d %s (%d colours, the last %d serial%s),", n,
+                       pbd_constraint_types[t].name, pbd_solver_type_colors(solver, t), serial,
+                       one);
             else if (n > 0 || t == PBD_CONSTRAINT_DISTANCE)
-                printf(" %d %s (%d colours),", n, pbd_constraint_types[t].name,
-                       pbd_solver_type_colors(solver, t));
+                printf(" %d %s (%d colours%s),", n, pbd_constraint_types[t].name,
+                       pbd_solver_type_colors(solver, t), one);
             types += n > 0;
         }
         if (types > 1)

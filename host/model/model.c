@@ -521,5 +521,6 @@ pbd_config pbd_config_default(void)
     c.damping_k = 0.0f;
     c.velocity_update = PBD_VELOCITY_FIRST_ORDER;
     c.max_colors = 32;
+    c.serial_color_size = 64;
     return c;
 }

@@ -991,10 +991,12 @@ static int parse_bodies(ctx *c, const cJSON *bodies, pbd_model *m)
 
 /* ---- top level ---------------------------------------------------------------------------- */
 
-static const char *const top_keys[] = {
-    "description", "dt",       "substeps",    "iterations", "solver",          "omega",  "gravity",
-    "frames",      "momentum", "damping",     "damping_k",  "velocity_update", "planes", "spheres",
-    "boxes",       "capsules", "attachments", "bodies",     "max_colors",      NULL};
+static const char *const top_keys[] = {"description", "dt",      "substeps",   "iterations",
+                                       "solver",      "omega",   "gravity",    "frames",
+                                       "momentum",    "damping", "damping_k",  "velocity_update",
+                                       "planes",      "spheres", "boxes",      "capsules",
+                                       "attachments", "bodies",  "max_colors", "serial_color_size",
+                                       NULL};
 
 static const field config_fields[] = {
     {"dt", 'f', 0, {1e-9, 10.0, 1, 0, 0}, offsetof(pbd_config, dt)}, /* PBD_MIN_SUBSTEP */
@@ -1006,6 +1008,7 @@ static const field config_fields[] = {
     {"momentum", 'b', 0, ANY_FLOAT, offsetof(pbd_config, momentum)},
     {"damping_k", 'f', 0, {0.0, 1.0, 0, 0, 0}, offsetof(pbd_config, damping_k)},
     {"max_colors", 'i', 0, INT_IN(0, 1000000), offsetof(pbd_config, max_colors)},
+    {"serial_color_size", 'i', 0, INT_IN(0, 1000000), offsetof(pbd_config, serial_color_size)},
 };
 
 static const char *const plane_keys[] = {"normal",           "offset",      "friction",

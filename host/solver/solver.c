@@ -94,6 +94,11 @@ static pbd_status check_config(const pbd_config *c, pbd_error *err)
         return pbd_error_set(err, PBD_ERR_ARGUMENT,
                              "max_colors: found %d, expected >= 1, or 0 for no bound",
                              c->max_colors);
+    if (c->serial_color_size < 0)
+        return pbd_error_set(err, PBD_ERR_ARGUMENT,
+                             "serial_color_size: found %d, expected >= 1, or 0 for a launch a "
+                             "colour",
+                             c->serial_color_size);
     if (c->velocity_update != PBD_VELOCITY_FIRST_ORDER && c->velocity_update != PBD_VELOCITY_BDF2)
         return pbd_error_set(err, PBD_ERR_ARGUMENT,
                              "velocity_update: found %d, expected first_order or bdf2",
@@ -1480,6 +1485,11 @@ int pbd_solver_type_serial(const pbd_solver *s, int type)
         return 0;
     const pbd_plan_type *pt = &s->plan.type[type];
     return pt->color_offsets[pt->num_colors] - pt->color_offsets[pt->num_colors - 1];
+}
+
+int pbd_solver_type_one_launch(const pbd_solver *s, int type)
+{
+    return type >= 0 && type < PBD_CONSTRAINT_COUNT && s->plan.type[type].one_launch;
 }
 
 long pbd_solver_launches_per_frame(const pbd_solver *s)
