@@ -102,6 +102,11 @@ cat >elements.json <<'EOF'
    "mass": 0.1, "bending": "isometric", "bending_compliance": 0.01}]}
 EOF
 sed 's/"serial_color_size": 0,//' elements.json >elements_one_launch.json
+n0=$("$pbd" run elements.json --frames 1 --variant cpu 2>/dev/null | grep -o "in one launch" | wc -l)
+n1=$("$pbd" run elements_one_launch.json --frames 1 --variant cpu 2>/dev/null |
+    grep -o "in one launch" | wc -l)
+[ "$n0" -eq 0 ] && [ "$n1" -eq 3 ] ||
+    fail "elements: $n0 and $n1 types in one launch, expected 0 and 3"
 # A UV sphere whose poles have more triangles (18) than pressure's table holds: the sixteen
 # particles they are among go one by one, the others from the table.
 awk 'BEGIN { n = 18; r = 3; pi = atan2(0, -1); print "v 0 0.3 0"; print "v 0 -0.3 0"

@@ -1439,36 +1439,41 @@ static void body_constraints_same_bits(void **state)
 
 /* A UV sphere of radius 0.3 about (0, cy, 0) into an OBJ file: n particles around and 4 rings
  * of them, numbered from `first`, between the poles `north` and `south` (written by the
- * caller), its triangles counter-clockwise seen from outside. */
-static void uv_sphere(FILE *f, int n, int first, int north, int south, double cy)
+ * caller), its triangles counter-clockwise seen from outside. With `poles_inside` it writes
+ * the poles itself, after the second ring (north = first + 2n, south = first + 2n + 1). */
+static void uv_sphere(FILE *f, int n, int first, int north, int south, double cy, int poles_inside)
 {
     const int rings = 4;
     const double pi = 3.14159265358979323846;
-    for (int r = 0; r < rings; ++r)
+    for (int r = 0; r < rings; ++r) {
+        if (r == 2 && poles_inside)
+            fprintf(f, "v 0 %.9f 0\nv 0 %.9f 0\n", cy + 0.3, cy - 0.3);
         for (int j = 0; j < n; ++j) {
             double th = pi * (r + 1) / (rings + 1), ph = 2.0 * pi * j / n;
             fprintf(f, "v %.9f %.9f %.9f\n", 0.3 * sin(th) * cos(ph), cy + 0.3 * cos(th),
                     0.3 * sin(th) * sin(ph));
         }
-    for (int j = 0; j < n; ++j) {
-        int a = first + j, b = first + (j + 1) % n, last = first + (rings - 1) * n;
-        fprintf(f, "f %d %d %d\nf %d %d %d\n", north, b, a, south, last + j, last + (j + 1) % n);
-        for (int r = 0; r + 1 < rings; ++r) {
-            int p = a + r * n, q = b + r * n;
-            fprintf(f, "f %d %d %d\nf %d %d %d\n", p, q, q + n, p, q + n, p + n);
-        }
     }
+#define UV(r, j) (first + (r)*n + (j) % n + ((r) >= 2 && poles_inside ? 2 : 0))
+    for (int j = 0; j < n; ++j) {
+        fprintf(f, "f %d %d %d\nf %d %d %d\n", north, UV(0, j + 1), UV(0, j), south,
+                UV(rings - 1, j), UV(rings - 1, j + 1));
+        for (int r = 0; r + 1 < rings; ++r)
+            fprintf(f, "f %d %d %d\nf %d %d %d\n", UV(r, j), UV(r, j + 1), UV(r + 1, j + 1),
+                    UV(r, j), UV(r + 1, j + 1), UV(r + 1, j));
+    }
+#undef UV
 }
 
 /* Pressure on closed surfaces that the CPU devices' reduction takes sixteen particles at a
  * time from its table of rings (a last group of fewer one by one), with particles the table
- * does not hold, whose group of sixteen (the first) goes one by one: a UV sphere whose poles
- * have more triangles than PBD_PRESSURE_STEPS, and two spheres joined at a pole (a particle
- * of two rings). The CPU reference's bits with both solvers, the bodies spinning onto a
- * floor beside a sphere of 7 particles around (30 particles, the 7 triangles around its
- * poles the table's steps); and the table walks each particle's pairs, rows s and s + 1
- * holding pair s, row `steps` being row 0, except the particles it does not hold: -1 in row
- * 0, the poles over the table and the joined one. */
+ * does not hold, whose group of sixteen goes one by one: a UV sphere whose poles have more
+ * triangles than PBD_PRESSURE_STEPS, in its third group (after sums of others), and two
+ * spheres joined at a pole (a particle of two rings). The CPU reference's bits with both solvers,
+ * the bodies spinning onto a floor beside a sphere of 7 particles around (30 particles, the 7
+ * triangles around its poles the table's steps); and the table walks each particle's pairs, rows s
+ * and s + 1 holding pair s, row `steps` being row 0, except the particles it does not hold: -1 in
+ * row 0, the poles over the table and the joined one. */
 static void pressure_table_same_bits(void **state)
 {
     (void)state;
@@ -1479,13 +1484,17 @@ static void pressure_table_same_bits(void **state)
         snprintf(path[k], sizeof path[k], "%s/sphere%d.obj", dir, k);
         FILE *f = fopen(path[k], "w");
         assert_non_null(f);
-        fprintf(f, "v 0 0.3 0\nv 0 -0.3 0\n"); /* the poles: 1 and 2 */
-        if (k == 1) { /* the second sphere's north pole is the first's south one */
-            uv_sphere(f, 7, 3, 1, 2, 0.0);
+        const int n = PBD_PRESSURE_STEPS + 4;
+        if (k == 0) { /* the poles (41 and 42) in the third group of sixteen */
+            uv_sphere(f, n, 1, 2 * n + 1, 2 * n + 2, 0.0, 1);
+        } else if (k == 1) { /* the second sphere's north pole is the first's south one */
+            fprintf(f, "v 0 0.3 0\nv 0 -0.3 0\n"); /* the poles: 1 and 2 */
+            uv_sphere(f, 7, 3, 1, 2, 0.0, 0);
             fprintf(f, "v 0 -0.9 0\n"); /* 31 */
-            uv_sphere(f, 7, 32, 2, 31, -0.6);
+            uv_sphere(f, 7, 32, 2, 31, -0.6, 0);
         } else {
-            uv_sphere(f, k == 0 ? PBD_PRESSURE_STEPS + 4 : 7, 3, 1, 2, 0.0);
+            fprintf(f, "v 0 0.3 0\nv 0 -0.3 0\n");
+            uv_sphere(f, 7, 3, 1, 2, 0.0, 0);
         }
         assert_int_equal(fclose(f), 0);
     }
@@ -1504,13 +1513,14 @@ static void pressure_table_same_bits(void **state)
         pbd_scene sc = {0};
         pbd_error err = {0};
         assert_int_equal(pbd_scene_parse(json, "pressure table", &sc, &err), PBD_OK);
-        /* the first body's particle 1: more triangles than the table holds, 14 (two rings)
-         * or 7; the last body's particles: full groups of sixteen and a last one of fewer */
-        int around = 0;
+        /* the first body's pole (particle 40, 1 or 0): more triangles than the table holds,
+         * 14 (two rings) or 7; the last body's particles: full groups of sixteen and a last
+         * one of fewer */
+        int around = 0, pole = first == 0 ? 2 * (PBD_PRESSURE_STEPS + 4) : first == 1;
         for (int t = 0; t < 3 * sc.model.num_triangles; ++t)
-            around += sc.model.triangles[t] == 0 + (first == 1);
+            around += sc.model.triangles[t] == pole;
         expect(first == 0 ? around > PBD_PRESSURE_STEPS : around == (first == 1 ? 14 : 7),
-               "%s: %d triangles around particle %d", what[first], around, first == 1);
+               "%s: %d triangles around particle %d", what[first], around, pole);
         expect(sc.model.bodies[1].count >= 16 && sc.model.bodies[1].count % 16 != 0,
                "the second body has %d particles", sc.model.bodies[1].count);
         pbd_plan plan = {0};
@@ -1519,7 +1529,7 @@ static void pressure_table_same_bits(void **state)
         expect(table != NULL && steps == 7, "%s: a table of %d steps", what[first], steps);
         const int np = plan.num_particles, *off = plan.pressure_offsets;
         for (int i = 0; i < np; ++i) {
-            int out = (first == 0 && i < 2) || (first == 1 && i == 1); /* poles, joined */
+            int out = (first == 0 && (i == pole || i == pole + 1)) || (first == 1 && i == 1);
             expect((table[i] < 0) == out, "%s: particle %d has %d in row 0", what[first], i,
                    table[i]);
             for (int e = off[i]; !out && e < off[i + 1]; ++e) {
@@ -1548,38 +1558,43 @@ static void pressure_table_same_bits(void **state)
 
 /* With the CPU variant a constraint type whose colours average serial_color_size
  * constraints or fewer is projected in one launch, one work-item taking its colours in
- * order: the CPU reference's bits with both solvers, and one launch a pass where there was
- * one a colour, counted on the device over two frames and as the plan says; with
- * serial_color_size 0, and always with the GPU variant, a launch a colour. A Neo-Hookean box, a box
- * of volume constraints and a cloth with dihedral bending (a few dozen of each a colour), spinning
- * onto a floor. */
+ * order: the CPU reference's bits with both solvers, with and without overflow sets
+ * (max_colors 32 and 12), and one launch a pass where there was one a colour, counted on the
+ * device over two frames and as the plan says; with serial_color_size 0, and always with the
+ * GPU variant, a launch a colour. A Neo-Hookean box, a box of volume constraints and cloths
+ * with dihedral and isometric bending (a few dozen of each a colour), spinning onto a floor. */
 static void serial_types_same_bits(void **state)
 {
     (void)state;
-    const char *json =
-        "{\"substeps\": 2, \"iterations\": 3, \"planes\": [{\"normal\": [0, 1, 0], \"offset\": "
-        "0}], \"bodies\": [{\"type\": \"tet_box\", \"cells\": [3, 3, 3], \"size\": [0.3, 0.3, "
-        "0.3], \"center\": [0, 0.2, 0], \"density\": 100, \"young_modulus\": 5000, "
-        "\"poisson_ratio\": 0.3, \"angular_velocity\": [1, 2, 0]}, {\"type\": \"tet_box\", "
-        "\"cells\": [3, 3, 3], \"size\": [0.3, 0.3, 0.3], \"center\": [0.5, 0.2, 0], "
-        "\"density\": 100, \"volume\": true, \"angular_velocity\": [0, 2, 1]}, {\"type\": "
-        "\"cloth\", \"resolution\": [10, 10], \"size\": [0.5, 0.5], \"center\": [0, 0.6, 0], "
-        "\"mass\": 0.1, \"bending\": \"dihedral\", \"bending_compliance\": 0.01}]}";
-    const int types[3] = {PBD_CONSTRAINT_NEO_HOOKEAN, PBD_CONSTRAINT_VOLUME,
-                          PBD_CONSTRAINT_DIHEDRAL};
-    const char *const names[3] = {"project_neo_hookean", "project_volume", "project_dihedral"};
+    const int types[4] = {PBD_CONSTRAINT_NEO_HOOKEAN, PBD_CONSTRAINT_VOLUME,
+                          PBD_CONSTRAINT_DIHEDRAL, PBD_CONSTRAINT_ISOMETRIC};
+    const char *const names[4] = {"project_neo_hookean", "project_volume", "project_dihedral",
+                                  "project_isometric"};
     pbd_variant variant = pbd_test_variant();
-    for (int run = 0; run < 4; ++run) {
-        int size = run < 2 ? 64 : 0, jacobi = run & 1;
+    for (int run = 0; run < 8; ++run) {
+        int size = run & 2 ? 0 : 64, jacobi = run & 1, max_colors = run & 4 ? 12 : 32;
+        char json[2048];
+        snprintf(json, sizeof json,
+                 "{\"substeps\": 2, \"iterations\": 3, \"serial_color_size\": %d, \"max_colors\": "
+                 "%d, \"solver\": \"%s\", \"planes\": [{\"normal\": [0, 1, 0], \"offset\": 0}], "
+                 "\"bodies\": [{\"type\": \"tet_box\", \"cells\": [5, 5, 5], \"size\": [0.3, 0.3, "
+                 "0.3], \"center\": [0, 0.2, 0], \"density\": 100, \"young_modulus\": 5000, "
+                 "\"poisson_ratio\": 0.3, \"angular_velocity\": [1, 2, 0]}, {\"type\": "
+                 "\"tet_box\", \"cells\": [5, 5, 5], \"size\": [0.3, 0.3, 0.3], \"center\": [0.5, "
+                 "0.2, 0], \"density\": 100, \"volume\": true, \"angular_velocity\": [0, 2, 1]}, "
+                 "{\"type\": \"cloth\", \"resolution\": [16, 16], \"size\": [0.5, 0.5], "
+                 "\"center\": [0, 0.6, 0], \"mass\": 0.1, \"bending\": \"dihedral\", "
+                 "\"bending_compliance\": 0.01}, {\"type\": \"cloth\", \"resolution\": [16, 16], "
+                 "\"size\": [0.5, 0.5], \"center\": [0.6, 0.6, 0], \"mass\": 0.1, \"bending\": "
+                 "\"isometric\", \"bending_compliance\": 0.01}]}",
+                 size, max_colors, jacobi ? "jacobi" : "gs");
         pbd_scene sc = {0};
         pbd_error err = {0};
         assert_int_equal(pbd_scene_parse(json, "serial types", &sc, &err), PBD_OK);
-        assert_int_equal(sc.config.serial_color_size, 64); /* the default */
-        sc.config.serial_color_size = size;
-        sc.config.solver = jacobi ? PBD_SOLVER_JACOBI : PBD_SOLVER_GS;
+        assert_int_equal(sc.config.serial_color_size, size);
         pair_result pr = run_pair_variant(&sc.model, &sc.config, 3, variant);
-        print_message("%s, serial_color_size %d: %ld values differ (worst %.3g)\n",
-                      jacobi ? "jacobi" : "gs", size, pr.differ, pr.worst);
+        print_message("%s, serial_color_size %d, max_colors %d: %ld values differ (worst %.3g)\n",
+                      jacobi ? "jacobi" : "gs", size, max_colors, pr.differ, pr.worst);
         pair_check_free(&pr);
         pbd_solver *sv = NULL;
         pbd_solver_desc d = {.backend = PBD_BACKEND_CL, .variant = variant, .profile = 1};
@@ -1594,8 +1609,9 @@ static void serial_types_same_bits(void **state)
         assert_int_equal(pbd_solver_kernel_times(sv, &t, &count, &err), PBD_OK);
         for (int k = 0; k < count; ++k)
             all += t[k].launches;
-        for (int q = 0; q < 3; ++q) {
+        for (int q = 0; q < 4; ++q) {
             int colors = pbd_solver_type_colors(sv, types[q]);
+            int serial = pbd_solver_type_serial(sv, types[q]);
             long got = -1;
             for (int k = 0; k < count; ++k)
                 if (strcmp(t[k].name, names[q]) == 0)
@@ -1604,6 +1620,8 @@ static void serial_types_same_bits(void **state)
             expect(pbd_solver_type_one_launch(sv, types[q]) == one,
                    "serial_color_size %d: %s %s in one launch", size, names[q],
                    one ? "not" : "also");
+            expect((serial > 0) == (max_colors == 12), "max_colors %d: %d of %s serial", max_colors,
+                   serial, names[q]);
             expect(colors > 1 && got == want,
                    "%s, serial_color_size %d: %ld launches of %s (%d colours), expected %ld",
                    jacobi ? "jacobi" : "gs", size, got, names[q], colors, want);
