@@ -251,16 +251,17 @@ typedef struct pbd_config {
     pbd_velocity_update velocity_update;
     int max_colors; /* colours per constraint type (but distance) before the rest go to a
                        serial overflow set (pbd_color_options); 0: no bound */
-    /* CPU devices: a constraint type (but distance) whose colours hold this many constraints
-     * or fewer on average is projected in one launch, one work-item taking its colours in
-     * order (the same results); 0: a launch a colour. Where a colour is this small, its
-     * launch costs more than its work. */
+    /* The CPU kernel variant (CPU devices' default): a constraint type (but distance) of two
+     * colours or more whose colours hold this many constraints or fewer on average is
+     * projected in one launch, one work-item taking its colours in order (the same results);
+     * 0: a launch a colour. Where a colour is this small, its launch costs more than its
+     * work. */
     int serial_color_size;
 } pbd_config;
 
 /* Defaults: dt 1/60, 1 substep, 10 iterations, Gauss-Seidel, omega 1, gravity (0,-9.81,0),
  * 300 frames, momentum preservation on, no damping, first-order velocity update, 32 colours
- * a type, types of colours of 64 constraints or fewer in one launch on CPU devices. */
+ * a type, types of colours of 64 constraints or fewer in one launch on the CPU variant. */
 pbd_config pbd_config_default(void);
 
 typedef struct pbd_scene {
@@ -464,7 +465,8 @@ int pbd_solver_type_colors(const pbd_solver *s, int type);
  * because they found no colour under pbd_config.max_colors), or 0. */
 int pbd_solver_type_serial(const pbd_solver *s, int type);
 /* 1: the device projects `type`'s colours in one launch, one work-item taking them in order
- * (CPU devices, where they average pbd_config.serial_color_size constraints or fewer). */
+ * (the CPU kernel variant, where they average pbd_config.serial_color_size constraints or
+ * fewer). */
 int pbd_solver_type_one_launch(const pbd_solver *s, int type);
 /* Shape-matching clusters (pbd_body.shape_cluster_spacing) of every body together. */
 int pbd_solver_shape_clusters(const pbd_solver *s);

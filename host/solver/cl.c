@@ -321,7 +321,8 @@ cleanup:
  * on CPU devices with blocks: the boundary colours in one launch, a work-item a group of cuts
  * (pbd_plan.num_cuts), then every block's colours and collisions in one launch, a work-item a
  * block (collide_fused); on GPUs, a small mesh's colours and collisions in one work-group
- * (collide_fused). Otherwise a launch a colour. */
+ * (collide_fused). A type of small colours on the CPU variant (pbd_plan_type.one_launch):
+ * one launch, one work-item taking every colour in order. Otherwise a launch a colour. */
 static pbd_status cl_project(void *impl, int type, int reset, pbd_error *err)
 {
     cl_impl *c = impl;
@@ -1077,10 +1078,10 @@ static pbd_status choose_kernels(cl_impl *c, pbd_plan *plan, const pbd_solver_de
     }
     if (cpu && plan->cfg.solver == PBD_SOLVER_JACOBI)
         plan->jacobi_launches -= ndist > 0; /* the gather projects too */
-    /* Small colours on CPU devices: a type's colours in one launch, one work-item taking them
-     * in order, where they average serial_color_size constraints or fewer. A launch costs a
-     * few microseconds of the host's and the device's time; a volume element on one core
-     * about 12 ns, a Neo-Hookean one 43. */
+    /* Small colours on the CPU variant: a type's colours in one launch, one work-item taking
+     * them in order, where they average serial_color_size constraints or fewer. A launch
+     * costs a few microseconds of the host's and the device's time (PoCL); a volume element
+     * on one core about 12 ns, a Neo-Hookean one 43. */
     for (int t = 0; cpu && t < PBD_CONSTRAINT_COUNT; ++t) {
         pbd_plan_type *pt = &plan->type[t];
         long size = plan->cfg.serial_color_size;

@@ -37,7 +37,7 @@ typedef struct pbd_plan_type {
     int *color_offsets; /* num_colors + 1: colour k is records[off[k] .. off[k+1]) */
     int overflow;       /* 1: the last colour is the overflow set, projected serially */
     int one_launch;     /* 1: every colour in one launch, one work-item taking them in order
-                           (CPU devices: pbd_config.serial_color_size) */
+                           (the CPU variant: pbd_config.serial_color_size) */
     int *position;      /* count: where the model's constraint j sits in records */
     union {             /* sorted by colour; PBD stiffness k stored as -(1-(1-k)^(1/n)) */
         void *records;

@@ -56,7 +56,8 @@ static pbd_status iterate(const pbd_backend_ops *ops, void *impl, const pbd_plan
             STAGE(ops->gather_jacobi(impl, err));
         } else if (plan->type[t].count > 0) {
             /* Coloured Gauss-Seidel, a launch a colour (the CPU variant's distance
-             * constraints: the boundary's groups and the blocks, a launch each) */
+             * constraints: the boundary's groups and the blocks, a launch each; its types of
+             * small colours: one launch, one work-item taking the colours in order) */
             STAGE(ops->project(impl, t, reset, err));
         }
     }

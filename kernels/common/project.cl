@@ -1,9 +1,10 @@
 /* A kernel for every constraint type (PBD_CONSTRAINT_LIST), project_<name>: one constraint a
  * work-item, constraints [offset, offset + count) of `records`, which are one colour (they
  * share no particle that they write: no races, no atomics, and the serial result). With
- * `serial` (a type's overflow set, whose constraints may share particles) one work-item
- * projects them all in order, as the CPU reference does. Both variants launch them colour
- * by colour; distance has faster kernels of its own, and CPU devices take volume, dihedral,
+ * `serial` (a type's overflow set, whose constraints may share particles, or, on the CPU
+ * variant, all of a type's small colours in order) one work-item projects them all in
+ * order, as the CPU reference does. Otherwise both variants launch them colour by colour;
+ * distance has faster kernels of its own, and the CPU variant takes volume, dihedral,
  * isometric and Neo-Hookean constraints sixteen a work-item (cpu/project4.cl). Built after
  * pbd_shared.h. */
 #define PBD_X_PROJECT_KERNEL(id, name, type, arity, world)                                         \

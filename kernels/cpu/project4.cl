@@ -5,8 +5,9 @@
  * back. As there, a constraint that skips writes nothing it would not, and a pinned particle
  * (w = 0) is never written (pbd_store), so that a colour may share it. The plain kernels, one
  * constraint a work-item, hold float4 records, which keep PoCL from vectorising their
- * work-item loops (vec8.cl). A group of fewer than sixteen, and a colour's overflow set
- * (`serial`), go one by one through the shared projection. Built after vec8.cl. */
+ * work-item loops (vec8.cl). A group of fewer than sixteen, and `serial` constraints (an
+ * overflow set, or a type's small colours all in one launch), go one by one through the
+ * shared projection. Built after vec8.cl. */
 
 /* Eight 32-byte records laid out as (a, b, c, d, f0, f1, pad, pad) (pbd_volume,
  * pbd_dihedral): four whole-vector loads, each field transposed to an int8. */
