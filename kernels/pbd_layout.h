@@ -122,9 +122,9 @@ typedef struct pbd_neo_hookean {
  * (>= 0: XPBD compliance; < 0: PBD stiffness, as pbd_distance's). Each type has
  * pbd_<name>_project (pbd_shared.h: one constraint, Gauss-Seidel, in place) and a kernel
  * project_<name> (kernels/, one constraint a work-item, a launch a colour, or every colour
- * in order on one work-item) of the same
- * arguments; distance has the variants' faster kernels besides. Distance comes last: the
- * Jacobi gather, which also collides, ends an iteration. */
+ * in order on one work-item) of the same arguments; distance has the variants' faster
+ * kernels besides. Distance comes last: the Jacobi gather, which also collides, ends an
+ * iteration. */
 #define PBD_CONSTRAINT_LIST(X)                                                                     \
     X(ATTACHMENT, attachment, pbd_attachment, 1, 1)                                                \
     X(VOLUME, volume, pbd_volume, 4, 0)                                                            \

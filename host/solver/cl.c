@@ -282,31 +282,32 @@ static const char *const project16[PBD_CONSTRAINT_COUNT] = {
     [PBD_CONSTRAINT_NEO_HOOKEAN] = "project_neo_hookean16",
 };
 
-/* Colour `color` of constraint `type`: project_<type>, a constraint a work-item, on the
- * current iterate (Jacobi alternates it; Gauss-Seidel keeps p). */
-static pbd_status cl_project_color(cl_impl *c, int type, int color, int reset, pbd_error *err)
+/* Colours [first, last) of constraint `type`: project_<type> on the current iterate (Jacobi
+ * alternates it; Gauss-Seidel keeps p), a constraint a work-item, or with `serial` one
+ * work-item taking them all in order (an overflow set; the CPU variant's small colours). */
+static pbd_status cl_project_colors(cl_impl *c, int type, int first, int last, int serial,
+                                    int reset, pbd_error *err)
 {
     const pbd_plan_type *pt = &c->plan->type[type];
     const kernel *k = &c->kernels[PBD_STAGE_PROJECT + type];
     pbd_status status = PBD_OK;
-    cl_int offset = pt->color_offsets[color];
-    cl_int count = pt->color_offsets[color + 1] - offset;
-    cl_int r = reset;
-    cl_int serial = pt->overflow && color == pt->num_colors - 1;
+    cl_int offset = pt->color_offsets[first];
+    cl_int count = pt->color_offsets[last] - offset;
+    cl_int r = reset, one = serial;
     cl_mem p = position_buffer(c, c->iterate);
     ARG(k, "particle_p", p);
     ARG(k, "offset", offset);
     ARG(k, "count", count);
     ARG(k, "reset_lambda", r);
-    if (type != PBD_CONSTRAINT_DISTANCE) /* never an overflow set; serial stays 0 */
-        ARG(k, "serial", serial);
+    if (type != PBD_CONSTRAINT_DISTANCE) /* never serial */
+        ARG(k, "serial", one);
     size_t items = serial ? 1 : (size_t)count;
     /* CPU devices launch distance colours only for a mesh of one block, with no boundary
      * colours: colour k is the block's whole part, sorted into runs (pbd_plan.block_runs);
      * project_distance_gs16 takes sixteen constraints a work-item. */
     if (cpu_variant(c) && type == PBD_CONSTRAINT_DISTANCE) {
-        ARG(k, "pairs", c->plan->block_runs[2 * color]);
-        ARG(k, "rest", c->plan->block_runs[2 * color + 1]);
+        ARG(k, "pairs", c->plan->block_runs[2 * first]);
+        ARG(k, "rest", c->plan->block_runs[2 * first + 1]);
         items = ((size_t)count + 15) / 16;
     } else if (cpu_variant(c) && project16[type] && !serial) {
         items = ((size_t)count + 15) / 16; /* project_<type>16: sixteen a work-item */
@@ -347,20 +348,11 @@ static pbd_status cl_project(void *impl, int type, int reset, pbd_error *err)
                              err);
     }
     const pbd_plan_type *pt = &pl->type[type];
-    if (pt->one_launch) { /* every colour in order on one work-item: the same sequence */
-        const kernel *k = &c->kernels[PBD_STAGE_PROJECT + type];
-        cl_int offset = pt->color_offsets[0], one = 1;
-        cl_int count = pt->color_offsets[pt->num_colors] - offset;
-        cl_mem p = position_buffer(c, c->iterate);
-        ARG(k, "particle_p", p);
-        ARG(k, "offset", offset);
-        ARG(k, "count", count);
-        ARG(k, "reset_lambda", r);
-        ARG(k, "serial", one);
-        return launch(c, PBD_STAGE_PROJECT + type, 1, 1, err);
-    }
+    if (pt->one_launch) /* every colour in order on one work-item: the same sequence */
+        return cl_project_colors(c, type, 0, pt->num_colors, 1, reset, err);
     for (int k = 0; k < pt->num_colors && status == PBD_OK; ++k)
-        status = cl_project_color(c, type, k, reset, err);
+        status = cl_project_colors(c, type, k, k + 1, pt->overflow && k == pt->num_colors - 1,
+                                   reset, err);
 cleanup:
     return status;
 }
