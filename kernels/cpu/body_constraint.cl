@@ -9,6 +9,23 @@
  * pbd_body_constraint_sums adds them: the same bits. A last group of fewer than sixteen, and
  * a group with a particle the table does not hold (-1 in row 0), goes one by one
  * (body_constraint_member), in the same order. */
+/* Members [first, end) one by one (body_constraint_member), their sums carried in *v and *w
+ * (pressure alone: sums holds no others) and left in sums too. */
+static inline void
+body_pressure_members(int first, int end, pbd_float4 r, __global const pbd_float4 *particle_p,
+                      __global const int *member_particle, __global const pbd_float4 *member_rest,
+                      __global pbd_float4 *particle_grad, __global const int *pressure_offsets,
+                      __global const int *pressure_pairs, float *v, float *w, float *sums)
+{
+    sums[PBD_BSUM_VOL] = *v;
+    sums[PBD_BSUM_WG] = *w;
+    for (int m = first; m < end; ++m)
+        body_constraint_member(m, r, PBD_BODY_PRESSURE, particle_p, member_particle, member_rest,
+                               particle_grad, pressure_offsets, pressure_pairs, sums);
+    *v = sums[PBD_BSUM_VOL];
+    *w = sums[PBD_BSUM_WG];
+}
+
 static inline void
 body_pressure_reduce16(int first, int end, pbd_float4 r, __global const pbd_float4 *particle_p,
                        __global const int *member_particle, __global const pbd_float4 *member_rest,
@@ -22,14 +39,8 @@ body_pressure_reduce16(int first, int end, pbd_float4 r, __global const pbd_floa
     for (; m + 16 <= end; m += 16) {
         int16 k0 = vload16(0, table + m);
         if (any(k0 < 0)) { /* a particle the table does not hold: the sixteen one by one */
-            sums[PBD_BSUM_VOL] = v;
-            sums[PBD_BSUM_WG] = w;
-            for (int l = m; l < m + 16; ++l)
-                body_constraint_member(l, r, PBD_BODY_PRESSURE, particle_p, member_particle,
-                                       member_rest, particle_grad, pressure_offsets, pressure_pairs,
-                                       sums);
-            v = sums[PBD_BSUM_VOL];
-            w = sums[PBD_BSUM_WG];
+            body_pressure_members(m, m + 16, r, particle_p, member_particle, member_rest,
+                                  particle_grad, pressure_offsets, pressure_pairs, &v, &w, sums);
             continue;
         }
         float16 gx = 0.0f, gy = 0.0f, gz = 0.0f, cx, cy, cz, cw, ax, ay, az, bx, by, bz, bw;
@@ -70,11 +81,8 @@ body_pressure_reduce16(int first, int end, pbd_float4 r, __global const pbd_floa
         join8(gx.hi, gy.hi, gz.hi, (float8)(0.0f), &r0, &r1);
         store_raw8(particle_grad, m + 8, 0, 8, r0, r1);
     }
-    sums[PBD_BSUM_VOL] = v;
-    sums[PBD_BSUM_WG] = w;
-    for (; m < end; ++m)
-        body_constraint_member(m, r, PBD_BODY_PRESSURE, particle_p, member_particle, member_rest,
-                               particle_grad, pressure_offsets, pressure_pairs, sums);
+    body_pressure_members(m, end, r, particle_p, member_particle, member_rest, particle_grad,
+                          pressure_offsets, pressure_pairs, &v, &w, sums);
 }
 
 /* The body constraints' reduction (common/body_constraint.cl's body_constraint_reduce_one) on
