@@ -1426,8 +1426,8 @@ PBD_INLINE float pbd_particle_error(PBD_GLOBAL const pbd_float4 *x,
 /* Body constraint flags (pbd_body_constraint.flags). */
 #define PBD_BODY_SHAPE    1 /* shape matching */
 #define PBD_BODY_PRESSURE 2 /* the closed surface's volume */
-/* shape matching's XPBD form (with PBD_BODY_SHAPE): the reduction also sums PBD_BSUM_MPP and
- * PBD_BSUM_MQQ */
+/* shape matching's XPBD form (with PBD_BODY_SHAPE): the reduction also sums PBD_BSUM_MPP, and
+ * the solve takes the constant sum m |q|^2 from the record (shape_mqq) */
 #define PBD_BODY_SHAPE_XPBD 4
 
 /* Members a segment of body_constraint_reduce sums (a constraint's members in pieces of
@@ -1454,7 +1454,9 @@ typedef struct pbd_body_constraint {
     float compliance; /* pressure: >= 0 XPBD compliance, m^3/Pa (volume per pressure);
                          < 0 PBD stiffness -k', as pbd_distance's */
     float shape_compliance; /* shape matching's XPBD form: compliance > 0, s^2; else 0 */
-    int pad1, pad2;         /* 0 */
+    float shape_mqq;        /* the XPBD form's sum m |q|^2 over the members, kg m^2
+                               (pbd_shape_mqq); else 0 */
+    int pad;                /* 0 */
 } pbd_body_constraint;
 
 /* Per-segment sums of the body constraints, relative to the reference point r = p[first]:
@@ -1466,9 +1468,8 @@ enum {
     PBD_BSUM_MQ = 13,  /* sum m q             (3; 0 up to rounding) kg m */
     PBD_BSUM_VOL = 16, /* sum p' . grad_i = 3 V                 m^3    */
     PBD_BSUM_WG = 17,  /* sum w |grad_i|^2                      m^4/kg */
-    PBD_BSUM_MPP = 18, /* sum m |p'|^2                          kg m^2 */
-    PBD_BSUM_MQQ = 19, /* sum m |q|^2                           kg m^2 */
-    PBD_BSUM_COUNT = 20
+    PBD_BSUM_MPP = 18, /* sum m p'_k^2        (3: x, y, z)      kg m^2 */
+    PBD_BSUM_COUNT = 21
 };
 
 /* What body_constraint_solve leaves per constraint for the apply stage and the next solve
@@ -1578,8 +1579,9 @@ PBD_INLINE void pbd_body_constraint_sums(pbd_float4 p, pbd_float4 r, pbd_float4 
             s[PBD_BSUM_MQ + k] = s[PBD_BSUM_MQ + k] + m * q[k];
         }
         if (flags & PBD_BODY_SHAPE_XPBD) {
-            s[PBD_BSUM_MPP] = s[PBD_BSUM_MPP] + ((mx * px + my * py) + mz * pz);
-            s[PBD_BSUM_MQQ] = s[PBD_BSUM_MQQ] + m * ((q[0] * q[0] + q[1] * q[1]) + q[2] * q[2]);
+            s[PBD_BSUM_MPP] = s[PBD_BSUM_MPP] + mx * px;
+            s[PBD_BSUM_MPP + 1] = s[PBD_BSUM_MPP + 1] + my * py;
+            s[PBD_BSUM_MPP + 2] = s[PBD_BSUM_MPP + 2] + mz * pz;
         }
     }
     if (flags & PBD_BODY_PRESSURE) {
@@ -1587,6 +1589,20 @@ PBD_INLINE void pbd_body_constraint_sums(pbd_float4 p, pbd_float4 r, pbd_float4 
         s[PBD_BSUM_WG] = s[PBD_BSUM_WG] + p.w * ((g.x * g.x + g.y * g.y) + g.z * g.z);
     }
 }
+
+#ifndef __OPENCL_C_VERSION__
+/* Shape matching's sum m |q|^2 over the rest records [first, end) (xyz: q, w: m), in order:
+ * a constant of the constraint, summed once by the plan (pbd_body_constraint.shape_mqq). */
+static inline float pbd_shape_mqq(const pbd_float4 *rest, int first, int end)
+{
+    float s = 0.0f;
+    for (int e = first; e < end; ++e) {
+        pbd_float4 q = rest[e];
+        s = s + q.w * ((q.x * q.x + q.y * q.y) + q.z * q.z);
+    }
+    return s;
+}
+#endif
 
 /* The per-body solve on the summed s: for shape matching the centre c = r + sum m p' / M
  * and A = sum m (p - c) q^T = sum m p' q^T - (c - r) (sum m q)^T, then its rotation from the
@@ -1596,7 +1612,8 @@ PBD_INLINE void pbd_body_constraint_sums(pbd_float4 p, pbd_float4 r, pbd_float4 
  *
  * Shape matching's XPBD form takes the energy sum m |p - g|^2 / (2 alpha) as one constraint
  * of the body, C = sqrt(sum m |p - g|^2) (sum m |p - c|^2 - 2 tr(R^T A) + sum m |q|^2, from
- * the same sums), with sum w |grad_i C|^2 = 1 (pinned particles counted as free):
+ * the same sums, sum m |p'|^2 by component, and the constant sum m |q|^2 from the record),
+ * with sum w |grad_i C|^2 = 1 (pinned particles counted as free):
  * dlambda = (-C - alpha~ lambda) / (1 + alpha~), and every particle moves toward its goal by
  * the same fraction k = -dlambda / C (clamped to [-1, 1]), so the step keeps the body's
  * momentum as the stiffness form does. A particle swings about its goal at the angular
@@ -1625,7 +1642,8 @@ PBD_INLINE void pbd_body_constraint_solve(const float *s, pbd_body_constraint bc
             for (int k = 0; k < 9; ++k)
                 ra = ra + rot[k] * a[k];
             float mc = s[PBD_BSUM_M] * ((dc[0] * dc[0] + dc[1] * dc[1]) + dc[2] * dc[2]);
-            float c2 = ((s[PBD_BSUM_MPP] - mc) - 2.0f * ra) + s[PBD_BSUM_MQQ];
+            float mpp = (s[PBD_BSUM_MPP] + s[PBD_BSUM_MPP + 1]) + s[PBD_BSUM_MPP + 2];
+            float c2 = ((mpp - mc) - 2.0f * ra) + bc.shape_mqq;
             float cs = c2 > 0.0f ? pbd_sqrtf(c2) : 0.0f, at = bc.shape_compliance * inv_h2;
             float dl = (-cs - at * ls) / (1.0f + at);
             ks = cs > 0.0f ? -dl / cs : 1.0f / (1.0f + at);

@@ -790,6 +790,7 @@ static void cluster_invariants(void **state)
             if (sample & 1) {
                 bc[k + 1].flags |= PBD_BODY_SHAPE_XPBD;
                 bc[k + 1].shape_compliance = 1e-4f;
+                bc[k + 1].shape_mqq = pbd_shape_mqq(rest, first[k], nm);
             }
         }
         first[CLUSTERS] = nm;
@@ -899,6 +900,7 @@ static void body_constraint_invariants(void **state)
             if (!pressure && (sample & 1)) { /* shape matching's XPBD form */
                 bc.flags |= PBD_BODY_SHAPE_XPBD;
                 bc.shape_compliance = 1e-4f;
+                bc.shape_mqq = pbd_shape_mqq(rest, 0, n);
             }
             if (pressure) { /* 1.3 times the octahedron's volume, 4/3 */
                 bc.volume = 1.3f * 4.0f / 3.0f;

@@ -486,8 +486,10 @@ static void shape_rest(const pbd_model *m, const int *member_particle, int first
     }
 }
 
-/* Body bd's shape matching in constraint bc: its stiffness per iteration, or its XPBD form. */
-static void shape_form(const pbd_body *bd, const pbd_config *cfg, pbd_body_constraint *bc)
+/* Body bd's shape matching in constraint bc of members [first, end), whose rest records are
+ * set: its stiffness per iteration, or its XPBD form, with the members' sum m |q|^2. */
+static void shape_form(const pbd_body *bd, const pbd_config *cfg, const pbd_float4 *rest, int first,
+                       int end, pbd_body_constraint *bc)
 {
     bc->flags |= PBD_BODY_SHAPE;
     if (bd->shape_stiffness > 0.0f)
@@ -495,6 +497,7 @@ static void shape_form(const pbd_body *bd, const pbd_config *cfg, pbd_body_const
     else {
         bc->flags |= PBD_BODY_SHAPE_XPBD;
         bc->shape_compliance = bd->shape_compliance;
+        bc->shape_mqq = pbd_shape_mqq(rest, first, end);
     }
 }
 
@@ -676,7 +679,7 @@ static pbd_status plan_clusters(const pbd_model *m, const pbd_config *cfg, pbd_p
                     plan->cluster_offsets[i + 1]++;
                 }
                 shape_rest(m, plan->member_particle, start[k], start[k + 1], plan->member_rest);
-                shape_form(bd, cfg, bc);
+                shape_form(bd, cfg, plan->member_rest, start[k], start[k + 1], bc);
                 bc->first = plan->member_particle[start[k]];
                 plan->body_constraint_ranges[nb + k0 + k] = *nseg;
                 add_segments(plan, nb + k0 + k, start[k], start[k + 1], nseg);
@@ -855,7 +858,7 @@ static pbd_status plan_body_constraints(const pbd_model *m, const pbd_config *cf
                 plan->member_rest[i].w = m->v[i].w;
             shape_rest(m, plan->member_particle, bd->first, bd->first + bd->count,
                        plan->member_rest);
-            shape_form(bd, cfg, bc);
+            shape_form(bd, cfg, plan->member_rest, bd->first, bd->first + bd->count, bc);
         }
         if (bd->pressure > 0.0f) {
             /* closed: for every edge i -> j of a triangle, j -> i in exactly one other, and

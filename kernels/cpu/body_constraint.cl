@@ -90,8 +90,9 @@ body_pressure_reduce16(int first, int end, pbd_float4 r, __global const pbd_floa
  * sixteen sums (sum m, m p', m p' q^T, m q: PBD_BSUM_M .. PBD_BSUM_MQ + 2, in that order) as
  * one float16, each member adding (m, mx, my, mz, mx, mx, mx, my, ..., m) * (1, 1, 1, 1, q0,
  * q1, q2, q0, ...) lane by lane: pbd_body_constraint_sums' products and sums in its order, so
- * the same bits; the XPBD form's two sums beside it. Pressure alone: body_pressure_reduce16,
- * where there is a table; pressure with shape matching, or without a table: the shared code. */
+ * the same bits; the XPBD form's three sums m p'_k^2 beside it as a float4. Pressure alone:
+ * body_pressure_reduce16, where there is a table; pressure with shape matching, or without a
+ * table: the shared code. */
 __kernel void
 body_constraint_reduce16(__global const pbd_segment *body_constraint_segments,
                          __global const pbd_float4 *particle_p, __global const int *member_particle,
@@ -127,7 +128,7 @@ body_constraint_reduce16(__global const pbd_segment *body_constraint_segments,
     }
     pbd_float4 r = particle_p[bc.first];
     float16 s = (float16)(0.0f);
-    float mpp = 0.0f, mqq = 0.0f;
+    float4 mpp = (float4)(0.0f);
     int xpbd = bc.flags & PBD_BODY_SHAPE_XPBD;
     for (int m = seg.first; m < seg.first + seg.count; ++m) {
         pbd_float4 p = particle_p[member_particle[m]], q = member_rest[m];
@@ -135,17 +136,16 @@ body_constraint_reduce16(__global const pbd_segment *body_constraint_segments,
         float mm = q.w, mx = mm * px, my = mm * py, mz = mm * pz;
         float4 a = (float4)(mm, mx, my, mz), b = (float4)(1.0f, q.x, q.y, q.z);
         s = s + a.s0123111222333000 * b.s0000123123123123;
-        if (xpbd) {
-            mpp = mpp + ((mx * px + my * py) + mz * pz);
-            mqq = mqq + mm * ((q.x * q.x + q.y * q.y) + q.z * q.z);
-        }
+        if (xpbd)
+            mpp = mpp + a * (float4)(0.0f, px, py, pz);
     }
     __global float *out = body_constraint_sums + gi * PBD_BSUM_COUNT;
     vstore16(s, 0, out);
     out[PBD_BSUM_VOL] = 0.0f;
     out[PBD_BSUM_WG] = 0.0f;
-    out[PBD_BSUM_MPP] = mpp;
-    out[PBD_BSUM_MQQ] = mqq;
+    out[PBD_BSUM_MPP] = mpp.s1;
+    out[PBD_BSUM_MPP + 1] = mpp.s2;
+    out[PBD_BSUM_MPP + 2] = mpp.s3;
 }
 
 /* Lane k of each particle of a float16 of four, in all four of its lanes. */
