@@ -64,6 +64,8 @@ typedef struct cl_impl {
     cl_mem particle_grad, cluster_offsets, cluster_pairs;
     cl_mem pressure_offsets, pressure_pairs, body_constraint_segments, body_constraint_ranges;
     cl_mem pressure_table; /* CPU devices: pbd_plan_pressure_table's */
+    kernel body_pull;      /* CPU devices with clusters: their members' pulls (else none) */
+    cl_mem member_pull;    /* body_pull's, a cluster member each */
     cl_int pressure_steps;
     cl_mem gl_x;     /* an OpenGL buffer the positions are copied into (pbd_solver_gl_attach) */
     size_t wg;       /* work-group size of the per-particle and per-constraint kernels */
@@ -375,6 +377,8 @@ static pbd_status cl_body_constraints(void *impl, int reset, pbd_error *err)
     ARG(&c->kernels[PBD_STAGE_BODY_SOLVE], "particle_p", p);
     ARG(&c->kernels[PBD_STAGE_BODY_SOLVE], "reset_lambda", r);
     ARG(&c->kernels[PBD_STAGE_BODY_APPLY], "particle_p", p);
+    if (c->body_pull.k)
+        ARG(&c->body_pull, "particle_p", p);
     size_t nseg = (size_t)pl->num_body_constraint_segments, nb = (size_t)pl->num_body_constraints;
     size_t np = (size_t)pl->num_particles;
     int cpu = cpu_variant(c);
@@ -385,6 +389,12 @@ static pbd_status cl_body_constraints(void *impl, int reset, pbd_error *err)
     if (status == PBD_OK)
         status =
             launch(c, PBD_STAGE_BODY_SOLVE, cpu ? nb : nb * g, cpu ? serial_local(c, nb) : g, err);
+    /* CPU devices with clusters: the members' pulls, a cluster segment a work-item, timed
+     * with the apply that reads them */
+    size_t ncs = nseg - (size_t)pl->body_constraint_ranges[pl->num_bodies];
+    if (status == PBD_OK && c->body_pull.k)
+        status =
+            launch_kernel(c, &c->body_pull, PBD_STAGE_BODY_APPLY, ncs, serial_local(c, ncs), err);
     size_t runs = (np + PBD_PARTICLE_RUN - 1) / PBD_PARTICLE_RUN; /* CPU devices: a run each */
     if (status == PBD_OK)
         status = launch(c, PBD_STAGE_BODY_APPLY, cpu ? runs : np,
@@ -797,6 +807,8 @@ static void cl_destroy(void *impl)
         clReleaseKernel(c->gs_cuts.k);
     if (c->gs_group.k)
         clReleaseKernel(c->gs_group.k);
+    if (c->body_pull.k)
+        clReleaseKernel(c->body_pull.k);
     for (int k = 0; k < CONTACT_KERNELS; ++k)
         if (c->contact_kernels[k].k)
             clReleaseKernel(c->contact_kernels[k].k);
@@ -857,6 +869,7 @@ static void cl_destroy(void *impl)
                       &c->pressure_offsets,
                       &c->pressure_pairs,
                       &c->pressure_table,
+                      &c->member_pull,
                       &c->body_constraint_segments,
                       &c->body_constraint_ranges,
                       &c->block_offsets,
@@ -1059,6 +1072,12 @@ static pbd_status choose_kernels(cl_impl *c, pbd_plan *plan, const pbd_solver_de
     int grouped = !cpu && plan->cfg.solver == PBD_SOLVER_GS && ndist > 0 && ndist <= PBD_ONE_GROUP;
     if (grouped && status == PBD_OK)
         status = make_kernel(c, "project_distance_group", &c->gs_group, err);
+    /* Clusters on CPU devices: their members' pulls before the apply, a launch more an
+     * iteration */
+    if (cpu && plan->body_active && plan->num_clusters > 0 && status == PBD_OK) {
+        status = make_kernel(c, "body_constraint_pull16", &c->body_pull, err);
+        plan->body_launches++;
+    }
     if (status != PBD_OK)
         return status;
     plan->collide_fused = blocked || grouped;
@@ -1259,6 +1278,7 @@ static pbd_status create_buffers(cl_impl *c, const pbd_model *m, const pbd_plan 
     BUF(cluster_offsets, active ? (np + 1) * sizeof(int) : 0, plan->cluster_offsets);
     BUF(cluster_pairs, active ? 2 * (nmem - np) * sizeof(int) : 0, plan->cluster_pairs);
     BUF(particle_grad, pressure ? np * f4 : 0, NULL);
+    BUF(member_pull, c->body_pull.k ? (nmem - np) * f4 : 0, NULL);
     BUF(pressure_offsets, active ? (np + 1) * sizeof(int) : 0, plan->pressure_offsets);
     BUF(pressure_pairs, pressure ? 2 * (size_t)plan->pressure_offsets[np] * sizeof(int) : 0,
         plan->pressure_pairs);
@@ -1367,6 +1387,12 @@ static pbd_status bind_exceptions(cl_impl *c, const pbd_plan *plan, pbd_error *e
     if (c->gs_group.k) /* every distance colour (num_colors is the interior ones' elsewhere) */
         ARG(&c->gs_group, "num_colors", ndc);
     /* the boundary's groups of cuts: no collisions, so no colliders and nothing to track */
+    if (c->body_pull.k) { /* the clusters' segments */
+        cl_int first = plan->body_constraint_ranges[plan->num_bodies];
+        cl_int count = plan->num_body_constraint_segments - first;
+        ARG(&c->body_pull, "first_segment", first);
+        ARG(&c->body_pull, "num_segments", count);
+    }
     if (c->gs_cuts.k) {
         ARG(&c->gs_cuts, "block_offsets", c->cut_offsets);
         ARG(&c->gs_cuts, "block_runs", c->cut_runs);
@@ -1388,6 +1414,7 @@ static pbd_status bind_arguments(cl_impl *c, const pbd_plan *plan, pbd_error *er
     cl_int n = plan->num_particles, ncol = plan->num_colliders;
     cl_int nbodies = plan->num_bodies, nseg = plan->num_segments, zero = 0;
     cl_int nbcseg = plan->num_body_constraint_segments, nbcons = plan->num_body_constraints;
+    cl_int pulled = c->body_pull.k != NULL;
     cl_int keep_v = plan->cfg.velocity_update == PBD_VELOCITY_BDF2;
     cl_int track = plan->track, external = plan->external, materials = plan->materials;
     cl_int ninterior = dist->num_colors - plan->boundary_colors, nblocks = plan->num_blocks;
@@ -1438,6 +1465,8 @@ static pbd_status bind_arguments(cl_impl *c, const pbd_plan *plan, pbd_error *er
         BIND("body_constraint_segments", c->body_constraint_segments),
         BIND("body_constraint_ranges", c->body_constraint_ranges),
         BIND("num_body_constraint_segments", nbcseg),
+        BIND("member_pull", c->member_pull), BIND("pull_first", n), BIND("pulled", pulled),
+        BIND("first_segment", zero),
         BIND("contact_cell", c->contact_cell),
         BIND("cell_count", c->cell_count), BIND("cell_fill", c->cell_fill),
         BIND("cell_start", c->cell_start), BIND("cell_sorted", c->cell_sorted),
@@ -1459,6 +1488,8 @@ static pbd_status bind_arguments(cl_impl *c, const pbd_plan *plan, pbd_error *er
         status = bind(&c->gs_cuts, common, ncommon, err);
     if (status == PBD_OK)
         status = bind(&c->gs_group, common, ncommon, err);
+    if (status == PBD_OK)
+        status = bind(&c->body_pull, common, ncommon, err);
     for (int k = 0; k < CONTACT_KERNELS && status == PBD_OK; ++k)
         status = bind(&c->contact_kernels[k], common, ncommon, err);
     if (status != PBD_OK)

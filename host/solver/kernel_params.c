@@ -97,8 +97,12 @@ PARAMS(body_constraint_reduce16, "body_constraint_segments", "particle_p", "memb
        "member_rest", "particle_grad", "pressure_offsets", "pressure_pairs", "pressure_table",
        "pressure_steps", "num_particles", "body_constraints", "body_constraint_sums",
        "num_body_constraint_segments")
+PARAMS(body_constraint_pull16, "body_constraint_segments", "first_segment", "num_segments",
+       "particle_p", "member_particle", "member_rest", "body_constraints", "body_goal",
+       "member_pull", "pull_first")
 PARAMS(body_constraint_apply_runs, "particle_p", "particle_body", "member_rest", "particle_grad",
-       "cluster_offsets", "cluster_pairs", "body_constraints", "body_goal", "num_particles")
+       "cluster_offsets", "cluster_pairs", "body_constraints", "body_goal", "member_pull",
+       "pull_first", "pulled", "num_particles")
 
 const pbd_kernel_params pbd_kernel_param_table[] = {
     ENTRY(predict),
@@ -131,6 +135,7 @@ const pbd_kernel_params pbd_kernel_param_table[] = {
     ENTRY(body_constraint_reduce64),
     ENTRY(body_constraint_solve64),
     ENTRY(body_constraint_reduce16),
+    ENTRY(body_constraint_pull16),
     ENTRY(body_constraint_apply_runs),
     ENTRY(hash_clear),
     ENTRY(hash_count),

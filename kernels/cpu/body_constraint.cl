@@ -198,20 +198,55 @@ static inline void body_apply4(__global pbd_float4 *particle_p, __global const p
     VEC8_STORE16(select(p, out, isgreater(pw, (float16)(0.0f))), particle_p);
 }
 
+/* Shape matching's pull on each member of the clusters (pbd_shape_pull), for the apply to
+ * read: a work-item a segment of a cluster's members (segments first_segment on; a cluster's
+ * are its constraint's), its goal once, four members at a time as float16 lanes (the member
+ * records are consecutive; the particles' positions gathered), each lane in
+ * pbd_shape_pull's order, so the same bits. A particle's cluster pulls were each computed
+ * where it was applied, reading the cluster's goal and the member's record from there, three
+ * times a particle on average. */
+__kernel void body_constraint_pull16(
+    __global const pbd_segment *body_constraint_segments, int first_segment, int num_segments,
+    __global const pbd_float4 *particle_p, __global const int *member_particle,
+    __global const pbd_float4 *member_rest, __global const pbd_body_constraint *body_constraints,
+    __global const pbd_float4 *body_goal, __global pbd_float4 *member_pull, int pull_first)
+{
+    int gi = get_global_id(0);
+    if (gi >= num_segments)
+        return;
+    pbd_segment seg = body_constraint_segments[first_segment + gi];
+    pbd_body_constraint bc = body_constraints[seg.body];
+    __global const pbd_float4 *goal = body_goal + seg.body * PBD_GOAL_COUNT;
+    body_apply_goal k = body_goal_of(bc, goal);
+    int m = seg.first, end = seg.first + seg.count;
+    for (; m + 4 <= end; m += 4) {
+        float16 q = VEC8_LOAD16(member_rest + m);
+        float16 p =
+            (float16)(particle_p[member_particle[m]], particle_p[member_particle[m + 1]],
+                      particle_p[member_particle[m + 2]], particle_p[member_particle[m + 3]]);
+        float16 g =
+            ((k.rx * BODY_LANE16(q, 0) + k.ry * BODY_LANE16(q, 1)) + k.rz * BODY_LANE16(q, 2)) +
+            k.c;
+        VEC8_STORE16(select(k.k * (g - p), (float16)(0.0f), VEC8_W_LANES),
+                     member_pull + (m - pull_first));
+    }
+    for (; m < end; ++m)
+        member_pull[m - pull_first] =
+            pbd_shape_pull(particle_p[member_particle[m]], member_rest[m], bc, goal);
+}
+
 /* The body constraints' apply stage (common/body_constraint.cl's body_constraint_apply) on CPU
  * devices, a run of PBD_PARTICLE_RUN particles a work-item: four particles at a time as they
  * are stored (a float16) where the four share a body that has a constraint of its own and none
  * is in a cluster, each lane doing pbd_body_constraint_apply's operations in its order (the
- * same bits); any other particle one by one through pbd_body_constraint_apply. Built after
- * vec8.cl. */
-__kernel void body_constraint_apply_runs(__global pbd_float4 *particle_p,
-                                         __global const int *particle_body,
-                                         __global const pbd_float4 *member_rest,
-                                         __global const pbd_float4 *particle_grad,
-                                         __global const int *cluster_offsets,
-                                         __global const int *cluster_pairs,
-                                         __global const pbd_body_constraint *body_constraints,
-                                         __global const pbd_float4 *body_goal, int num_particles)
+ * same bits); any other particle one by one through pbd_body_constraint_apply, its cluster
+ * pulls read from body_constraint_pull16's (`pulled`). Built after vec8.cl. */
+__kernel void body_constraint_apply_runs(
+    __global pbd_float4 *particle_p, __global const int *particle_body,
+    __global const pbd_float4 *member_rest, __global const pbd_float4 *particle_grad,
+    __global const int *cluster_offsets, __global const int *cluster_pairs,
+    __global const pbd_body_constraint *body_constraints, __global const pbd_float4 *body_goal,
+    __global const pbd_float4 *member_pull, int pull_first, int pulled, int num_particles)
 {
     int first = PBD_PARTICLE_RUN * get_global_id(0);
     int end = min(first + PBD_PARTICLE_RUN, num_particles);
@@ -239,9 +274,9 @@ __kernel void body_constraint_apply_runs(__global pbd_float4 *particle_p,
             continue;
         }
         if (bc.flags != 0 || cluster_offsets[i] != cluster_offsets[i + 1])
-            particle_p[i] =
-                pbd_body_constraint_apply(particle_p[i], i, b, body_constraints, member_rest,
-                                          particle_grad, cluster_offsets, cluster_pairs, body_goal);
+            particle_p[i] = pbd_body_constraint_apply_from(
+                particle_p[i], i, b, body_constraints, member_rest, particle_grad, cluster_offsets,
+                cluster_pairs, body_goal, pulled ? member_pull : NULL, pull_first);
         ++i;
     }
 }
