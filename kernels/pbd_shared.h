@@ -1687,14 +1687,13 @@ PBD_INLINE pbd_float4 pbd_shape_pull(pbd_float4 p, pbd_float4 rest, pbd_body_con
  * gradient grad[i] by w s (pressure). All from the same iterate: they are applied together.
  * A cluster's member weighs m / n (n: the clusters of its particle) in the cluster's sums,
  * so that the mean of the pulls keeps the body's momentum. Pinned particles (w = 0) stay.
- * With `pulls`, each cluster member's pull is read from pulls[member - pull_first], where
- * the CPU variant leaves it (the same pbd_shape_pull on the same iterate), instead of being
- * computed here. */
+ * With `pulls`, each cluster pull is read from pulls[e], where the CPU variant leaves it
+ * (the same pbd_shape_pull on the same iterate), instead of being computed here. */
 PBD_INLINE pbd_float4 pbd_body_constraint_apply_from(
     pbd_float4 p, int i, int b, PBD_GLOBAL const pbd_body_constraint *constraints,
     PBD_GLOBAL const pbd_float4 *member_rest, PBD_GLOBAL const pbd_float4 *grad,
     PBD_GLOBAL const int *cluster_offsets, PBD_GLOBAL const int *cluster_pairs,
-    PBD_GLOBAL const pbd_float4 *goal, PBD_GLOBAL const pbd_float4 *pulls, int pull_first)
+    PBD_GLOBAL const pbd_float4 *goal, PBD_GLOBAL const pbd_float4 *pulls)
 {
     if (!(p.w > 0.0f))
         return p;
@@ -1706,10 +1705,10 @@ PBD_INLINE pbd_float4 pbd_body_constraint_apply_from(
         n = 1;
     }
     for (int e = cluster_offsets[i]; e < cluster_offsets[i + 1]; ++e) {
-        int k = cluster_pairs[2 * e], m = cluster_pairs[2 * e + 1];
-        pbd_float4 f =
-            pulls ? pulls[m - pull_first]
-                  : pbd_shape_pull(p, member_rest[m], constraints[k], goal + k * PBD_GOAL_COUNT);
+        int k = cluster_pairs[2 * e];
+        pbd_float4 f = pulls ? pulls[e]
+                             : pbd_shape_pull(p, member_rest[cluster_pairs[2 * e + 1]],
+                                              constraints[k], goal + k * PBD_GOAL_COUNT);
         d = n > 0 ? PBD_F4(d.x + f.x, d.y + f.y, d.z + f.z, 0.0f) : f;
         n = n + 1;
     }
@@ -1734,7 +1733,7 @@ PBD_INLINE pbd_float4 pbd_body_constraint_apply(pbd_float4 p, int i, int b,
                                                 PBD_GLOBAL const pbd_float4 *goal)
 {
     return pbd_body_constraint_apply_from(p, i, b, constraints, member_rest, grad, cluster_offsets,
-                                          cluster_pairs, goal, (PBD_GLOBAL const pbd_float4 *)0, 0);
+                                          cluster_pairs, goal, (PBD_GLOBAL const pbd_float4 *)0);
 }
 
 /* ---- particle contacts -------------------------------------------------------------------

@@ -65,7 +65,8 @@ typedef struct cl_impl {
     cl_mem pressure_offsets, pressure_pairs, body_constraint_segments, body_constraint_ranges;
     cl_mem pressure_table; /* CPU devices: pbd_plan_pressure_table's */
     kernel body_pull;      /* CPU devices with clusters: their members' pulls (else none) */
-    cl_mem member_pull;    /* body_pull's, a cluster member each */
+    cl_mem member_pull;    /* body_pull's, a (particle, cluster) entry each */
+    cl_mem member_slot;    /* the plan's member_slot, for body_pull */
     cl_int pressure_steps;
     cl_mem gl_x;     /* an OpenGL buffer the positions are copied into (pbd_solver_gl_attach) */
     size_t wg;       /* work-group size of the per-particle and per-constraint kernels */
@@ -870,6 +871,7 @@ static void cl_destroy(void *impl)
                       &c->pressure_pairs,
                       &c->pressure_table,
                       &c->member_pull,
+                      &c->member_slot,
                       &c->body_constraint_segments,
                       &c->body_constraint_ranges,
                       &c->block_offsets,
@@ -1279,6 +1281,7 @@ static pbd_status create_buffers(cl_impl *c, const pbd_model *m, const pbd_plan 
     BUF(cluster_pairs, active ? 2 * (nmem - np) * sizeof(int) : 0, plan->cluster_pairs);
     BUF(particle_grad, pressure ? np * f4 : 0, NULL);
     BUF(member_pull, c->body_pull.k ? (nmem - np) * f4 : 0, NULL);
+    BUF(member_slot, c->body_pull.k ? (nmem - np) * sizeof(int) : 0, plan->member_slot);
     BUF(pressure_offsets, active ? (np + 1) * sizeof(int) : 0, plan->pressure_offsets);
     BUF(pressure_pairs, pressure ? 2 * (size_t)plan->pressure_offsets[np] * sizeof(int) : 0,
         plan->pressure_pairs);
@@ -1465,7 +1468,8 @@ static pbd_status bind_arguments(cl_impl *c, const pbd_plan *plan, pbd_error *er
         BIND("body_constraint_segments", c->body_constraint_segments),
         BIND("body_constraint_ranges", c->body_constraint_ranges),
         BIND("num_body_constraint_segments", nbcseg),
-        BIND("member_pull", c->member_pull), BIND("pull_first", n), BIND("pulled", pulled),
+        BIND("member_pull", c->member_pull), BIND("member_slot", c->member_slot),
+        BIND("pull_first", n), BIND("pulled", pulled),
         BIND("first_segment", zero),
         BIND("contact_cell", c->contact_cell),
         BIND("cell_count", c->cell_count), BIND("cell_fill", c->cell_fill),

@@ -99,10 +99,10 @@ PARAMS(body_constraint_reduce16, "body_constraint_segments", "particle_p", "memb
        "num_body_constraint_segments")
 PARAMS(body_constraint_pull16, "body_constraint_segments", "first_segment", "num_segments",
        "particle_p", "member_particle", "member_rest", "body_constraints", "body_goal",
-       "member_pull", "pull_first")
+       "member_slot", "pull_first", "member_pull")
 PARAMS(body_constraint_apply_runs, "particle_p", "particle_body", "member_rest", "particle_grad",
-       "cluster_offsets", "cluster_pairs", "body_constraints", "body_goal", "member_pull",
-       "pull_first", "pulled", "num_particles")
+       "cluster_offsets", "cluster_pairs", "body_constraints", "body_goal", "member_pull", "pulled",
+       "num_particles")
 
 const pbd_kernel_params pbd_kernel_param_table[] = {
     ENTRY(predict),

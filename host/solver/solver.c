@@ -53,6 +53,7 @@ void pbd_plan_free(pbd_plan *plan)
     free(plan->member_rest);
     free(plan->cluster_offsets);
     free(plan->cluster_pairs);
+    free(plan->member_slot);
     free(plan->pressure_offsets);
     free(plan->pressure_pairs);
     memset(plan, 0, sizeof *plan);
@@ -709,6 +710,7 @@ static pbd_status plan_clusters(const pbd_model *m, const pbd_config *cfg, pbd_p
                     int slot = ncl[plan->member_particle[e]]++;
                     plan->cluster_pairs[2 * slot] = kk;
                     plan->cluster_pairs[2 * slot + 1] = e;
+                    plan->member_slot[e - np] = slot;
                 }
             }
         }
@@ -804,11 +806,12 @@ static pbd_status plan_body_constraints(const pbd_model *m, const pbd_config *cf
     plan->member_rest = calloc((size_t)np + nm, sizeof *plan->member_rest);
     plan->cluster_offsets = calloc((size_t)np + 1, sizeof *plan->cluster_offsets);
     plan->cluster_pairs = malloc(((size_t)2 * nm + 1) * sizeof *plan->cluster_pairs);
+    plan->member_slot = malloc(((size_t)nm + 1) * sizeof *plan->member_slot);
     plan->pressure_offsets = calloc((size_t)np + 1, sizeof *plan->pressure_offsets);
     plan->pressure_pairs = malloc(((size_t)6 * m->num_triangles + 1) * sizeof(int));
     if (!plan->body_constraints || !plan->member_particle || !plan->member_rest ||
-        !plan->cluster_offsets || !plan->cluster_pairs || !plan->pressure_offsets ||
-        !plan->pressure_pairs)
+        !plan->cluster_offsets || !plan->cluster_pairs || !plan->member_slot ||
+        !plan->pressure_offsets || !plan->pressure_pairs)
         return pbd_error_set(err, PBD_ERR_MEMORY, "out of memory preparing the solver");
     for (int i = 0; i < np; ++i)
         plan->member_particle[i] = i;

@@ -134,6 +134,8 @@ typedef struct pbd_plan {
                                               cluster_pairs[2 off[i] .. 2 off[i + 1]) */
     int *cluster_pairs;                    /* per (particle, cluster): the constraint, and the
                                               member */
+    int *member_slot;                      /* per cluster member (member - num_particles): its
+                                              (particle, cluster) entry in cluster_pairs */
     int pressure_active;                   /* a body has pressure */
     int *pressure_offsets;                 /* num_particles + 1: particle i's triangles are
                                               pressure_pairs[2 off[i] .. 2 off[i + 1]) */

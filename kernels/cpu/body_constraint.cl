@@ -202,14 +202,18 @@ static inline void body_apply4(__global pbd_float4 *particle_p, __global const p
  * read: a work-item a segment of a cluster's members (segments first_segment on; a cluster's
  * are its constraint's), its goal once, four members at a time as float16 lanes (the member
  * records are consecutive; the particles' positions gathered), each lane in
- * pbd_shape_pull's order, so the same bits. A particle's cluster pulls were each computed
- * where it was applied, reading the cluster's goal and the member's record from there, three
- * times a particle on average. */
-__kernel void body_constraint_pull16(
-    __global const pbd_segment *body_constraint_segments, int first_segment, int num_segments,
-    __global const pbd_float4 *particle_p, __global const int *member_particle,
-    __global const pbd_float4 *member_rest, __global const pbd_body_constraint *body_constraints,
-    __global const pbd_float4 *body_goal, __global pbd_float4 *member_pull, int pull_first)
+ * pbd_shape_pull's order, so the same bits. Each pull goes to its (particle, cluster) entry
+ * (member_slot), so that a particle's pulls, and those of the particles after it, lie side
+ * by side for the apply. A particle's cluster pulls were each computed where it was
+ * applied, reading the cluster's goal and the member's record from there, three times a
+ * particle on average. */
+__kernel void
+body_constraint_pull16(__global const pbd_segment *body_constraint_segments, int first_segment,
+                       int num_segments, __global const pbd_float4 *particle_p,
+                       __global const int *member_particle, __global const pbd_float4 *member_rest,
+                       __global const pbd_body_constraint *body_constraints,
+                       __global const pbd_float4 *body_goal, __global const int *member_slot,
+                       int pull_first, __global pbd_float4 *member_pull)
 {
     int gi = get_global_id(0);
     if (gi >= num_segments)
@@ -218,6 +222,7 @@ __kernel void body_constraint_pull16(
     pbd_body_constraint bc = body_constraints[seg.body];
     __global const pbd_float4 *goal = body_goal + seg.body * PBD_GOAL_COUNT;
     body_apply_goal k = body_goal_of(bc, goal);
+    __global const int *slot = member_slot - pull_first;
     int m = seg.first, end = seg.first + seg.count;
     for (; m + 4 <= end; m += 4) {
         float16 q = VEC8_LOAD16(member_rest + m);
@@ -227,12 +232,42 @@ __kernel void body_constraint_pull16(
         float16 g =
             ((k.rx * BODY_LANE16(q, 0) + k.ry * BODY_LANE16(q, 1)) + k.rz * BODY_LANE16(q, 2)) +
             k.c;
-        VEC8_STORE16(select(k.k * (g - p), (float16)(0.0f), VEC8_W_LANES),
-                     member_pull + (m - pull_first));
+        float16 d = select(k.k * (g - p), (float16)(0.0f), VEC8_W_LANES);
+        member_pull[slot[m]] = d.s0123;
+        member_pull[slot[m + 1]] = d.s4567;
+        member_pull[slot[m + 2]] = d.s89ab;
+        member_pull[slot[m + 3]] = d.scdef;
     }
     for (; m < end; ++m)
-        member_pull[m - pull_first] =
+        member_pull[slot[m]] =
             pbd_shape_pull(particle_p[member_particle[m]], member_rest[m], bc, goal);
+}
+
+/* pbd_body_constraint_apply_from on four particles at i of one body without shape matching of
+ * its own, each in at least one cluster (o: their cluster_offsets, five; their pulls are
+ * member_pull[o.s0 ..] on, side by side), as they are stored, lane by lane in its order: the
+ * first pull, then each further one added, the mean, then pressure's step (flags). The same
+ * bits. */
+static inline void cluster_apply4(__global pbd_float4 *particle_p, int i, int4 o, int last,
+                                  int flags, __global const pbd_float4 *grad,
+                                  __global const pbd_float4 *member_pull, float cw)
+{
+    float16 p = VEC8_LOAD16(particle_p + i), d = (float16)(0.0f);
+    int4 n = (int4)(o.s123, last) - o;
+    int most = max(max(n.s0, n.s1), max(n.s2, n.s3));
+    for (int t = 0; t < most; ++t) {
+        int4 e = o + min((int4)(t), n - 1); /* a lane past its last pull reads that again */
+        float16 f =
+            (float16)(member_pull[e.s0], member_pull[e.s1], member_pull[e.s2], member_pull[e.s3]);
+        d = t == 0 ? f : select(d, d + f, n.s0000111122223333 > (int16)(t));
+    }
+    float16 nf = convert_float16(n.s0000111122223333);
+    d = select(d, d * (1.0f / nf), nf > 1.0f);
+    float16 pw = BODY_LANE16(p, 3);
+    if (flags & PBD_BODY_PRESSURE)
+        d = d + (pw * cw) * VEC8_LOAD16(grad + i);
+    float16 out = select(p + d, p, VEC8_W_LANES); /* w: the inverse mass stays */
+    VEC8_STORE16(select(p, out, isgreater(pw, (float16)(0.0f))), particle_p + i);
 }
 
 /* The body constraints' apply stage (common/body_constraint.cl's body_constraint_apply) on CPU
@@ -246,7 +281,7 @@ __kernel void body_constraint_apply_runs(
     __global const pbd_float4 *member_rest, __global const pbd_float4 *particle_grad,
     __global const int *cluster_offsets, __global const int *cluster_pairs,
     __global const pbd_body_constraint *body_constraints, __global const pbd_float4 *body_goal,
-    __global const pbd_float4 *member_pull, int pull_first, int pulled, int num_particles)
+    __global const pbd_float4 *member_pull, int pulled, int num_particles)
 {
     int first = PBD_PARTICLE_RUN * get_global_id(0);
     int end = min(first + PBD_PARTICLE_RUN, num_particles);
@@ -273,10 +308,20 @@ __kernel void body_constraint_apply_runs(
             i += 4;
             continue;
         }
+        if (pulled && i + 4 <= end && !(bc.flags & PBD_BODY_SHAPE) && particle_body[i + 3] == b) {
+            int4 o = vload4(0, cluster_offsets + i);
+            int last = cluster_offsets[i + 4];
+            if (all((int4)(o.s123, last) > o)) { /* each of the four in a cluster */
+                cluster_apply4(particle_p, i, o, last, bc.flags, particle_grad, member_pull,
+                               body_goal[b * PBD_GOAL_COUNT + 1].w);
+                i += 4;
+                continue;
+            }
+        }
         if (bc.flags != 0 || cluster_offsets[i] != cluster_offsets[i + 1])
             particle_p[i] = pbd_body_constraint_apply_from(
                 particle_p[i], i, b, body_constraints, member_rest, particle_grad, cluster_offsets,
-                cluster_pairs, body_goal, pulled ? member_pull : NULL, pull_first);
+                cluster_pairs, body_goal, pulled ? member_pull : NULL);
         ++i;
     }
 }
