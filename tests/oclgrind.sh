@@ -4,7 +4,8 @@
 # floor, a sphere, attachments, shape matching of bodies and of clusters, pressure) under
 # --data-races must print no diagnostic and end in the CPU reference's bits (its sums in the
 # GPU kernels' order); four of them also run under --uninitialized. So must the CPU devices'
-# kernels (--variant cpu; the reference's sums in their order). The float-sum path (devices
+# kernels (--variant cpu; the reference's sums in their order; clusters many enough for
+# their pull launch among them). The float-sum path (devices
 # without fp64) must match PoCL running the same kernels. Devices too small for the solver (a
 # work-group limit of 32, 4 KiB of local memory) are refused with one line naming the limit,
 # and a limit of 128 still runs. A kernel made to read past its buffer is reported, so the
@@ -123,6 +124,19 @@ cat >uv_balloon.json <<'EOF'
    "translate": [0, 0.4, 0], "mass": 1, "compliance": 1e-3, "pressure": 1.3,
    "angular_velocity": [1, 2, 3]}]}
 EOF
+# Clusters of over 8,192 memberships: their pulls in a launch of their own before the apply.
+cat >cluster_pulls.json <<'EOF'
+{"dt": 0.016666666666666666, "iterations": 2,
+ "planes": [{"normal": [0, 1, 0], "offset": 0}],
+ "bodies": [{"type": "tet_box", "cells": [8, 8, 8], "size": [0.4, 0.4, 0.4],
+   "center": [0, 0.3, 0], "mass": 1, "compliance": 1e-3, "angular_velocity": [1, 2, 3],
+   "shape_matching": {"stiffness": 0.4, "clusters": {"spacing": 0.1, "radius": 0.2}},
+   "pressure": 1.1}]}
+EOF
+sed 's/"spacing": 0.1, "radius": 0.2/"spacing": 1/' cluster_pulls.json >cluster_one.json
+l1=$("$pbd" run cluster_pulls.json --frames 1 --variant cpu 2>/dev/null | sed -n 's/.*, \([0-9]*\) launches per frame/\1/p')
+l0=$("$pbd" run cluster_one.json --frames 1 --variant cpu 2>/dev/null | sed -n 's/.*, \([0-9]*\) launches per frame/\1/p')
+[ "$l1" -eq $((l0 + 2)) ] || fail "cluster_pulls.json: $l1 launches a frame, expected 2 more than one cluster's $l0"
 OG="--data-races --build-options -O0"
 REF="--backend cpu --sums lanes"
 check "$scenes/two_particles.json" --frames 5 --variant cpu
@@ -136,6 +150,7 @@ check elements.json --frames 2 --variant cpu
 check elements.json --frames 1 --variant cpu --solver jacobi
 check elements_one_launch.json --frames 1 --variant cpu
 check uv_balloon.json --frames 2 --variant cpu
+check cluster_pulls.json --frames 1 --variant cpu
 # Compensated float sums: the same kernels on PoCL.
 OG="--data-races"
 REF="--variant gpu"
