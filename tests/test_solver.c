@@ -1442,7 +1442,8 @@ static void body_constraints_same_bits(void **state)
 /* Clusters with many members on the CPU variant: a launch computes every member's pull and
  * the apply adds each particle's pulls, four particles at a time, and that gives the CPU
  * reference's bits with both solvers: a spinning box of 2,197 particles in wide clusters
- * with pressure, and one of 343 in clusters of shape matching's XPBD form. The launch counts
+ * with pressure and six pinned particles (lanes of the four that are never written), and
+ * one of 343 in clusters of shape matching's XPBD form. The launch counts
  * show the path: a launch more an iteration than the same boxes in one cluster each (2,540
  * memberships, below the pull's 8,192), on the CPU variant only. */
 static void cluster_pulls_same_bits(void **state)
@@ -1458,7 +1459,8 @@ static void cluster_pulls_same_bits(void **state)
                      "[{\"normal\": [0, 1, 0], \"offset\": 0}], \"bodies\": [{\"type\": "
                      "\"tet_box\", \"cells\": [12, 12, 12], \"size\": [0.6, 0.6, 0.6], "
                      "\"center\": [0, 0.5, 0], \"mass\": 2, \"compliance\": 1e-3, "
-                     "\"angular_velocity\": [1, 2, 0.5], \"shape_matching\": {\"stiffness\": "
+                     "\"angular_velocity\": [1, 2, 0.5], \"pinned\": [0, 1, 2, 5, 100, 1000], "
+                     "\"shape_matching\": {\"stiffness\": "
                      "0.4, \"clusters\": {%s}}, \"pressure\": 1.1}, {\"type\": \"tet_box\", "
                      "\"cells\": [6, 6, 6], \"size\": [0.3, 0.3, 0.3], \"center\": [0.8, 0.4, "
                      "0], \"mass\": 1, \"compliance\": 1e-2, \"angular_velocity\": [0, 2, 2], "

@@ -274,8 +274,10 @@ static inline void cluster_apply4(__global pbd_float4 *particle_p, int i, int4 o
  * devices, a run of PBD_PARTICLE_RUN particles a work-item: four particles at a time as they
  * are stored (a float16) where the four share a body that has a constraint of its own and none
  * is in a cluster, each lane doing pbd_body_constraint_apply's operations in its order (the
- * same bits); any other particle one by one through pbd_body_constraint_apply, its cluster
- * pulls read from body_constraint_pull16's (`pulled`). Built after vec8.cl. */
+ * same bits); where `pulled` (body_constraint_pull16 ran), four particles of one body in
+ * clusters at a time (cluster_apply4); any other particle one by one through
+ * pbd_body_constraint_apply_from, its cluster pulls read from the pull launch's where
+ * `pulled`. Built after vec8.cl. */
 __kernel void body_constraint_apply_runs(
     __global pbd_float4 *particle_p, __global const int *particle_body,
     __global const pbd_float4 *member_rest, __global const pbd_float4 *particle_grad,
