@@ -90,7 +90,8 @@ body_pressure_reduce16(int first, int end, pbd_float4 r, __global const pbd_floa
  * sixteen sums (sum m, m p', m p' q^T, m q: PBD_BSUM_M .. PBD_BSUM_MQ + 2, in that order) as
  * one float16, each member adding (m, mx, my, mz, mx, mx, mx, my, ..., m) * (1, 1, 1, 1, q0,
  * q1, q2, q0, ...) lane by lane: pbd_body_constraint_sums' products and sums in its order, so
- * the same bits; the XPBD form's three sums m p'_k^2 beside it as a float4. Pressure alone:
+ * the same bits; the XPBD form's three sums m p'_k^2 beside it as a float4 (its loop of its
+ * own: p' taken as one vector there is slower for the stiffness form). Pressure alone:
  * body_pressure_reduce16, where there is a table; pressure with shape matching, or without a
  * table: the shared code. */
 __kernel void
@@ -129,15 +130,26 @@ body_constraint_reduce16(__global const pbd_segment *body_constraint_segments,
     pbd_float4 r = particle_p[bc.first];
     float16 s = (float16)(0.0f);
     float4 mpp = (float4)(0.0f);
-    int xpbd = bc.flags & PBD_BODY_SHAPE_XPBD;
-    for (int m = seg.first; m < seg.first + seg.count; ++m) {
-        pbd_float4 p = particle_p[member_particle[m]], q = member_rest[m];
-        float px = p.x - r.x, py = p.y - r.y, pz = p.z - r.z;
-        float mm = q.w, mx = mm * px, my = mm * py, mz = mm * pz;
-        float4 a = (float4)(mm, mx, my, mz), b = (float4)(1.0f, q.x, q.y, q.z);
-        s = s + a.s0123111222333000 * b.s0000123123123123;
-        if (xpbd)
-            mpp = mpp + a * (float4)(0.0f, px, py, pz);
+    int end = seg.first + seg.count;
+    if (bc.flags & PBD_BODY_SHAPE_XPBD) {
+        /* p' as one vector, its w lane moved to the front, where m goes: a = (m, m p'), and a
+         * p' adds m p'_k^2 in lanes 1-3 (lane 0 is not stored) */
+        for (int m = seg.first; m < end; ++m) {
+            pbd_float4 p = particle_p[member_particle[m]], q = member_rest[m];
+            float4 d = (p - r).s3012;
+            float4 a = q.w * d, b = (float4)(1.0f, q.x, q.y, q.z);
+            a.s0 = q.w;
+            s = s + a.s0123111222333000 * b.s0000123123123123;
+            mpp = mpp + a * d;
+        }
+    } else {
+        for (int m = seg.first; m < end; ++m) {
+            pbd_float4 p = particle_p[member_particle[m]], q = member_rest[m];
+            float px = p.x - r.x, py = p.y - r.y, pz = p.z - r.z;
+            float mm = q.w, mx = mm * px, my = mm * py, mz = mm * pz;
+            float4 a = (float4)(mm, mx, my, mz), b = (float4)(1.0f, q.x, q.y, q.z);
+            s = s + a.s0123111222333000 * b.s0000123123123123;
+        }
     }
     __global float *out = body_constraint_sums + gi * PBD_BSUM_COUNT;
     vstore16(s, 0, out);
