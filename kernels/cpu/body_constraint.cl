@@ -215,10 +215,9 @@ static inline void body_apply4(__global pbd_float4 *particle_p, __global const p
  * are its constraint's), its goal once, four members at a time as float16 lanes (the member
  * records are consecutive; the particles' positions gathered), each lane in
  * pbd_shape_pull's order, so the same bits. Each pull goes to its (particle, cluster) entry
- * (member_slot), so that a particle's pulls, and those of the particles after it, lie side
- * by side for the apply. A particle's cluster pulls were each computed where it was
- * applied, reading the cluster's goal and the member's record from there, three times a
- * particle on average. */
+ * (member_slot[member - pull_first]), so that a particle's pulls, and those of the particles
+ * after it, lie side by side for the apply. Computed in the apply instead, each pull would
+ * read its cluster's record and goal again, about three times a particle. */
 __kernel void
 body_constraint_pull16(__global const pbd_segment *body_constraint_segments, int first_segment,
                        int num_segments, __global const pbd_float4 *particle_p,
@@ -234,13 +233,14 @@ body_constraint_pull16(__global const pbd_segment *body_constraint_segments, int
     pbd_body_constraint bc = body_constraints[seg.body];
     __global const pbd_float4 *goal = body_goal + seg.body * PBD_GOAL_COUNT;
     body_apply_goal k = body_goal_of(bc, goal);
-    __global const int *slot = member_slot - pull_first;
-    int m = seg.first, end = seg.first + seg.count;
-    for (; m + 4 <= end; m += 4) {
-        float16 q = VEC8_LOAD16(member_rest + m);
-        float16 p =
-            (float16)(particle_p[member_particle[m]], particle_p[member_particle[m + 1]],
-                      particle_p[member_particle[m + 2]], particle_p[member_particle[m + 3]]);
+    __global const int *slot = member_slot + (seg.first - pull_first);
+    int m = 0, count = seg.count;
+    __global const int *member = member_particle + seg.first;
+    __global const pbd_float4 *rest = member_rest + seg.first;
+    for (; m + 4 <= count; m += 4) {
+        float16 q = VEC8_LOAD16(rest + m);
+        float16 p = (float16)(particle_p[member[m]], particle_p[member[m + 1]],
+                              particle_p[member[m + 2]], particle_p[member[m + 3]]);
         float16 g =
             ((k.rx * BODY_LANE16(q, 0) + k.ry * BODY_LANE16(q, 1)) + k.rz * BODY_LANE16(q, 2)) +
             k.c;
@@ -250,9 +250,8 @@ body_constraint_pull16(__global const pbd_segment *body_constraint_segments, int
         member_pull[slot[m + 2]] = d.s89ab;
         member_pull[slot[m + 3]] = d.scdef;
     }
-    for (; m < end; ++m)
-        member_pull[slot[m]] =
-            pbd_shape_pull(particle_p[member_particle[m]], member_rest[m], bc, goal);
+    for (; m < count; ++m)
+        member_pull[slot[m]] = pbd_shape_pull(particle_p[member[m]], rest[m], bc, goal);
 }
 
 /* pbd_body_constraint_apply_from on four particles at i of one body without shape matching of
