@@ -1398,13 +1398,13 @@ static pbd_status bind_exceptions(cl_impl *c, const pbd_plan *plan, pbd_error *e
         ARG(&c->kernels[PBD_STAGE_UPDATE], "body_out", c->out_step);
     if (c->gs_group.k) /* every distance colour (num_colors is the interior ones' elsewhere) */
         ARG(&c->gs_group, "num_colors", ndc);
-    /* the boundary's groups of cuts: no collisions, so no colliders and nothing to track */
     if (c->body_pull.k) { /* the clusters' segments */
         cl_int first = plan->body_constraint_ranges[plan->num_bodies];
         cl_int count = plan->num_body_constraint_segments - first;
         ARG(&c->body_pull, "first_segment", first);
         ARG(&c->body_pull, "num_segments", count);
     }
+    /* the boundary's groups of cuts: no collisions, so no colliders and nothing to track */
     if (c->gs_cuts.k) {
         ARG(&c->gs_cuts, "block_offsets", c->cut_offsets);
         ARG(&c->gs_cuts, "block_runs", c->cut_runs);

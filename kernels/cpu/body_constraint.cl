@@ -1,14 +1,3 @@
-/* Pressure's reduction (body_constraint_reduce_one for a constraint of pressure alone) over
- * members [first, end), particles themselves (a body's members are its particles), of a
- * constraint whose first member is at r, adding to `sums`. Sixteen members at a time as
- * float16 components, lane l walking member l's ring of neighbours from `table`
- * (pbd_plan_pressure_table's, rows 0 .. steps - 1 of np particles), pair s being (n_s, n_s+1)
- * as in pbd_volume_gradient, the last closing on row 0, each neighbour gathered once (a
- * particle past its ring adds an exact 0 for finite positions, which leaves a sum that began
- * at +0 as it is); then their terms added one by one in member order, as
- * pbd_body_constraint_sums adds them: the same bits. A last group of fewer than sixteen, and
- * a group with a particle the table does not hold (-1 in row 0), goes one by one
- * (body_constraint_member), in the same order. */
 /* Members [first, end) one by one (body_constraint_member), their sums carried in *v and *w
  * (pressure alone: sums holds no others) and left in sums too. */
 static inline void
@@ -26,6 +15,17 @@ body_pressure_members(int first, int end, pbd_float4 r, __global const pbd_float
     *w = sums[PBD_BSUM_WG];
 }
 
+/* Pressure's reduction (body_constraint_reduce_one for a constraint of pressure alone) over
+ * members [first, end), particles themselves (a body's members are its particles), of a
+ * constraint whose first member is at r, adding to `sums`. Sixteen members at a time as
+ * float16 components, lane l walking member l's ring of neighbours from `table`
+ * (pbd_plan_pressure_table's, rows 0 .. steps - 1 of np particles), pair s being (n_s, n_s+1)
+ * as in pbd_volume_gradient, the last closing on row 0, each neighbour gathered once (a
+ * particle past its ring adds an exact 0 for finite positions, which leaves a sum that began
+ * at +0 as it is); then their terms added one by one in member order, as
+ * pbd_body_constraint_sums adds them: the same bits. A last group of fewer than sixteen, and
+ * a group with a particle the table does not hold (-1 in row 0), goes one by one
+ * (body_constraint_member), in the same order. */
 static inline void
 body_pressure_reduce16(int first, int end, pbd_float4 r, __global const pbd_float4 *particle_p,
                        __global const int *member_particle, __global const pbd_float4 *member_rest,
