@@ -1602,6 +1602,21 @@ static inline float pbd_shape_mqq(const pbd_float4 *rest, int first, int end)
     }
     return s;
 }
+
+/* Shape matching's sums m q over the rest records [first, end) (a piece of a constraint), in
+ * pbd_body_constraint_sums' order and operations: constants of the piece, summed once by the
+ * plan (pbd_plan.body_constraint_mq). */
+static inline pbd_float4 pbd_shape_mq(const pbd_float4 *rest, int first, int end)
+{
+    pbd_float4 s = {0.0f, 0.0f, 0.0f, 0.0f};
+    for (int e = first; e < end; ++e) {
+        pbd_float4 q = rest[e];
+        s.x = s.x + q.w * q.x;
+        s.y = s.y + q.w * q.y;
+        s.z = s.z + q.w * q.z;
+    }
+    return s;
+}
 #endif
 
 /* The per-body solve on the summed s: for shape matching the centre c = r + sum m p' / M

@@ -69,7 +69,7 @@ typedef struct cl_impl {
     cl_mem segment_sums, out_step, out_other, body_apply, body_done, body_material;
     /* body constraints (shape matching, its clusters, pressure) */
     cl_mem body_constraints, body_goal, body_constraint_sums, member_particle, member_rest;
-    cl_mem particle_grad, cluster_offsets, cluster_pairs;
+    cl_mem particle_grad, cluster_offsets, cluster_pairs, body_constraint_mq;
     cl_mem pressure_offsets, pressure_pairs, body_constraint_segments, body_constraint_ranges;
     cl_mem pressure_table; /* CPU devices: pbd_plan_pressure_table's */
     kernel body_pull;      /* CPU devices with clusters: their members' pulls (else none) */
@@ -880,6 +880,7 @@ static void cl_destroy(void *impl)
                       &c->pressure_table,
                       &c->member_pull,
                       &c->member_slot,
+                      &c->body_constraint_mq,
                       &c->body_constraint_segments,
                       &c->body_constraint_ranges,
                       &c->block_offsets,
@@ -1284,6 +1285,7 @@ static pbd_status create_buffers(cl_impl *c, const pbd_model *m, const pbd_plan 
     BUF(body_constraint_segments, active ? nbseg * sizeof(pbd_segment) : 0,
         plan->body_constraint_segments);
     BUF(body_constraint_ranges, active ? (nbc + 1) * sizeof(int) : 0, plan->body_constraint_ranges);
+    BUF(body_constraint_mq, active && cpu_variant(c) ? nbseg * f4 : 0, plan->body_constraint_mq);
     BUF(member_particle, active ? nmem * sizeof(int) : 0, plan->member_particle);
     BUF(member_rest, active ? nmem * f4 : 0, plan->member_rest);
     BUF(cluster_offsets, active ? (np + 1) * sizeof(int) : 0, plan->cluster_offsets);
@@ -1478,6 +1480,7 @@ static pbd_status bind_arguments(cl_impl *c, const pbd_plan *plan, pbd_error *er
         BIND("body_constraint_ranges", c->body_constraint_ranges),
         BIND("num_body_constraint_segments", nbcseg),
         BIND("member_pull", c->member_pull), BIND("member_slot", c->member_slot),
+        BIND("body_constraint_mq", c->body_constraint_mq),
         BIND("pull_first", n), BIND("pulled", pulled),
         BIND("first_segment", zero),
         BIND("contact_cell", c->contact_cell),

@@ -95,8 +95,8 @@ PARAMS(body_constraint_solve64, "body_constraint_ranges", "body_constraint_sums"
        "body_constraints", "body_goal", "inv_h2", "reset_lambda", "num_body_constraints")
 PARAMS(body_constraint_reduce16, "body_constraint_segments", "particle_p", "member_particle",
        "member_rest", "particle_grad", "pressure_offsets", "pressure_pairs", "pressure_table",
-       "pressure_steps", "num_particles", "body_constraints", "body_constraint_sums",
-       "num_body_constraint_segments")
+       "pressure_steps", "num_particles", "body_constraints", "body_constraint_mq",
+       "body_constraint_sums", "num_body_constraint_segments")
 PARAMS(body_constraint_pull16, "body_constraint_segments", "first_segment", "num_segments",
        "particle_p", "member_particle", "member_rest", "body_constraints", "body_goal",
        "member_slot", "pull_first", "member_pull")

@@ -90,8 +90,9 @@ body_pressure_reduce16(int first, int end, pbd_float4 r, __global const pbd_floa
  * sixteen sums (sum m, m p', m p' q^T, m q: PBD_BSUM_M .. PBD_BSUM_MQ + 2, in that order) as
  * one float16, each member adding (m, mx, my, mz, mx, mx, mx, my, ..., m) * (1, 1, 1, 1, q0,
  * q1, q2, q0, ...) lane by lane: pbd_body_constraint_sums' products and sums in its order, so
- * the same bits; the XPBD form's three sums m p'_k^2 beside it as a float4 (its loop of its
- * own: p' taken as one vector there is slower for the stiffness form). Pressure alone:
+ * the same bits. The XPBD form's loop of its own sums its three m p'_k^2 in the last three
+ * lanes instead, and takes the piece's constant sums m q from the plan (p' taken as one
+ * vector there is slower for the stiffness form). Pressure alone:
  * body_pressure_reduce16, where there is a table; pressure with shape matching, or without a
  * table: the shared code. */
 __kernel void
@@ -101,6 +102,7 @@ body_constraint_reduce16(__global const pbd_segment *body_constraint_segments,
                          __global const int *pressure_offsets, __global const int *pressure_pairs,
                          __global const int *pressure_table, int pressure_steps, int num_particles,
                          __global const pbd_body_constraint *body_constraints,
+                         __global const pbd_float4 *body_constraint_mq,
                          __global float *body_constraint_sums, int num_body_constraint_segments)
 {
     int gi = get_global_id(0);
@@ -129,18 +131,18 @@ body_constraint_reduce16(__global const pbd_segment *body_constraint_segments,
     }
     pbd_float4 r = particle_p[bc.first];
     float16 s = (float16)(0.0f);
-    float4 mpp = (float4)(0.0f);
     int end = seg.first + seg.count;
-    if (bc.flags & PBD_BODY_SHAPE_XPBD) {
-        /* p' as one vector, its w lane moved to the front, where m goes: a = (m, m p'), and a
-         * p' adds m p'_k^2 in lanes 1-3 (lane 0 is not stored) */
+    int xpbd = bc.flags & PBD_BODY_SHAPE_XPBD;
+    if (xpbd) {
+        /* p' as one vector, its w lane moved to the front, where m goes: a = (m, m p'), and
+         * the last three lanes add a p' (m p'_k^2) where the others add m q */
         for (int m = seg.first; m < end; ++m) {
             pbd_float4 p = particle_p[member_particle[m]], q = member_rest[m];
             float4 d = (p - r).s3012;
             float4 a = q.w * d, b = (float4)(1.0f, q.x, q.y, q.z);
             a.s0 = q.w;
-            s = s + a.s0123111222333000 * b.s0000123123123123;
-            mpp = mpp + a * d;
+            s = s + a.s0123111222333123 *
+                        shuffle2(b, d, (uint16)(0, 0, 0, 0, 1, 2, 3, 1, 2, 3, 1, 2, 3, 5, 6, 7));
         }
     } else {
         for (int m = seg.first; m < end; ++m) {
@@ -152,12 +154,15 @@ body_constraint_reduce16(__global const pbd_segment *body_constraint_segments,
         }
     }
     __global float *out = body_constraint_sums + gi * PBD_BSUM_COUNT;
+    float3 mpp = (float3)(0.0f);
+    if (xpbd) { /* the sums m q: the piece's constants */
+        mpp = s.sdef;
+        s.sdef = body_constraint_mq[gi].xyz;
+    }
     vstore16(s, 0, out);
     out[PBD_BSUM_VOL] = 0.0f;
     out[PBD_BSUM_WG] = 0.0f;
-    out[PBD_BSUM_MPP] = mpp.s1;
-    out[PBD_BSUM_MPP + 1] = mpp.s2;
-    out[PBD_BSUM_MPP + 2] = mpp.s3;
+    vstore3(mpp, 0, out + PBD_BSUM_MPP);
 }
 
 /* Lane k of each particle of a float16 of four, in all four of its lanes. */
