@@ -906,15 +906,15 @@ static pbd_status plan_body_constraints(const pbd_model *m, const pbd_config *cf
             bc->compliance = bd->pressure_compliance;
         }
     }
-    /* The XPBD form's pieces: their constant sums m q, which the CPU devices' reduction takes
-     * from here (its lanes sum m p'_k^2 instead) */
+    /* Shape matching's pieces: their constant sums m q, which the CPU devices' reduction
+     * takes from here (its lanes sum m p'_k^2 instead) */
     plan->body_constraint_mq =
         calloc((size_t)plan->num_body_constraint_segments + 1, sizeof *plan->body_constraint_mq);
     if (st == PBD_OK && !plan->body_constraint_mq)
         st = pbd_error_set(err, PBD_ERR_MEMORY, "out of memory preparing the solver");
     for (int g = 0; st == PBD_OK && g < plan->num_body_constraint_segments; ++g) {
         pbd_segment seg = plan->body_constraint_segments[g];
-        if (plan->body_constraints[seg.body].flags & PBD_BODY_SHAPE_XPBD)
+        if (plan->body_constraints[seg.body].flags & PBD_BODY_SHAPE)
             plan->body_constraint_mq[g] =
                 pbd_shape_mq(plan->member_rest, seg.first, seg.first + seg.count);
     }

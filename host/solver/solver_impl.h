@@ -124,10 +124,9 @@ typedef struct pbd_plan {
                                               PBD_BODY_SEGMENT (segment.body: the constraint) */
     int *body_constraint_ranges;           /* num_body_constraints + 1: constraint k's pieces
                                               are [r[k], r[k + 1]) (none with flags 0) */
-    pbd_float4 *body_constraint_mq;        /* per piece of shape matching's XPBD form: its
-                                              members' sum m q (xyz; w 0), a constant summed
-                                              once in the reduction's order
-                                              (pbd_shape_mq); else 0 */
+    pbd_float4 *body_constraint_mq;        /* per piece of shape matching: its members'
+                                              sum m q (xyz; w 0), a constant summed once in
+                                              the reduction's order (pbd_shape_mq); else 0 */
     int num_members;                       /* num_particles + the clusters' members */
     int *member_particle;                  /* per member: its particle (i for i < num_particles) */
     pbd_float4 *member_rest;               /* per member: shape matching's rest offset q from

@@ -86,13 +86,12 @@ body_pressure_reduce16(int first, int end, pbd_float4 r, __global const pbd_floa
 }
 
 /* The body constraints' reduction (common/body_constraint.cl's body_constraint_reduce_one) on
- * CPU devices, a work-item a segment: for shape matching without pressure, the first
- * sixteen sums (sum m, m p', m p' q^T, m q: PBD_BSUM_M .. PBD_BSUM_MQ + 2, in that order) as
- * one float16, each member adding (m, mx, my, mz, mx, mx, mx, my, ..., m) * (1, 1, 1, 1, q0,
- * q1, q2, q0, ...) lane by lane: pbd_body_constraint_sums' products and sums in its order, so
- * the same bits. The XPBD form's loop of its own sums its three m p'_k^2 in the last three
- * lanes instead, and takes the piece's constant sums m q from the plan (p' taken as one
- * vector there is slower for the stiffness form). Pressure alone:
+ * CPU devices, a work-item a segment: for shape matching without pressure, the sums m, m p'
+ * and m p' q^T (PBD_BSUM_M .. PBD_BSUM_MPQ + 8) and the XPBD form's m p'_k^2 as one float16,
+ * each member adding (m, mx, my, mz, mx, mx, mx, my, ..., mz, mx, my, mz) * (1, 1, 1, 1, q0,
+ * q1, q2, q0, ..., q2, px, py, pz) lane by lane: pbd_body_constraint_sums' products and sums
+ * in its order, so the same bits. The segment's sums m q, constants, come from the plan
+ * (body_constraint_mq). Pressure alone:
  * body_pressure_reduce16, where there is a table; pressure with shape matching, or without a
  * table: the shared code. */
 __kernel void
@@ -132,33 +131,19 @@ body_constraint_reduce16(__global const pbd_segment *body_constraint_segments,
     pbd_float4 r = particle_p[bc.first];
     float16 s = (float16)(0.0f);
     int end = seg.first + seg.count;
-    int xpbd = bc.flags & PBD_BODY_SHAPE_XPBD;
-    if (xpbd) {
-        /* p' as one vector, its w lane moved to the front, where m goes: a = (m, m p'), and
-         * the last three lanes add a p' (m p'_k^2) where the others add m q */
-        for (int m = seg.first; m < end; ++m) {
-            pbd_float4 p = particle_p[member_particle[m]], q = member_rest[m];
-            float4 d = (p - r).s3012;
-            float4 a = q.w * d, b = (float4)(1.0f, q.x, q.y, q.z);
-            a.s0 = q.w;
-            s = s + a.s0123111222333123 *
-                        shuffle2(b, d, (uint16)(0, 0, 0, 0, 1, 2, 3, 1, 2, 3, 1, 2, 3, 5, 6, 7));
-        }
-    } else {
-        for (int m = seg.first; m < end; ++m) {
-            pbd_float4 p = particle_p[member_particle[m]], q = member_rest[m];
-            float px = p.x - r.x, py = p.y - r.y, pz = p.z - r.z;
-            float mm = q.w, mx = mm * px, my = mm * py, mz = mm * pz;
-            float4 a = (float4)(mm, mx, my, mz), b = (float4)(1.0f, q.x, q.y, q.z);
-            s = s + a.s0123111222333000 * b.s0000123123123123;
-        }
+    /* p' as one vector, its w lane moved to the front, where m goes: a = (m, m p'), and the
+     * last three lanes add a p' (m p'_k^2) where the float16 of sums holds m q */
+    for (int m = seg.first; m < end; ++m) {
+        pbd_float4 p = particle_p[member_particle[m]], q = member_rest[m];
+        float4 d = (p - r).s3012;
+        float4 a = q.w * d, b = (float4)(1.0f, q.x, q.y, q.z);
+        a.s0 = q.w;
+        s = s + a.s0123111222333123 *
+                    shuffle2(b, d, (uint16)(0, 0, 0, 0, 1, 2, 3, 1, 2, 3, 1, 2, 3, 5, 6, 7));
     }
     __global float *out = body_constraint_sums + gi * PBD_BSUM_COUNT;
-    float3 mpp = (float3)(0.0f);
-    if (xpbd) { /* the sums m q: the piece's constants */
-        mpp = s.sdef;
-        s.sdef = body_constraint_mq[gi].xyz;
-    }
+    float3 mpp = bc.flags & PBD_BODY_SHAPE_XPBD ? s.sdef : (float3)(0.0f);
+    s.sdef = body_constraint_mq[gi].xyz; /* the sums m q: the segment's constants */
     vstore16(s, 0, out);
     out[PBD_BSUM_VOL] = 0.0f;
     out[PBD_BSUM_WG] = 0.0f;
