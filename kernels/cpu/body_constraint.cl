@@ -85,15 +85,26 @@ body_pressure_reduce16(int first, int end, pbd_float4 r, __global const pbd_floa
                           pressure_offsets, pressure_pairs, &v, &w, sums);
 }
 
+/* A member's terms added to the float16 of shape matching's sums (body_constraint_reduce16):
+ * p' = p - r as one vector with its w lane moved to the front, where m goes, so that
+ * a = (m, m p') is one multiplication. */
+VEC8_INLINE float16 shape_sums16(float16 s, pbd_float4 p, pbd_float4 q, pbd_float4 r)
+{
+    float4 d = (p - r).s3012;
+    float4 a = q.w * d, b = (float4)(1.0f, q.x, q.y, q.z);
+    a.s0 = q.w;
+    return s + a.s0123111222333123 *
+                   shuffle2(b, d, (uint16)(0, 0, 0, 0, 1, 2, 3, 1, 2, 3, 1, 2, 3, 5, 6, 7));
+}
+
 /* The body constraints' reduction (common/body_constraint.cl's body_constraint_reduce_one) on
  * CPU devices, a work-item a segment: for shape matching without pressure, the sums m, m p'
  * and m p' q^T (PBD_BSUM_M .. PBD_BSUM_MPQ + 8) and the XPBD form's m p'_k^2 as one float16,
  * each member adding (m, mx, my, mz, mx, mx, mx, my, ..., mz, mx, my, mz) * (1, 1, 1, 1, q0,
  * q1, q2, q0, ..., q2, px, py, pz) lane by lane: pbd_body_constraint_sums' products and sums
- * in its order, so the same bits. The segment's sums m q, constants, come from the plan
- * (body_constraint_mq). Pressure alone:
- * body_pressure_reduce16, where there is a table; pressure with shape matching, or without a
- * table: the shared code. */
+ * in its order, so the same bits (shape_sums16). The segment's sums m q, constants, come
+ * from the plan (body_constraint_mq). Pressure alone: body_pressure_reduce16, where there is
+ * a table; pressure with shape matching, or without a table: the shared code. */
 __kernel void
 body_constraint_reduce16(__global const pbd_segment *body_constraint_segments,
                          __global const pbd_float4 *particle_p, __global const int *member_particle,
@@ -131,16 +142,13 @@ body_constraint_reduce16(__global const pbd_segment *body_constraint_segments,
     pbd_float4 r = particle_p[bc.first];
     float16 s = (float16)(0.0f);
     int end = seg.first + seg.count;
-    /* p' as one vector, its w lane moved to the front, where m goes: a = (m, m p'), and the
-     * last three lanes add a p' (m p'_k^2) where the float16 of sums holds m q */
-    for (int m = seg.first; m < end; ++m) {
-        pbd_float4 p = particle_p[member_particle[m]], q = member_rest[m];
-        float4 d = (p - r).s3012;
-        float4 a = q.w * d, b = (float4)(1.0f, q.x, q.y, q.z);
-        a.s0 = q.w;
-        s = s + a.s0123111222333123 *
-                    shuffle2(b, d, (uint16)(0, 0, 0, 0, 1, 2, 3, 1, 2, 3, 1, 2, 3, 5, 6, 7));
-    }
+    /* A body's own members are its particles (member m is particle m): no index to load. */
+    if (seg.first < num_particles)
+        for (int m = seg.first; m < end; ++m)
+            s = shape_sums16(s, particle_p[m], member_rest[m], r);
+    else
+        for (int m = seg.first; m < end; ++m)
+            s = shape_sums16(s, particle_p[member_particle[m]], member_rest[m], r);
     __global float *out = body_constraint_sums + gi * PBD_BSUM_COUNT;
     float3 mpp = bc.flags & PBD_BODY_SHAPE_XPBD ? s.sdef : (float3)(0.0f);
     s.sdef = body_constraint_mq[gi].xyz; /* the sums m q: the segment's constants */
