@@ -1619,37 +1619,38 @@ static inline pbd_float4 pbd_shape_mq(const pbd_float4 *rest, int first, int end
 }
 #endif
 
-/* The per-body solve on the summed s: for shape matching the centre c = r + sum m p' / M
- * and A = sum m (p - c) q^T = sum m p' q^T - (c - r) (sum m q)^T, then its rotation from the
- * body's previous one; for pressure, C = V - volume and the XPBD (compliance >= 0) or PBD
- * (< 0) step s, lambda += s (reset at the substep's first iteration). goal: the body's
- * PBD_GOAL_COUNT float4, read and written.
- *
- * Shape matching's XPBD form takes the energy sum m |p - g|^2 / (2 alpha) as one constraint
- * of the body, C = sqrt(sum m |p - g|^2) (sum m |p - c|^2 - 2 tr(R^T A) + sum m |q|^2, from
- * the same sums, sum m |p'|^2 by component, and the constant sum m |q|^2 from the record),
- * with sum w |grad_i C|^2 = 1 (pinned particles counted as free):
- * dlambda = (-C - alpha~ lambda) / (1 + alpha~), and every particle moves toward its goal by
- * the same fraction k = -dlambda / C (clamped to [-1, 1]), so the step keeps the body's
- * momentum as the stiffness form does. A particle swings about its goal at the angular
- * frequency 1 / sqrt(alpha). */
-PBD_INLINE void pbd_body_constraint_solve(const float *s, pbd_body_constraint bc, pbd_float4 r,
-                                          PBD_GLOBAL pbd_float4 *goal, float inv_h2,
-                                          int reset_lambda)
+/* Whether the solve turns shape matching's goal (the constraint has it, and mass). */
+PBD_INLINE int pbd_shape_solved(const float *s, pbd_body_constraint bc)
 {
-    pbd_float4 q = goal[0], c = goal[1];
+    return (bc.flags & PBD_BODY_SHAPE) && s[PBD_BSUM_M] > 0.0f;
+}
+
+/* Shape matching's A (3 x 3, row-major) and centre offset dc = c - r from the sums: the
+ * solve's first part. */
+PBD_INLINE void pbd_shape_matrix(const float *s, float *a, float *dc)
+{
+    float inv_m = 1.0f / s[PBD_BSUM_M];
+    for (int k = 0; k < 3; ++k)
+        dc[k] = s[PBD_BSUM_MP + k] * inv_m;
+    for (int i = 0; i < 3; ++i)
+        for (int k = 0; k < 3; ++k)
+            a[3 * i + k] = s[PBD_BSUM_MPQ + 3 * i + k] - dc[i] * s[PBD_BSUM_MQ + k];
+}
+
+/* The solve's last part, given the rotation q of A (pbd_polar_rotation) where `shaped`
+ * (pbd_shape_solved; else a, dc and q are not read). */
+PBD_INLINE void pbd_body_constraint_finish(const float *s, pbd_body_constraint bc, pbd_float4 r,
+                                           PBD_GLOBAL pbd_float4 *goal, float inv_h2,
+                                           int reset_lambda, int shaped, const float *a,
+                                           const float *dc, pbd_float4 q)
+{
+    pbd_float4 c = goal[1];
     float rot[9] = {1.0f, 0.0f, 0.0f, 0.0f, 1.0f, 0.0f, 0.0f, 0.0f, 1.0f};
     float l = reset_lambda ? 0.0f : goal[2].w, step = 0.0f;
     float ls = reset_lambda ? 0.0f : goal[3].w, ks = 0.0f;
-    if ((bc.flags & PBD_BODY_SHAPE) && s[PBD_BSUM_M] > 0.0f) {
-        float inv_m = 1.0f / s[PBD_BSUM_M];
-        float dc[3] = {s[PBD_BSUM_MP] * inv_m, s[PBD_BSUM_MP + 1] * inv_m,
-                       s[PBD_BSUM_MP + 2] * inv_m};
-        float a[9];
-        for (int i = 0; i < 3; ++i)
-            for (int k = 0; k < 3; ++k)
-                a[3 * i + k] = s[PBD_BSUM_MPQ + 3 * i + k] - dc[i] * s[PBD_BSUM_MQ + k];
-        q = pbd_polar_rotation(a, q, PBD_POLAR_ITERATIONS);
+    if (!shaped)
+        q = goal[0];
+    else {
         pbd_quat_matrix(q, rot);
         c = PBD_F4(r.x + dc[0], r.y + dc[1], r.z + dc[2], 0.0f);
         if (bc.flags & PBD_BODY_SHAPE_XPBD) {
@@ -1680,6 +1681,34 @@ PBD_INLINE void pbd_body_constraint_solve(const float *s, pbd_body_constraint bc
     goal[2] = PBD_F4(rot[0], rot[1], rot[2], l);
     goal[3] = PBD_F4(rot[3], rot[4], rot[5], ls);
     goal[4] = PBD_F4(rot[6], rot[7], rot[8], ks);
+}
+
+/* The per-body solve on the summed s: for shape matching the centre c = r + sum m p' / M
+ * and A = sum m (p - c) q^T = sum m p' q^T - (c - r) (sum m q)^T, then its rotation from the
+ * body's previous one; for pressure, C = V - volume and the XPBD (compliance >= 0) or PBD
+ * (< 0) step s, lambda += s (reset at the substep's first iteration). goal: the body's
+ * PBD_GOAL_COUNT float4, read and written.
+ *
+ * Shape matching's XPBD form takes the energy sum m |p - g|^2 / (2 alpha) as one constraint
+ * of the body, C = sqrt(sum m |p - g|^2) (sum m |p - c|^2 - 2 tr(R^T A) + sum m |q|^2, from
+ * the same sums, sum m |p'|^2 by component, and the constant sum m |q|^2 from the record),
+ * with sum w |grad_i C|^2 = 1 (pinned particles counted as free):
+ * dlambda = (-C - alpha~ lambda) / (1 + alpha~), and every particle moves toward its goal by
+ * the same fraction k = -dlambda / C (clamped to [-1, 1]), so the step keeps the body's
+ * momentum as the stiffness form does. A particle swings about its goal at the angular
+ * frequency 1 / sqrt(alpha). */
+PBD_INLINE void pbd_body_constraint_solve(const float *s, pbd_body_constraint bc, pbd_float4 r,
+                                          PBD_GLOBAL pbd_float4 *goal, float inv_h2,
+                                          int reset_lambda)
+{
+    float a[9] = {0.0f}, dc[3] = {0.0f};
+    pbd_float4 q = goal[0];
+    int shaped = pbd_shape_solved(s, bc);
+    if (shaped) {
+        pbd_shape_matrix(s, a, dc);
+        q = pbd_polar_rotation(a, q, PBD_POLAR_ITERATIONS);
+    }
+    pbd_body_constraint_finish(s, bc, r, goal, inv_h2, reset_lambda, shaped, a, dc, q);
 }
 
 /* Shape matching's pull on one member of a body constraint toward its goal g = R q + c:
