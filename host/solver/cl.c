@@ -395,9 +395,10 @@ static pbd_status cl_body_constraints(void *impl, int reset, pbd_error *err)
     const size_t g = PBD_BODY_SEGMENT;
     status = launch(c, PBD_STAGE_BODY_REDUCE, cpu ? nseg : nseg * g,
                     cpu ? serial_local(c, nseg) : g, err);
+    size_t nb8 = (nb + 7) / 8; /* CPU devices: eight constraints a work-item */
     if (status == PBD_OK)
-        status =
-            launch(c, PBD_STAGE_BODY_SOLVE, cpu ? nb : nb * g, cpu ? serial_local(c, nb) : g, err);
+        status = launch(c, PBD_STAGE_BODY_SOLVE, cpu ? nb8 : nb * g, cpu ? serial_local(c, nb8) : g,
+                        err);
     /* CPU devices with clusters: the members' pulls, a cluster segment a work-item, timed
      * with the apply that reads them */
     size_t ncs = nseg - (size_t)pl->body_constraint_ranges[pl->num_bodies];
@@ -1051,6 +1052,7 @@ static pbd_status choose_kernels(cl_impl *c, pbd_plan *plan, const pbd_solver_de
         names[PBD_STAGE_PROJECT_JACOBI] = NULL;     /* project_distance_jacobi is not launched */
         names[PBD_STAGE_PREDICT] = "predict_runs";
         names[PBD_STAGE_BODY_REDUCE] = "body_constraint_reduce16";
+        names[PBD_STAGE_BODY_SOLVE] = "body_constraint_solve8";
         names[PBD_STAGE_BODY_APPLY] = "body_constraint_apply_runs";
     } else {
         names[PBD_STAGE_BODY_REDUCE] = "body_constraint_reduce64";

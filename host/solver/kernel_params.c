@@ -93,6 +93,8 @@ PARAMS(body_constraint_reduce64, "body_constraint_segments", "particle_p", "memb
        "body_constraint_sums", "num_body_constraint_segments")
 PARAMS(body_constraint_solve64, "body_constraint_ranges", "body_constraint_sums", "particle_p",
        "body_constraints", "body_goal", "inv_h2", "reset_lambda", "num_body_constraints")
+PARAMS(body_constraint_solve8, "body_constraint_ranges", "body_constraint_sums", "particle_p",
+       "body_constraints", "body_goal", "inv_h2", "reset_lambda", "num_body_constraints")
 PARAMS(body_constraint_reduce16, "body_constraint_segments", "particle_p", "member_particle",
        "member_rest", "particle_grad", "pressure_offsets", "pressure_pairs", "pressure_table",
        "pressure_steps", "num_particles", "body_constraints", "body_constraint_mq",
@@ -134,6 +136,7 @@ const pbd_kernel_params pbd_kernel_param_table[] = {
     ENTRY(body_constraint_apply),
     ENTRY(body_constraint_reduce64),
     ENTRY(body_constraint_solve64),
+    ENTRY(body_constraint_solve8),
     ENTRY(body_constraint_reduce16),
     ENTRY(body_constraint_pull16),
     ENTRY(body_constraint_apply_runs),

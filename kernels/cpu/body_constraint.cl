@@ -158,6 +158,99 @@ body_constraint_reduce16(__global const pbd_segment *body_constraint_segments,
     vstore3(mpp, 0, out + PBD_BSUM_MPP);
 }
 
+/* pbd_polar_rotation for eight constraints at once, lane j for constraint j: its operations
+ * lane by lane, so the same bits. Its steps are a chain of dependent divisions and square
+ * roots, on which a core solving one constraint at a time mostly waits. a: the nine entries
+ * of A, each the eight constraints'. */
+static void polar8(const float8 *a, float8 *qx, float8 *qy, float8 *qz, float8 *qw, int steps)
+{
+    for (int it = 0; it < steps; ++it) {
+        float8 x2 = *qx + *qx, y2 = *qy + *qy, z2 = *qz + *qz;
+        float8 xx = *qx * x2, yy = *qy * y2, zz = *qz * z2;
+        float8 xy = *qx * y2, xz = *qx * z2, yz = *qy * z2;
+        float8 wx = *qw * x2, wy = *qw * y2, wz = *qw * z2;
+        float8 r[9] = {1.0f - (yy + zz), xy - wz, xz + wy, xy + wz,         1.0f - (xx + zz),
+                       yz - wx,          xz - wy, yz + wx, 1.0f - (xx + yy)};
+        float8 ox = 0.0f, oy = 0.0f, oz = 0.0f, dot = 0.0f;
+        for (int k = 0; k < 3; ++k) {
+            float8 rx = r[k], ry = r[3 + k], rz = r[6 + k];
+            float8 ax = a[k], ay = a[3 + k], az = a[6 + k];
+            ox = ox + (ry * az - rz * ay);
+            oy = oy + (rz * ax - rx * az);
+            oz = oz + (rx * ay - ry * ax);
+            dot = dot + ((rx * ax + ry * ay) + rz * az);
+        }
+        float8 inv = 0.5f / (fabs(dot) + 1e-9f);
+        float8 hx = ox * inv, hy = oy * inv, hz = oz * inv;
+        float8 nx = *qx + (hy * *qz - hz * *qy) + hx * *qw;
+        float8 ny = *qy + (hz * *qx - hx * *qz) + hy * *qw;
+        float8 nz = *qz + (hx * *qy - hy * *qx) + hz * *qw;
+        float8 nw = *qw - ((hx * *qx + hy * *qy) + hz * *qz);
+        float8 len = sqrt(((nx * nx + ny * ny) + nz * nz) + nw * nw);
+        *qx = nx / len, *qy = ny / len, *qz = nz / len, *qw = nw / len;
+    }
+}
+
+/* body_constraint_solve on CPU devices: eight constraints a work-item, their rotations side by
+ * side (polar8) and the rest of each solve one by one, in the shared code's order: the same
+ * bits. */
+__kernel void body_constraint_solve8(__global const int *body_constraint_ranges,
+                                     __global const float *body_constraint_sums,
+                                     __global const pbd_float4 *particle_p,
+                                     __global const pbd_body_constraint *body_constraints,
+                                     __global pbd_float4 *body_goal, float inv_h2, int reset_lambda,
+                                     int num_body_constraints)
+{
+    int first = 8 * get_global_id(0);
+    if (first >= num_body_constraints)
+        return;
+    int n = min(8, num_body_constraints - first);
+    float s[8][PBD_BSUM_COUNT], a[9][8], dc[8][3], q[4][8], aj[9];
+    int shaped[8];
+    for (int j = 0; j < 8; ++j) { /* lanes from n on: A = 0 about the identity, unused */
+        for (int k = 0; k < 9; ++k)
+            aj[k] = 0.0f;
+        dc[j][0] = dc[j][1] = dc[j][2] = 0.0f;
+        q[0][j] = q[1][j] = q[2][j] = 0.0f, q[3][j] = 1.0f;
+        shaped[j] = 0;
+        if (j < n) {
+            int b = first + j;
+            pbd_body_constraint bc = body_constraints[b];
+            PBD_UNROLL
+            for (int k = 0; k < PBD_BSUM_COUNT; ++k)
+                s[j][k] = 0.0f;
+            for (int g = body_constraint_ranges[b]; g < body_constraint_ranges[b + 1]; ++g)
+                PBD_UNROLL
+            for (int k = 0; k < PBD_BSUM_COUNT; ++k)
+                s[j][k] = s[j][k] + body_constraint_sums[g * PBD_BSUM_COUNT + k];
+            shaped[j] = pbd_shape_solved(s[j], bc);
+            if (shaped[j])
+                pbd_shape_matrix(s[j], aj, dc[j]);
+            pbd_float4 g0 = body_goal[b * PBD_GOAL_COUNT];
+            q[0][j] = g0.x, q[1][j] = g0.y, q[2][j] = g0.z, q[3][j] = g0.w;
+        }
+        for (int k = 0; k < 9; ++k)
+            a[k][j] = aj[k];
+    }
+    float8 a8[9];
+    for (int k = 0; k < 9; ++k)
+        a8[k] = vload8(0, a[k]);
+    float8 qx = vload8(0, q[0]), qy = vload8(0, q[1]), qz = vload8(0, q[2]), qw = vload8(0, q[3]);
+    polar8(a8, &qx, &qy, &qz, &qw, PBD_POLAR_ITERATIONS);
+    vstore8(qx, 0, q[0]), vstore8(qy, 0, q[1]), vstore8(qz, 0, q[2]), vstore8(qw, 0, q[3]);
+    for (int j = 0; j < n; ++j) {
+        int b = first + j;
+        pbd_body_constraint bc = body_constraints[b];
+        if (bc.flags == 0)
+            continue;
+        for (int k = 0; k < 9; ++k)
+            aj[k] = a[k][j];
+        pbd_body_constraint_finish(s[j], bc, particle_p[bc.first], body_goal + b * PBD_GOAL_COUNT,
+                                   inv_h2, reset_lambda, shaped[j], aj, dc[j],
+                                   (pbd_float4)(q[0][j], q[1][j], q[2][j], q[3][j]));
+    }
+}
+
 /* Lane k of each particle of a float16 of four, in all four of its lanes. */
 #define BODY_LANE16(v, k)                                                                          \
     shuffle((v), (uint16)(k, k, k, k, 4 + k, 4 + k, 4 + k, 4 + k, 8 + k, 8 + k, 8 + k, 8 + k,      \
