@@ -1505,7 +1505,9 @@ PBD_INLINE void pbd_quat_matrix(pbd_float4 q, float *r)
  * unit quaternion (omega / 2, 1) / |(omega / 2, 1)|, a turn by 2 atan(|omega| / 2) about
  * omega rather than the paper's |omega|: the same fixed point and direction, and only
  * basic operations and a square root (correctly rounded on both sides), no sin or cos,
- * whose last bits differ between libm and OpenCL. A fixed number of steps, no early exit. */
+ * whose last bits differ between libm and OpenCL. A fixed number of steps, no early exit.
+ * CPU devices run it eight constraints at a time, lane by lane in the same operations
+ * (polar8 in kernels/cpu/body_constraint.cl): a change here goes there too. */
 PBD_INLINE pbd_float4 pbd_polar_rotation(const float *a, pbd_float4 q, int steps)
 {
     for (int it = 0; it < steps; ++it) {

@@ -84,8 +84,6 @@ PARAMS(contact_moment, "body_first", "body_flags", "particle_p", "particle_v", "
        "contact_cdx", "contact_a", "inv_h", "body_track", "num_bodies")
 PARAMS(momentum_apply, "particle_x", "particle_v", "particle_body", "body_apply", "rigid_k",
        "num_particles")
-PARAMS(body_constraint_solve, "body_constraint_ranges", "body_constraint_sums", "particle_p",
-       "body_constraints", "body_goal", "inv_h2", "reset_lambda", "num_body_constraints")
 PARAMS(body_constraint_apply, "particle_p", "particle_body", "member_rest", "particle_grad",
        "cluster_offsets", "cluster_pairs", "body_constraints", "body_goal", "num_particles")
 PARAMS(body_constraint_reduce64, "body_constraint_segments", "particle_p", "member_particle",
@@ -132,7 +130,6 @@ const pbd_kernel_params pbd_kernel_param_table[] = {
     ENTRY(body_solve),
     ENTRY(body_solve_serial),
     ENTRY(momentum_apply),
-    ENTRY(body_constraint_solve),
     ENTRY(body_constraint_apply),
     ENTRY(body_constraint_reduce64),
     ENTRY(body_constraint_solve64),

@@ -1,7 +1,8 @@
 /* The body constraints (shape matching, its clusters, pressure; pbd_shared.h), three stages an
  * iteration over the constraints, every sum in a fixed order. The sums run in each variant's
- * kernels (cpu/ and gpu/body_constraint.cl) in the order of body_constraint_reduce_one and
- * body_constraint_solve here, which CPU devices also launch. Constraints with flags 0 (bodies
+ * kernels (cpu/ and gpu/body_constraint.cl) in the order of body_constraint_reduce_one here,
+ * and each variant's solve adds a constraint's segment sums in order before
+ * pbd_body_constraint_solve, as the CPU reference does. Constraints with flags 0 (bodies
  * without any) return at once. Built after pbd_shared.h. */
 
 /* Adds member m's terms to the sums s (r: its constraint's first member, the sums' origin),
@@ -45,32 +46,6 @@ PBD_INLINE void body_constraint_reduce_one(
     PBD_UNROLL
     for (int q = 0; q < PBD_BSUM_COUNT; ++q)
         body_constraint_sums[gi * PBD_BSUM_COUNT + q] = s[q];
-}
-
-/* Stage two: a work-item a constraint adds its segments' sums in order and solves. */
-__kernel void body_constraint_solve(__global const int *body_constraint_ranges,
-                                    __global const float *body_constraint_sums,
-                                    __global const pbd_float4 *particle_p,
-                                    __global const pbd_body_constraint *body_constraints,
-                                    __global pbd_float4 *body_goal, float inv_h2, int reset_lambda,
-                                    int num_body_constraints)
-{
-    int b = get_global_id(0);
-    if (b >= num_body_constraints)
-        return;
-    pbd_body_constraint bc = body_constraints[b];
-    if (bc.flags == 0)
-        return;
-    float s[PBD_BSUM_COUNT];
-    PBD_UNROLL
-    for (int q = 0; q < PBD_BSUM_COUNT; ++q)
-        s[q] = 0.0f;
-    for (int g = body_constraint_ranges[b]; g < body_constraint_ranges[b + 1]; ++g)
-        PBD_UNROLL
-    for (int q = 0; q < PBD_BSUM_COUNT; ++q)
-        s[q] = s[q] + body_constraint_sums[g * PBD_BSUM_COUNT + q];
-    pbd_body_constraint_solve(s, bc, particle_p[bc.first], body_goal + b * PBD_GOAL_COUNT, inv_h2,
-                              reset_lambda);
 }
 
 /* Stage three: a work-item a particle moves toward its goals and along its gradient. */

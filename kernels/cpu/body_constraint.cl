@@ -191,9 +191,10 @@ static void polar8(const float8 *a, float8 *qx, float8 *qy, float8 *qz, float8 *
     }
 }
 
-/* body_constraint_solve on CPU devices: eight constraints a work-item, their rotations side by
- * side (polar8) and the rest of each solve one by one, in the shared code's order: the same
- * bits. */
+/* The body constraints' solve on CPU devices: eight constraints a work-item, each one's
+ * segment sums added in order (as the CPU reference does) and solved in the shared code's
+ * parts (pbd_shape_solved, pbd_shape_matrix, pbd_body_constraint_finish), their rotations side
+ * by side (polar8, pbd_polar_rotation's operations lane by lane): the same bits. */
 __kernel void body_constraint_solve8(__global const int *body_constraint_ranges,
                                      __global const float *body_constraint_sums,
                                      __global const pbd_float4 *particle_p,
