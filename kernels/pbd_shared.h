@@ -72,6 +72,9 @@ PBD_INLINE int pbd_sum_lane(int k, int count)
  * update_runs) takes, a multiple of 8. */
 #define PBD_PARTICLE_RUN 64
 
+/* Sets of clusters a work-item of the CPU devices' body constraint apply takes. */
+#define PBD_SET_RUN 16
+
 /* How the CPU devices' Gauss-Seidel kernel (pbd_gs16) moves the 32 particles of sixteen
  * constraints: one by one; as two runs of consecutive particles (a, a + 1, ...; b, b + 1,
  * ...); as interleaved pairs ((a, a + 1), (a + 2, a + 3), ...). The plan sorts each block's
@@ -1420,7 +1423,9 @@ PBD_INLINE float pbd_particle_error(PBD_GLOBAL const pbd_float4 *x,
  * constraint's: its segments in order; c, A, R, the pressure step) and body_constraint_apply
  * (a work-item a particle). A constraint's members
  * are entries of member_particle / member_rest: a body's are its particles themselves (entry
- * i is particle i), a cluster's come after the particles. Every sum is float in that fixed
+ * i is particle i), a cluster's come after the particles. The particles' distinct lists of
+ * clusters are sets: a particle moves toward its set's goal, formed once a set from its
+ * clusters' (pbd_shape_set_goal), not once a membership. Every sum is float in that fixed
  * order: the same bits on every device and in the CPU reference. */
 
 /* Body constraint flags (pbd_body_constraint.flags). */
@@ -1456,7 +1461,8 @@ typedef struct pbd_body_constraint {
     float shape_compliance; /* shape matching's XPBD form: compliance > 0, s^2; else 0 */
     float shape_mqq;        /* the XPBD form's sum m |q|^2 over the members, kg m^2
                                (pbd_shape_mqq); else 0 */
-    int pad;                /* 0 */
+    int base;               /* the body's first particle: its position at the solve is the
+                               apply's reference point (pbd_shape_goal's o) */
 } pbd_body_constraint;
 
 /* Per-segment sums of the body constraints, relative to the reference point r = p[first]:
@@ -1477,8 +1483,17 @@ enum {
  * to substep as the next polar decomposition's start), the centre c (xyz; w: the pressure
  * step s, so that particle i moves by w_i s grad_i), R's three rows (xyz; row 0's w: the
  * pressure multiplier lambda of the substep; row 1's w: shape matching's multiplier of the
- * substep, row 2's w: its step toward the goals, in its XPBD form). */
-#define PBD_GOAL_COUNT 5
+ * substep, row 2's w: its step toward the goals, in its XPBD form); then shape matching's
+ * goal as the apply takes it (PBD_GOAL_SHAPE on: pbd_shape_goal's four columns), and last
+ * the centre of mass of the members' rest offsets from their body's centre (PBD_GOAL_CENTRE:
+ * set by the plan, read only) as two float4 whose sum it is (xyz; w 0), then the reference
+ * point o (xyz; w 0). */
+#define PBD_GOAL_COUNT  12
+#define PBD_GOAL_SHAPE  5
+#define PBD_GOAL_CENTRE 9
+#define PBD_GOAL_BASE   11
+/* A set of clusters' goal (pbd_shape_set_goal): four columns and the centre. */
+#define PBD_SET_GOAL_COUNT 5
 
 /* The rotation matrix (row-major) of unit quaternion q. */
 PBD_INLINE void pbd_quat_matrix(pbd_float4 q, float *r)
@@ -1639,10 +1654,39 @@ PBD_INLINE void pbd_shape_matrix(const float *s, float *a, float *dc)
             a[3 * i + k] = s[PBD_BSUM_MPQ + 3 * i + k] - dc[i] * s[PBD_BSUM_MQ + k];
 }
 
+/* Shape matching's goal for the apply, from rotation R (row-major) and step k (the
+ * stiffness shape_k, or the XPBD form's step; 0 without shape matching), centre c, and the
+ * reference point o (the position of the body's first particle at the solve, the same for
+ * all its constraints): the member of rest offset q from its body's rest centre moves by
+ * d = k (R (q - q0) - (p - c)), q0 the members' centre of q (goal[PBD_GOAL_CENTRE] plus the
+ * next float4: so that their mass-weighted sum of q - q0 is zero to within double rounding,
+ * and the goals' centre of mass is c, leaving the momentum alone), as
+ * d = M q + u - k (p - o) with M = k R and u = k (c - o) - k R q0: every term the size of the
+ * body, none the size of its place in the world. Kept as four columns: (M's first column, k),
+ * its second and third (w: 0), and (u, 0), then o. A particle in several clusters of a body
+ * moves once, by the mean of their columns (pbd_shape_set_goal). */
+PBD_INLINE void pbd_shape_goal(PBD_GLOBAL pbd_float4 *goal, const float *rot, float k, pbd_float4 c,
+                               pbd_float4 o)
+{
+    pbd_float4 q0 = goal[PBD_GOAL_CENTRE], q1 = goal[PBD_GOAL_CENTRE + 1];
+    float ux = ((rot[0] * q0.x + rot[1] * q0.y) + rot[2] * q0.z) +
+               ((rot[0] * q1.x + rot[1] * q1.y) + rot[2] * q1.z);
+    float uy = ((rot[3] * q0.x + rot[4] * q0.y) + rot[5] * q0.z) +
+               ((rot[3] * q1.x + rot[4] * q1.y) + rot[5] * q1.z);
+    float uz = ((rot[6] * q0.x + rot[7] * q0.y) + rot[8] * q0.z) +
+               ((rot[6] * q1.x + rot[7] * q1.y) + rot[8] * q1.z);
+    goal[PBD_GOAL_SHAPE] = PBD_F4(k * rot[0], k * rot[3], k * rot[6], k);
+    goal[PBD_GOAL_SHAPE + 1] = PBD_F4(k * rot[1], k * rot[4], k * rot[7], 0.0f);
+    goal[PBD_GOAL_SHAPE + 2] = PBD_F4(k * rot[2], k * rot[5], k * rot[8], 0.0f);
+    goal[PBD_GOAL_SHAPE + 3] =
+        PBD_F4(k * (c.x - o.x) - k * ux, k * (c.y - o.y) - k * uy, k * (c.z - o.z) - k * uz, 0.0f);
+    goal[PBD_GOAL_BASE] = PBD_F4(o.x, o.y, o.z, 0.0f);
+}
+
 /* The solve's last part, given the rotation q of A (pbd_polar_rotation) where `shaped`
  * (pbd_shape_solved; else a, dc and q are not read). */
 PBD_INLINE void pbd_body_constraint_finish(const float *s, pbd_body_constraint bc, pbd_float4 r,
-                                           PBD_GLOBAL pbd_float4 *goal, float inv_h2,
+                                           pbd_float4 o, PBD_GLOBAL pbd_float4 *goal, float inv_h2,
                                            int reset_lambda, int shaped, const float *a,
                                            const float *dc, pbd_float4 q)
 {
@@ -1683,6 +1727,11 @@ PBD_INLINE void pbd_body_constraint_finish(const float *s, pbd_body_constraint b
     goal[2] = PBD_F4(rot[0], rot[1], rot[2], l);
     goal[3] = PBD_F4(rot[3], rot[4], rot[5], ls);
     goal[4] = PBD_F4(rot[6], rot[7], rot[8], ks);
+    pbd_shape_goal(goal, rot,
+                   !(bc.flags & PBD_BODY_SHAPE)       ? 0.0f
+                   : (bc.flags & PBD_BODY_SHAPE_XPBD) ? ks
+                                                      : bc.shape_k,
+                   c, o);
 }
 
 /* The per-body solve on the summed s: for shape matching the centre c = r + sum m p' / M
@@ -1700,7 +1749,7 @@ PBD_INLINE void pbd_body_constraint_finish(const float *s, pbd_body_constraint b
  * momentum as the stiffness form does. A particle swings about its goal at the angular
  * frequency 1 / sqrt(alpha). */
 PBD_INLINE void pbd_body_constraint_solve(const float *s, pbd_body_constraint bc, pbd_float4 r,
-                                          PBD_GLOBAL pbd_float4 *goal, float inv_h2,
+                                          pbd_float4 o, PBD_GLOBAL pbd_float4 *goal, float inv_h2,
                                           int reset_lambda)
 {
     float a[9] = {0.0f}, dc[3] = {0.0f};
@@ -1710,76 +1759,86 @@ PBD_INLINE void pbd_body_constraint_solve(const float *s, pbd_body_constraint bc
         pbd_shape_matrix(s, a, dc);
         q = pbd_polar_rotation(a, q, PBD_POLAR_ITERATIONS);
     }
-    pbd_body_constraint_finish(s, bc, r, goal, inv_h2, reset_lambda, shaped, a, dc, q);
+    pbd_body_constraint_finish(s, bc, r, o, goal, inv_h2, reset_lambda, shaped, a, dc, q);
 }
 
-/* Shape matching's pull on one member of a body constraint toward its goal g = R q + c:
- * k (g - p), k the constraint's stiffness shape_k or, in its XPBD form, the solve's step. */
-PBD_INLINE pbd_float4 pbd_shape_pull(pbd_float4 p, pbd_float4 rest, pbd_body_constraint bc,
-                                     PBD_GLOBAL const pbd_float4 *goal)
+/* The goal of a particle in the clusters set_constraints[begin .. end - 1] (of one body, so
+ * of one reference point o = g[4]): the sum of their columns in that order, times 1 / n for
+ * n > 1 clusters, so that the particle moves by the mean of their pulls. A cluster's member
+ * weighs m / n in the cluster's sums, so that the mean keeps the body's momentum. */
+PBD_INLINE void pbd_shape_set_goal(PBD_GLOBAL const int *set_constraints, int begin, int end,
+                                   PBD_GLOBAL const pbd_float4 *goal, pbd_float4 *g)
 {
-    pbd_float4 c = goal[1], r0 = goal[2], r1 = goal[3], r2 = goal[4];
-    float gx = ((r0.x * rest.x + r0.y * rest.y) + r0.z * rest.z) + c.x;
-    float gy = ((r1.x * rest.x + r1.y * rest.y) + r1.z * rest.z) + c.y;
-    float gz = ((r2.x * rest.x + r2.y * rest.y) + r2.z * rest.z) + c.z;
-    float k = (bc.flags & PBD_BODY_SHAPE_XPBD) ? r2.w : bc.shape_k;
-    return PBD_F4(k * (gx - p.x), k * (gy - p.y), k * (gz - p.z), 0.0f);
+    PBD_GLOBAL const pbd_float4 *f = goal + set_constraints[begin] * PBD_GOAL_COUNT;
+    for (int j = 0; j < 4; ++j)
+        g[j] = f[PBD_GOAL_SHAPE + j];
+    g[4] = f[PBD_GOAL_BASE];
+    for (int e = begin + 1; e < end; ++e) {
+        f = goal + set_constraints[e] * PBD_GOAL_COUNT;
+        for (int j = 0; j < 4; ++j) {
+            pbd_float4 a = f[PBD_GOAL_SHAPE + j];
+            g[j] = PBD_F4(g[j].x + a.x, g[j].y + a.y, g[j].z + a.z, g[j].w + a.w);
+        }
+    }
+    if (end - begin > 1) {
+        float inv = 1.0f / (float)(end - begin);
+        for (int j = 0; j < 4; ++j)
+            g[j] = PBD_F4(g[j].x * inv, g[j].y * inv, g[j].z * inv, g[j].w * inv);
+    }
 }
 
-/* Particle i's new position (p its current one, b its body): toward its goals (shape
- * matching: its body's, rest offset member_rest[i], and each cluster's it belongs to,
- * cluster_pairs[2 e .. 2 e + 1] = (constraint, member) for e in cluster_offsets[i] ..
- * cluster_offsets[i + 1] - 1), the mean of those pulls in that order, and along its volume
- * gradient grad[i] by w s (pressure). All from the same iterate: they are applied together.
- * A cluster's member weighs m / n (n: the clusters of its particle) in the cluster's sums,
- * so that the mean of the pulls keeps the body's momentum. Pinned particles (w = 0) stay.
- * With `pulls`, each cluster pull is read from pulls[e], where the CPU variant leaves it
- * (the same pbd_shape_pull on the same iterate), instead of being computed here. */
-PBD_INLINE pbd_float4 pbd_body_constraint_apply_from(
+/* Shape matching's move of a particle at p, rest offset q, toward goal columns g0 .. g3 about
+ * centre o: d = (((g0 q.x + g1 q.y) + g2 q.z) + g3) - g0.w (p - o), component by component. */
+PBD_INLINE pbd_float4 pbd_shape_move(pbd_float4 p, pbd_float4 q, pbd_float4 g0, pbd_float4 g1,
+                                     pbd_float4 g2, pbd_float4 g3, pbd_float4 o)
+{
+    float k = g0.w;
+    return PBD_F4((((g0.x * q.x + g1.x * q.y) + g2.x * q.z) + g3.x) - k * (p.x - o.x),
+                  (((g0.y * q.x + g1.y * q.y) + g2.y * q.z) + g3.y) - k * (p.y - o.y),
+                  (((g0.z * q.x + g1.z * q.y) + g2.z * q.z) + g3.z) - k * (p.z - o.z), 0.0f);
+}
+
+/* The apply's last part: p moved by d and, with pressure, along its volume gradient grad[i]
+ * by w s (goal[1].w of body b). */
+PBD_INLINE pbd_float4 pbd_body_constraint_pressure(pbd_float4 p, pbd_float4 d, int i, int b,
+                                                   pbd_body_constraint bc,
+                                                   PBD_GLOBAL const pbd_float4 *grad,
+                                                   PBD_GLOBAL const pbd_float4 *goal)
+{
+    if (bc.flags & PBD_BODY_PRESSURE) {
+        pbd_float4 gr = grad[i];
+        float ws = p.w * goal[b * PBD_GOAL_COUNT + 1].w;
+        d = PBD_F4(d.x + ws * gr.x, d.y + ws * gr.y, d.z + ws * gr.z, 0.0f);
+    }
+    return PBD_F4(p.x + d.x, p.y + d.y, p.z + d.z, p.w);
+}
+
+/* Particle i's new position (p its current one, b its body): toward its shape-matching goal
+ * (its body's, or its set's of clusters, set particle_set[i] >= 0: the constraints
+ * set_constraints[set_offsets[s] ..]), from its rest offset member_rest[i] from the body's
+ * rest centre, and along its volume gradient grad[i] by w s (pressure). All from the same
+ * iterate: they are applied together. Pinned particles (w = 0) stay. */
+PBD_INLINE pbd_float4 pbd_body_constraint_apply(
     pbd_float4 p, int i, int b, PBD_GLOBAL const pbd_body_constraint *constraints,
     PBD_GLOBAL const pbd_float4 *member_rest, PBD_GLOBAL const pbd_float4 *grad,
-    PBD_GLOBAL const int *cluster_offsets, PBD_GLOBAL const int *cluster_pairs,
-    PBD_GLOBAL const pbd_float4 *goal, PBD_GLOBAL const pbd_float4 *pulls)
+    PBD_GLOBAL const int *particle_set, PBD_GLOBAL const int *set_offsets,
+    PBD_GLOBAL const int *set_constraints, PBD_GLOBAL const pbd_float4 *goal)
 {
     if (!(p.w > 0.0f))
         return p;
     pbd_body_constraint bc = constraints[b];
     pbd_float4 d = PBD_F4(0.0f, 0.0f, 0.0f, 0.0f);
-    int n = 0;
+    int s = particle_set[i];
     if (bc.flags & PBD_BODY_SHAPE) {
-        d = pbd_shape_pull(p, member_rest[i], bc, goal + b * PBD_GOAL_COUNT);
-        n = 1;
+        PBD_GLOBAL const pbd_float4 *g = goal + b * PBD_GOAL_COUNT;
+        d = pbd_shape_move(p, member_rest[i], g[PBD_GOAL_SHAPE], g[PBD_GOAL_SHAPE + 1],
+                           g[PBD_GOAL_SHAPE + 2], g[PBD_GOAL_SHAPE + 3], g[PBD_GOAL_BASE]);
+    } else if (s >= 0) {
+        pbd_float4 g[PBD_SET_GOAL_COUNT];
+        pbd_shape_set_goal(set_constraints, set_offsets[s], set_offsets[s + 1], goal, g);
+        d = pbd_shape_move(p, member_rest[i], g[0], g[1], g[2], g[3], g[4]);
     }
-    for (int e = cluster_offsets[i]; e < cluster_offsets[i + 1]; ++e) {
-        int k = cluster_pairs[2 * e];
-        pbd_float4 f = pulls ? pulls[e]
-                             : pbd_shape_pull(p, member_rest[cluster_pairs[2 * e + 1]],
-                                              constraints[k], goal + k * PBD_GOAL_COUNT);
-        d = n > 0 ? PBD_F4(d.x + f.x, d.y + f.y, d.z + f.z, 0.0f) : f;
-        n = n + 1;
-    }
-    if (n > 1) {
-        float inv = 1.0f / (float)n;
-        d = PBD_F4(d.x * inv, d.y * inv, d.z * inv, 0.0f);
-    }
-    if (bc.flags & PBD_BODY_PRESSURE) {
-        pbd_float4 g = grad[i];
-        float ws = p.w * goal[b * PBD_GOAL_COUNT + 1].w;
-        d = PBD_F4(d.x + ws * g.x, d.y + ws * g.y, d.z + ws * g.z, 0.0f);
-    }
-    return PBD_F4(p.x + d.x, p.y + d.y, p.z + d.z, p.w);
-}
-
-PBD_INLINE pbd_float4 pbd_body_constraint_apply(pbd_float4 p, int i, int b,
-                                                PBD_GLOBAL const pbd_body_constraint *constraints,
-                                                PBD_GLOBAL const pbd_float4 *member_rest,
-                                                PBD_GLOBAL const pbd_float4 *grad,
-                                                PBD_GLOBAL const int *cluster_offsets,
-                                                PBD_GLOBAL const int *cluster_pairs,
-                                                PBD_GLOBAL const pbd_float4 *goal)
-{
-    return pbd_body_constraint_apply_from(p, i, b, constraints, member_rest, grad, cluster_offsets,
-                                          cluster_pairs, goal, (PBD_GLOBAL const pbd_float4 *)0);
+    return pbd_body_constraint_pressure(p, d, i, b, bc, grad, goal);
 }
 
 /* ---- particle contacts -------------------------------------------------------------------

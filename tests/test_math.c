@@ -675,10 +675,10 @@ static void body_iteration(pbd_float4 *p, int n, const pbd_float4 *rest, pbd_bod
         pbd_body_constraint_sums(p[i], r, rest[i], grad[i], bc.flags, sums);
     }
     for (int k = 0; k < solves; ++k)
-        pbd_body_constraint_solve(sums, bc, r, goal, 3600.0f, 1);
-    static const int no_clusters[BODY_N + 1] = {0};
+        pbd_body_constraint_solve(sums, bc, r, p[bc.base], goal, 3600.0f, 1);
+    static const int no_set[BODY_N] = {-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1};
     for (int i = 0; i < n; ++i)
-        p[i] = pbd_body_constraint_apply(p[i], i, 0, &bc, rest, grad, no_clusters, NULL, goal);
+        p[i] = pbd_body_constraint_apply(p[i], i, 0, &bc, rest, grad, no_set, NULL, NULL, goal);
 }
 
 /* A sample's deformed and moved copy p of its rest positions x0 (each coordinate moved by up
@@ -766,6 +766,17 @@ static void cluster_invariants(void **state)
         int offsets[BODY_N + 1] = {0}, pairs[2 * BODY_N * CLUSTERS], fill[BODY_N];
         pbd_float4 rest[BODY_N * (CLUSTERS + 1)];
         pbd_body_constraint bc[CLUSTERS + 1] = {{0}};
+        /* the particles' rest offsets from the body's centre, each cluster's centre from it */
+        double mb = 0.0, cb[3] = {0, 0, 0};
+        pbd_float4 centre[2 * (CLUSTERS + 1)] = {{0}}; /* goal[PBD_GOAL_CENTRE], two each */
+        for (int i = 0; i < BODY_N; ++i) {
+            mb += 1.0 / x0[i].w;
+            for (int k = 0; k < 3; ++k)
+                cb[k] += (1.0 / x0[i].w) * (double)(&x0[i].x)[k];
+        }
+        for (int i = 0; i < BODY_N; ++i)
+            rest[i] = F4((float)(x0[i].x - cb[0] / mb), (float)(x0[i].y - cb[1] / mb),
+                         (float)(x0[i].z - cb[2] / mb), 0.0f);
         for (int k = 0; k < CLUSTERS; ++k) {
             first[k] = nm;
             double mass = 0.0, c0[3] = {0, 0, 0};
@@ -785,6 +796,15 @@ static void cluster_invariants(void **state)
                 rest[e] = F4((float)(x.x - c0[0] / mass), (float)(x.y - c0[1] / mass),
                              (float)(x.z - c0[2] / mass), rest[e].w);
             }
+            double qc[3] = {0, 0, 0};
+            for (int e = first[k]; e < nm; ++e)
+                for (int j = 0; j < 3; ++j)
+                    qc[j] += rest[e].w * (double)(&rest[member_particle[e]].x)[j];
+            for (int j = 0; j < 3; ++j)
+                qc[j] /= mass;
+            centre[2 * k + 2] = F4((float)qc[0], (float)qc[1], (float)qc[2], 0.0f);
+            centre[2 * k + 3] = F4((float)(qc[0] - (float)qc[0]), (float)(qc[1] - (float)qc[1]),
+                                   (float)(qc[2] - (float)qc[2]), 0.0f);
             bc[k + 1] = (pbd_body_constraint){
                 PBD_BODY_SHAPE, member_particle[first[k]], 0.5f, 0.0f, 0.0f, 0.0f, 0, 0};
             if (sample & 1) {
@@ -810,8 +830,11 @@ static void cluster_invariants(void **state)
         memcpy(before_r, q, sizeof q);
         for (int turned = 0; turned < 2; ++turned) {
             pbd_float4 *x = turned ? q : p, goal[(CLUSTERS + 1) * PBD_GOAL_COUNT];
-            for (int k = 0; k <= CLUSTERS; ++k)
+            for (int k = 0; k <= CLUSTERS; ++k) {
                 goal[k * PBD_GOAL_COUNT] = F4(0, 0, 0, 1);
+                goal[k * PBD_GOAL_COUNT + PBD_GOAL_CENTRE] = centre[2 * k];
+                goal[k * PBD_GOAL_COUNT + PBD_GOAL_CENTRE + 1] = centre[2 * k + 1];
+            }
             for (int k = 1; k <= CLUSTERS; ++k) {
                 float sums[PBD_BSUM_COUNT] = {0};
                 pbd_float4 r = x[bc[k].first];
@@ -819,13 +842,18 @@ static void cluster_invariants(void **state)
                     pbd_body_constraint_sums(x[member_particle[e]], r, rest[e], F4(0, 0, 0, 0),
                                              bc[k].flags, sums);
                 for (int it = 0; it < 2000; ++it)
-                    pbd_body_constraint_solve(sums, bc[k], r, goal + k * PBD_GOAL_COUNT, 3600.0f,
-                                              1);
+                    pbd_body_constraint_solve(sums, bc[k], r, x[bc[k].base],
+                                              goal + k * PBD_GOAL_COUNT, 3600.0f, 1);
             }
             pbd_float4 out[BODY_N];
+            int set[BODY_N], set_constraints[BODY_N * CLUSTERS]; /* a set a particle */
             for (int i = 0; i < BODY_N; ++i)
-                out[i] =
-                    pbd_body_constraint_apply(x[i], i, 0, bc, rest, NULL, offsets, pairs, goal);
+                set[i] = i;
+            for (int e = 0; e < offsets[BODY_N]; ++e)
+                set_constraints[e] = pairs[2 * e];
+            for (int i = 0; i < BODY_N; ++i)
+                out[i] = pbd_body_constraint_apply(x[i], i, 0, bc, rest, NULL, set, offsets,
+                                                   set_constraints, goal);
             memcpy(x, out, sizeof out);
         }
         body_worst(before, p, before_r, q, BODY_N, Q, worst);

@@ -31,14 +31,6 @@
 #define PBD_ONE_GROUP 16384
 #endif
 
-/* On CPU devices, shape-matching clusters of at least this many memberships in all get a
- * launch an iteration that computes every member's pull before the apply
- * (body_constraint_pull16); with fewer, the apply computes each particle's pulls itself. The
- * launch costs about 5 us of the host's and the device's time on PoCL and saves about 0.9 ns
- * a membership (the 20^3 box's 29,664: 0.70 -> 0.44 ms a step); the 117-particle jelly bar
- * stepped in 0.39-0.44 ms of wall time with it against 0.32-0.37 without. */
-#define PBD_PULL_MEMBERS 8192
-
 /* A kernel and its parameter names. */
 typedef struct kernel {
     cl_kernel k;
@@ -69,12 +61,11 @@ typedef struct cl_impl {
     cl_mem segment_sums, out_step, out_other, body_apply, body_done, body_material;
     /* body constraints (shape matching, its clusters, pressure) */
     cl_mem body_constraints, body_goal, body_constraint_sums, member_particle, member_rest;
-    cl_mem particle_grad, cluster_offsets, cluster_pairs, body_constraint_mq;
+    cl_mem particle_grad, particle_set, set_offsets, set_constraints, body_constraint_mq;
+    cl_mem set_particle_offsets, set_particles;
+    kernel body_sets; /* CPU devices with clusters: the clustered particles' apply (else none) */
     cl_mem pressure_offsets, pressure_pairs, body_constraint_segments, body_constraint_ranges;
     cl_mem pressure_table; /* CPU devices: pbd_plan_pressure_table's */
-    kernel body_pull;      /* CPU devices with clusters: their members' pulls (else none) */
-    cl_mem member_pull;    /* body_pull's, a (particle, cluster) entry each */
-    cl_mem member_slot;    /* the plan's member_slot, for body_pull */
     cl_int pressure_steps;
     cl_mem gl_x;     /* an OpenGL buffer the positions are copied into (pbd_solver_gl_attach) */
     size_t wg;       /* work-group size of the per-particle and per-constraint kernels */
@@ -386,8 +377,8 @@ static pbd_status cl_body_constraints(void *impl, int reset, pbd_error *err)
     ARG(&c->kernels[PBD_STAGE_BODY_SOLVE], "particle_p", p);
     ARG(&c->kernels[PBD_STAGE_BODY_SOLVE], "reset_lambda", r);
     ARG(&c->kernels[PBD_STAGE_BODY_APPLY], "particle_p", p);
-    if (c->body_pull.k)
-        ARG(&c->body_pull, "particle_p", p);
+    if (c->body_sets.k)
+        ARG(&c->body_sets, "particle_p", p);
     size_t nseg = (size_t)pl->num_body_constraint_segments, nb = (size_t)pl->num_body_constraints;
     size_t np = (size_t)pl->num_particles;
     int cpu = cpu_variant(c);
@@ -399,14 +390,14 @@ static pbd_status cl_body_constraints(void *impl, int reset, pbd_error *err)
     if (status == PBD_OK)
         status = launch(c, PBD_STAGE_BODY_SOLVE, cpu ? nb8 : nb * g, cpu ? serial_local(c, nb8) : g,
                         err);
-    /* CPU devices with clusters: the members' pulls, a cluster segment a work-item, timed
-     * with the apply that reads them */
-    size_t ncs = nseg - (size_t)pl->body_constraint_ranges[pl->num_bodies];
-    if (status == PBD_OK && c->body_pull.k)
+    /* CPU devices: the clustered particles, PBD_SET_RUN sets a work-item, then the others, a
+     * run each */
+    size_t nsr = ((size_t)pl->num_sets + PBD_SET_RUN - 1) / PBD_SET_RUN;
+    size_t runs = (np + PBD_PARTICLE_RUN - 1) / PBD_PARTICLE_RUN;
+    if (status == PBD_OK && c->body_sets.k)
         status =
-            launch_kernel(c, &c->body_pull, PBD_STAGE_BODY_APPLY, ncs, serial_local(c, ncs), err);
-    size_t runs = (np + PBD_PARTICLE_RUN - 1) / PBD_PARTICLE_RUN; /* CPU devices: a run each */
-    if (status == PBD_OK)
+            launch_kernel(c, &c->body_sets, PBD_STAGE_BODY_APPLY, nsr, serial_local(c, nsr), err);
+    if (status == PBD_OK && (!cpu || pl->body_unclustered))
         status = launch(c, PBD_STAGE_BODY_APPLY, cpu ? runs : np,
                         cpu ? serial_local(c, runs) : c->wg, err);
 cleanup:
@@ -817,8 +808,6 @@ static void cl_destroy(void *impl)
         clReleaseKernel(c->gs_cuts.k);
     if (c->gs_group.k)
         clReleaseKernel(c->gs_group.k);
-    if (c->body_pull.k)
-        clReleaseKernel(c->body_pull.k);
     for (int k = 0; k < CONTACT_KERNELS; ++k)
         if (c->contact_kernels[k].k)
             clReleaseKernel(c->contact_kernels[k].k);
@@ -874,13 +863,14 @@ static void cl_destroy(void *impl)
                       &c->member_particle,
                       &c->member_rest,
                       &c->particle_grad,
-                      &c->cluster_offsets,
-                      &c->cluster_pairs,
+                      &c->particle_set,
+                      &c->set_offsets,
+                      &c->set_constraints,
                       &c->pressure_offsets,
                       &c->pressure_pairs,
                       &c->pressure_table,
-                      &c->member_pull,
-                      &c->member_slot,
+                      &c->set_particle_offsets,
+                      &c->set_particles,
                       &c->body_constraint_mq,
                       &c->body_constraint_segments,
                       &c->body_constraint_ranges,
@@ -894,6 +884,8 @@ static void cl_destroy(void *impl)
     for (size_t k = 0; k < sizeof mems / sizeof mems[0]; ++k)
         if (*mems[k])
             clReleaseMemObject(*mems[k]);
+    if (c->body_sets.k)
+        clReleaseKernel(c->body_sets.k);
     for (int t = 0; t < PBD_CONSTRAINT_COUNT; ++t) {
         if (c->records[t])
             clReleaseMemObject(c->records[t]);
@@ -1085,12 +1077,11 @@ static pbd_status choose_kernels(cl_impl *c, pbd_plan *plan, const pbd_solver_de
     int grouped = !cpu && plan->cfg.solver == PBD_SOLVER_GS && ndist > 0 && ndist <= PBD_ONE_GROUP;
     if (grouped && status == PBD_OK)
         status = make_kernel(c, "project_distance_group", &c->gs_group, err);
-    /* Clusters on CPU devices: their members' pulls before the apply, a launch more an
-     * iteration, where they are many enough to pay for it */
-    if (cpu && plan->body_active && plan->num_clusters > 0 &&
-        plan->num_members - plan->num_particles >= PBD_PULL_MEMBERS && status == PBD_OK) {
-        status = make_kernel(c, "body_constraint_pull16", &c->body_pull, err);
-        plan->body_launches++;
+    /* Clusters on CPU devices: their particles' apply, set by set, in a launch of its own;
+     * the other particles' launch only where there are any */
+    if (cpu && plan->body_active && plan->num_sets > 0 && status == PBD_OK) {
+        status = make_kernel(c, "body_constraint_apply_sets", &c->body_sets, err);
+        plan->body_launches += plan->body_unclustered ? 1 : 0;
     }
     if (status != PBD_OK)
         return status;
@@ -1278,8 +1269,11 @@ static pbd_status create_buffers(cl_impl *c, const pbd_model *m, const pbd_plan 
     pbd_float4 *goal0 = active ? calloc(nbc * PBD_GOAL_COUNT, f4) : NULL;
     if (active && !goal0 && st == PBD_OK)
         st = pbd_error_set(err, PBD_ERR_MEMORY, "out of memory creating the OpenCL solver");
-    for (size_t b = 0; goal0 && b < nbc; ++b) /* no rotation yet */
+    for (size_t b = 0; goal0 && b < nbc; ++b) { /* no rotation yet; the rest centre */
         goal0[b * PBD_GOAL_COUNT] = (pbd_float4){0.0f, 0.0f, 0.0f, 1.0f};
+        goal0[b * PBD_GOAL_COUNT + PBD_GOAL_CENTRE] = plan->shape_centre[2 * b];
+        goal0[b * PBD_GOAL_COUNT + PBD_GOAL_CENTRE + 1] = plan->shape_centre[2 * b + 1];
+    }
     BUF(body_constraints, active ? nbc * sizeof(pbd_body_constraint) : 0, plan->body_constraints);
     BUF(body_goal, active ? nbc * PBD_GOAL_COUNT * f4 : 0, goal0);
     size_t nbseg = (size_t)plan->num_body_constraint_segments;
@@ -1290,11 +1284,17 @@ static pbd_status create_buffers(cl_impl *c, const pbd_model *m, const pbd_plan 
     BUF(body_constraint_mq, active && cpu_variant(c) ? nbseg * f4 : 0, plan->body_constraint_mq);
     BUF(member_particle, active ? nmem * sizeof(int) : 0, plan->member_particle);
     BUF(member_rest, active ? nmem * f4 : 0, plan->member_rest);
-    BUF(cluster_offsets, active ? (np + 1) * sizeof(int) : 0, plan->cluster_offsets);
-    BUF(cluster_pairs, active ? 2 * (nmem - np) * sizeof(int) : 0, plan->cluster_pairs);
+    size_t nsets = active ? (size_t)plan->num_sets : 0;
+    BUF(particle_set, active ? np * sizeof(int) : 0, plan->particle_set);
+    BUF(set_offsets, active ? (nsets + 1) * sizeof(int) : 0, plan->set_offsets);
+    BUF(set_constraints, nsets ? (size_t)plan->set_offsets[nsets] * sizeof(int) : 0,
+        plan->set_constraints);
     BUF(particle_grad, pressure ? np * f4 : 0, NULL);
-    BUF(member_pull, c->body_pull.k ? (nmem - np) * f4 : 0, NULL);
-    BUF(member_slot, c->body_pull.k ? (nmem - np) * sizeof(int) : 0, plan->member_slot);
+    BUF(set_particle_offsets, active && cpu_variant(c) ? (nsets + 1) * sizeof(int) : 0,
+        plan->set_particle_offsets);
+    BUF(set_particles,
+        nsets && cpu_variant(c) ? (size_t)plan->set_particle_offsets[nsets] * sizeof(int) : 0,
+        plan->set_particles);
     BUF(pressure_offsets, active ? (np + 1) * sizeof(int) : 0, plan->pressure_offsets);
     BUF(pressure_pairs, pressure ? 2 * (size_t)plan->pressure_offsets[np] * sizeof(int) : 0,
         plan->pressure_pairs);
@@ -1402,12 +1402,6 @@ static pbd_status bind_exceptions(cl_impl *c, const pbd_plan *plan, pbd_error *e
         ARG(&c->kernels[PBD_STAGE_UPDATE], "body_out", c->out_step);
     if (c->gs_group.k) /* every distance colour (num_colors is the interior ones' elsewhere) */
         ARG(&c->gs_group, "num_colors", ndc);
-    if (c->body_pull.k) { /* the clusters' segments */
-        cl_int first = plan->body_constraint_ranges[plan->num_bodies];
-        cl_int count = plan->num_body_constraint_segments - first;
-        ARG(&c->body_pull, "first_segment", first);
-        ARG(&c->body_pull, "num_segments", count);
-    }
     /* the boundary's groups of cuts: no collisions, so no colliders and nothing to track */
     if (c->gs_cuts.k) {
         ARG(&c->gs_cuts, "block_offsets", c->cut_offsets);
@@ -1430,7 +1424,7 @@ static pbd_status bind_arguments(cl_impl *c, const pbd_plan *plan, pbd_error *er
     cl_int n = plan->num_particles, ncol = plan->num_colliders;
     cl_int nbodies = plan->num_bodies, nseg = plan->num_segments, zero = 0;
     cl_int nbcseg = plan->num_body_constraint_segments, nbcons = plan->num_body_constraints;
-    cl_int pulled = c->body_pull.k != NULL;
+    cl_int nsets = plan->num_sets;
     cl_int keep_v = plan->cfg.velocity_update == PBD_VELOCITY_BDF2;
     cl_int track = plan->track, external = plan->external, materials = plan->materials;
     cl_int ninterior = dist->num_colors - plan->boundary_colors, nblocks = plan->num_blocks;
@@ -1472,7 +1466,10 @@ static pbd_status bind_arguments(cl_impl *c, const pbd_plan *plan, pbd_error *er
         BIND("num_bodies", nbodies), BIND("body_material", c->body_material),
         BIND("materials", materials), BIND("serial", zero),
         BIND("member_particle", c->member_particle), BIND("member_rest", c->member_rest),
-        BIND("cluster_offsets", c->cluster_offsets), BIND("cluster_pairs", c->cluster_pairs),
+        BIND("particle_set", c->particle_set), BIND("set_offsets", c->set_offsets),
+        BIND("set_constraints", c->set_constraints),
+        BIND("set_particle_offsets", c->set_particle_offsets),
+        BIND("set_particles", c->set_particles), BIND("num_sets", nsets),
         BIND("num_body_constraints", nbcons),
         BIND("particle_grad", c->particle_grad), BIND("pressure_offsets", c->pressure_offsets),
         BIND("pressure_pairs", c->pressure_pairs), BIND("body_constraints", c->body_constraints),
@@ -1481,10 +1478,7 @@ static pbd_status bind_arguments(cl_impl *c, const pbd_plan *plan, pbd_error *er
         BIND("body_constraint_segments", c->body_constraint_segments),
         BIND("body_constraint_ranges", c->body_constraint_ranges),
         BIND("num_body_constraint_segments", nbcseg),
-        BIND("member_pull", c->member_pull), BIND("member_slot", c->member_slot),
         BIND("body_constraint_mq", c->body_constraint_mq),
-        BIND("pull_first", n), BIND("pulled", pulled),
-        BIND("first_segment", zero),
         BIND("contact_cell", c->contact_cell),
         BIND("cell_count", c->cell_count), BIND("cell_fill", c->cell_fill),
         BIND("cell_start", c->cell_start), BIND("cell_sorted", c->cell_sorted),
@@ -1507,7 +1501,7 @@ static pbd_status bind_arguments(cl_impl *c, const pbd_plan *plan, pbd_error *er
     if (status == PBD_OK)
         status = bind(&c->gs_group, common, ncommon, err);
     if (status == PBD_OK)
-        status = bind(&c->body_pull, common, ncommon, err);
+        status = bind(&c->body_sets, common, ncommon, err);
     for (int k = 0; k < CONTACT_KERNELS && status == PBD_OK; ++k)
         status = bind(&c->contact_kernels[k], common, ncommon, err);
     if (status != PBD_OK)

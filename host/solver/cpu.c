@@ -179,19 +179,18 @@ static pbd_status cpu_body_constraints(void *impl, int reset, pbd_error *err)
         for (int gi = pl->body_constraint_ranges[b]; gi < pl->body_constraint_ranges[b + 1]; ++gi)
             for (int q = 0; q < PBD_BSUM_COUNT; ++q)
                 s[q] = s[q] + c->body_sums[(size_t)gi * PBD_BSUM_COUNT + q];
-        pbd_body_constraint_solve(s, bc, c->p[bc.first], c->goal + (size_t)b * PBD_GOAL_COUNT,
-                                  pl->inv_h2, reset);
+        pbd_body_constraint_solve(s, bc, c->p[bc.first], c->p[bc.base],
+                                  c->goal + (size_t)b * PBD_GOAL_COUNT, pl->inv_h2, reset);
     }
     charge(c, PBD_STAGE_BODY_SOLVE, t0);
     t0 = now_ms();
     for (int i = 0; i < pl->num_particles; ++i) {
         int b = c->particle_body[i];
-        if (pl->body_constraints[b].flags == 0 &&
-            pl->cluster_offsets[i] == pl->cluster_offsets[i + 1])
+        if (pl->body_constraints[b].flags == 0 && pl->particle_set[i] < 0)
             continue;
-        c->p[i] =
-            pbd_body_constraint_apply(c->p[i], i, b, pl->body_constraints, pl->member_rest, c->grad,
-                                      pl->cluster_offsets, pl->cluster_pairs, c->goal);
+        c->p[i] = pbd_body_constraint_apply(c->p[i], i, b, pl->body_constraints, pl->member_rest,
+                                            c->grad, pl->particle_set, pl->set_offsets,
+                                            pl->set_constraints, c->goal);
     }
     charge(c, PBD_STAGE_BODY_APPLY, t0);
     return PBD_OK;
@@ -519,15 +518,16 @@ static size_t cpu_memory_bytes(const void *impl)
         b += ((size_t)pl->type[t].count + 1) * (pbd_constraint_types[t].size + sizeof(float));
     b += (np + 1 + 2 * nc) * sizeof(int) + (size_t)pl->num_segments * sizeof(pbd_segment);
     /* The body constraints: per constraint its record, goal and range, per member its
-     * particle and rest offset, per particle its pressure and cluster rows (and gradient), per
-     * cluster membership its pair, per segment its sums. */
+     * particle and rest offset, per particle its pressure and cluster rows (and gradient) and
+     * set, per cluster membership its pair, per set its clusters, per segment its sums. */
     size_t nbs = (size_t)pl->num_body_constraint_segments, nbc = (size_t)pl->num_body_constraints;
     size_t nmem = (size_t)pl->num_members;
     if (pl->body_active)
         b += nbc * (sizeof(pbd_body_constraint) + PBD_GOAL_COUNT * f4 + sizeof(int)) +
              nmem * (f4 + sizeof(int)) + 2 * (np + 1) * sizeof(int) +
              2 * (nmem - np) * sizeof(int) +
-             nbs * (PBD_BSUM_COUNT * sizeof(float) + sizeof(pbd_segment));
+             (np + (size_t)pl->num_sets + 1 + (size_t)pl->set_offsets[pl->num_sets]) * sizeof(int) +
+             nbc * f4 + nbs * (PBD_BSUM_COUNT * sizeof(float) + sizeof(pbd_segment));
     if (pl->pressure_active)
         b += np * f4 + 2 * (size_t)pl->pressure_offsets[np] * sizeof(int);
     return b;
@@ -647,8 +647,11 @@ pbd_status pbd_cpu_create(const pbd_model *m, pbd_plan *plan, const pbd_solver_d
     memcpy(c->particle_body, m->body, np * sizeof(int));
     memcpy(c->body_ref, plan->body_ref, nb * sizeof(pbd_float4));
     for (size_t b = 0; plan->body_active && b < (size_t)plan->num_body_constraints;
-         ++b) /* no rotation yet */
+         ++b) { /* no rotation yet; the rest centre */
         c->goal[b * PBD_GOAL_COUNT] = (pbd_float4){0.0f, 0.0f, 0.0f, 1.0f};
+        c->goal[b * PBD_GOAL_COUNT + PBD_GOAL_CENTRE] = plan->shape_centre[2 * b];
+        c->goal[b * PBD_GOAL_COUNT + PBD_GOAL_CENTRE + 1] = plan->shape_centre[2 * b + 1];
+    }
     for (int k = 0; k < PBD_STAGE_COUNT; ++k)
         c->times[k].name = pbd_stage_names[k];
     *impl = c;

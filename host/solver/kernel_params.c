@@ -85,7 +85,8 @@ PARAMS(contact_moment, "body_first", "body_flags", "particle_p", "particle_v", "
 PARAMS(momentum_apply, "particle_x", "particle_v", "particle_body", "body_apply", "rigid_k",
        "num_particles")
 PARAMS(body_constraint_apply, "particle_p", "particle_body", "member_rest", "particle_grad",
-       "cluster_offsets", "cluster_pairs", "body_constraints", "body_goal", "num_particles")
+       "particle_set", "set_offsets", "set_constraints", "body_constraints", "body_goal",
+       "num_particles")
 PARAMS(body_constraint_reduce64, "body_constraint_segments", "particle_p", "member_particle",
        "member_rest", "particle_grad", "pressure_offsets", "pressure_pairs", "body_constraints",
        "body_constraint_sums", "num_body_constraint_segments")
@@ -97,11 +98,11 @@ PARAMS(body_constraint_reduce16, "body_constraint_segments", "particle_p", "memb
        "member_rest", "particle_grad", "pressure_offsets", "pressure_pairs", "pressure_table",
        "pressure_steps", "num_particles", "body_constraints", "body_constraint_mq",
        "body_constraint_sums", "num_body_constraint_segments")
-PARAMS(body_constraint_pull16, "body_constraint_segments", "first_segment", "num_segments",
-       "particle_p", "member_particle", "member_rest", "body_constraints", "body_goal",
-       "member_slot", "pull_first", "member_pull")
+PARAMS(body_constraint_apply_sets, "particle_p", "particle_body", "member_rest", "particle_grad",
+       "set_offsets", "set_constraints", "set_particle_offsets", "set_particles",
+       "body_constraints", "body_goal", "num_sets")
 PARAMS(body_constraint_apply_runs, "particle_p", "particle_body", "member_rest", "particle_grad",
-       "cluster_offsets", "cluster_pairs", "body_constraints", "body_goal", "member_pull", "pulled",
+       "particle_set", "set_offsets", "set_constraints", "body_constraints", "body_goal",
        "num_particles")
 
 const pbd_kernel_params pbd_kernel_param_table[] = {
@@ -135,7 +136,7 @@ const pbd_kernel_params pbd_kernel_param_table[] = {
     ENTRY(body_constraint_solve64),
     ENTRY(body_constraint_solve8),
     ENTRY(body_constraint_reduce16),
-    ENTRY(body_constraint_pull16),
+    ENTRY(body_constraint_apply_sets),
     ENTRY(body_constraint_apply_runs),
     ENTRY(hash_clear),
     ENTRY(hash_count),

@@ -3,6 +3,7 @@
 #include <float.h>
 #include <limits.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <math.h>
 #include <stdlib.h>
@@ -54,7 +55,12 @@ void pbd_plan_free(pbd_plan *plan)
     free(plan->member_rest);
     free(plan->cluster_offsets);
     free(plan->cluster_pairs);
-    free(plan->member_slot);
+    free(plan->shape_centre);
+    free(plan->particle_set);
+    free(plan->set_offsets);
+    free(plan->set_constraints);
+    free(plan->set_particle_offsets);
+    free(plan->set_particles);
     free(plan->pressure_offsets);
     free(plan->pressure_pairs);
     memset(plan, 0, sizeof *plan);
@@ -488,6 +494,30 @@ static void shape_rest(const pbd_model *m, const int *member_particle, int first
     }
 }
 
+/* Constraint k's shape_centre: the centre of mass of its members' (first, end) particles'
+ * rest offsets from their body's centre (member_rest[i], i < num_particles), weighed as in the
+ * constraint's sums (member_rest[e].w), in double, as two floats whose sum it is. */
+static void shape_centre(pbd_plan *plan, int first, int end, int k)
+{
+    double mass = 0.0, c[3] = {0.0, 0.0, 0.0};
+    for (int e = first; e < end; ++e) {
+        pbd_float4 q = plan->member_rest[plan->member_particle[e]];
+        double w = plan->member_rest[e].w;
+        mass += w;
+        c[0] += w * (double)q.x;
+        c[1] += w * (double)q.y;
+        c[2] += w * (double)q.z;
+    }
+    float hi[3], lo[3];
+    for (int j = 0; j < 3; ++j) {
+        double cj = mass > 0.0 ? c[j] / mass : 0.0;
+        hi[j] = (float)cj;
+        lo[j] = (float)(cj - (double)hi[j]);
+    }
+    plan->shape_centre[2 * k] = (pbd_float4){hi[0], hi[1], hi[2], 0.0f};
+    plan->shape_centre[2 * k + 1] = (pbd_float4){lo[0], lo[1], lo[2], 0.0f};
+}
+
 /* Body bd's shape matching in constraint bc of members [first, end), whose rest records are
  * set: its stiffness per iteration, or its XPBD form, with the members' sum m |q|^2. */
 static void shape_form(const pbd_body *bd, const pbd_config *cfg, const pbd_float4 *rest, int first,
@@ -663,6 +693,13 @@ static pbd_status plan_clusters(const pbd_model *m, const pbd_config *cfg, pbd_p
                 break;
             }
             memcpy(start, pos, ((size_t)kept + 1) * sizeof *start);
+            /* the particles' rest offsets from the body's centre, for the apply (w stays 0) */
+            for (int i = bd->first; i < bd->first + bd->count; ++i)
+                plan->member_rest[i].w = m->v[i].w;
+            shape_rest(m, plan->member_particle, bd->first, bd->first + bd->count,
+                       plan->member_rest);
+            for (int i = bd->first; i < bd->first + bd->count; ++i)
+                plan->member_rest[i].w = 0.0f;
             for (int i = bd->first; i < bd->first + bd->count; ++i)
                 cluster_visit(&g, m->x[i], i, count, map, pos, plan->member_particle, &ncl[i]);
             for (int i = bd->first; i < bd->first + bd->count && st == PBD_OK; ++i)
@@ -681,8 +718,10 @@ static pbd_status plan_clusters(const pbd_model *m, const pbd_config *cfg, pbd_p
                     plan->cluster_offsets[i + 1]++;
                 }
                 shape_rest(m, plan->member_particle, start[k], start[k + 1], plan->member_rest);
+                shape_centre(plan, start[k], start[k + 1], nb + k0 + k);
                 shape_form(bd, cfg, plan->member_rest, start[k], start[k + 1], bc);
                 bc->first = plan->member_particle[start[k]];
+                bc->base = bd->first;
                 plan->body_constraint_ranges[nb + k0 + k] = *nseg;
                 add_segments(plan, nb + k0 + k, start[k], start[k + 1], nseg);
             }
@@ -711,13 +750,94 @@ static pbd_status plan_clusters(const pbd_model *m, const pbd_config *cfg, pbd_p
                     int slot = ncl[plan->member_particle[e]]++;
                     plan->cluster_pairs[2 * slot] = kk;
                     plan->cluster_pairs[2 * slot + 1] = e;
-                    plan->member_slot[e - np] = slot;
                 }
             }
         }
     }
     free(ncl);
     return st;
+}
+
+/* Whether particles i and j are in the same clusters (cluster_pairs' constraints). */
+static int same_clusters(const pbd_plan *plan, int i, int j)
+{
+    const int *off = plan->cluster_offsets, *pairs = plan->cluster_pairs;
+    if (off[i + 1] - off[i] != off[j + 1] - off[j])
+        return 0;
+    for (int e = 0; e < off[i + 1] - off[i]; ++e)
+        if (pairs[2 * (off[i] + e)] != pairs[2 * (off[j] + e)])
+            return 0;
+    return 1;
+}
+
+/* The particles' distinct lists of clusters (sets, numbered in the order of their first
+ * particle): particle_set, each set's constraints and its particles. A particle's goal is its
+ * set's: the apply forms it once a set, where the clusters' pulls would be formed once a
+ * membership. */
+static pbd_status plan_cluster_sets(pbd_plan *plan, int np, pbd_error *err)
+{
+    int ns = 0, entries = 0;
+    const int *off = plan->cluster_offsets, *pairs = plan->cluster_pairs;
+    size_t size = 16;
+    while (size < 2 * (size_t)np)
+        size *= 2;
+    int *table = malloc(size * sizeof *table), *first = malloc(((size_t)np + 1) * sizeof *first);
+    plan->particle_set = malloc(((size_t)np + 1) * sizeof *plan->particle_set);
+    if (!table || !first || !plan->particle_set) {
+        free(table), free(first);
+        return pbd_error_set(err, PBD_ERR_MEMORY, "out of memory preparing the solver");
+    }
+    for (size_t h = 0; h < size; ++h)
+        table[h] = -1;
+    for (int i = 0; i < np; ++i) {
+        plan->particle_set[i] = -1;
+        if (off[i] == off[i + 1])
+            continue;
+        uint64_t hash = 14695981039346656037u; /* FNV-1a over the constraints */
+        for (int e = off[i]; e < off[i + 1]; ++e)
+            hash = (hash ^ (uint64_t)(uint32_t)pairs[2 * e]) * 1099511628211u;
+        size_t h = (size_t)(hash ^ (hash >> 32)) & (size - 1);
+        while (table[h] >= 0 && !same_clusters(plan, first[table[h]], i))
+            h = (h + 1) & (size - 1);
+        if (table[h] < 0) {
+            table[h] = ns;
+            first[ns++] = i;
+            entries += off[i + 1] - off[i];
+        }
+        plan->particle_set[i] = table[h];
+    }
+    free(table);
+    plan->num_sets = ns;
+    plan->set_offsets = malloc(((size_t)ns + 1) * sizeof *plan->set_offsets);
+    plan->set_constraints = malloc(((size_t)entries + 1) * sizeof *plan->set_constraints);
+    plan->set_particle_offsets = calloc((size_t)ns + 1, sizeof *plan->set_particle_offsets);
+    plan->set_particles = malloc(((size_t)np + 1) * sizeof *plan->set_particles);
+    if (!plan->set_offsets || !plan->set_constraints || !plan->set_particle_offsets ||
+        !plan->set_particles) {
+        free(first);
+        return pbd_error_set(err, PBD_ERR_MEMORY, "out of memory preparing the solver");
+    }
+    for (int i = 0; i < np; ++i) /* the sets' particles, a counting sort */
+        if (plan->particle_set[i] >= 0)
+            plan->set_particle_offsets[plan->particle_set[i] + 1]++;
+    for (int k = 0; k < ns; ++k) {
+        plan->set_particle_offsets[k + 1] += plan->set_particle_offsets[k];
+        first[k] = plan->set_particle_offsets[k];
+    }
+    for (int i = 0; i < np; ++i)
+        if (plan->particle_set[i] >= 0)
+            plan->set_particles[first[plan->particle_set[i]]++] = i;
+    for (int k = 0; k < ns; ++k) /* first[k] back to the set's first particle */
+        first[k] = plan->set_particles[plan->set_particle_offsets[k]];
+    plan->set_offsets[0] = 0;
+    for (int k = 0; k < ns; ++k) {
+        int i = first[k], n = off[i + 1] - off[i];
+        for (int e = 0; e < n; ++e)
+            plan->set_constraints[plan->set_offsets[k] + e] = pairs[2 * (off[i] + e)];
+        plan->set_offsets[k + 1] = plan->set_offsets[k] + n;
+    }
+    free(first);
+    return PBD_OK;
 }
 
 /* A particle's triangle pairs [begin, end) (j, k) put in ring order: from the first, each
@@ -807,11 +927,11 @@ static pbd_status plan_body_constraints(const pbd_model *m, const pbd_config *cf
     plan->member_rest = calloc((size_t)np + nm, sizeof *plan->member_rest);
     plan->cluster_offsets = calloc((size_t)np + 1, sizeof *plan->cluster_offsets);
     plan->cluster_pairs = malloc(((size_t)2 * nm + 1) * sizeof *plan->cluster_pairs);
-    plan->member_slot = malloc(((size_t)nm + 1) * sizeof *plan->member_slot);
+    plan->shape_centre = calloc(2 * (size_t)ng, sizeof *plan->shape_centre);
     plan->pressure_offsets = calloc((size_t)np + 1, sizeof *plan->pressure_offsets);
     plan->pressure_pairs = malloc(((size_t)6 * m->num_triangles + 1) * sizeof(int));
     if (!plan->body_constraints || !plan->member_particle || !plan->member_rest ||
-        !plan->cluster_offsets || !plan->cluster_pairs || !plan->member_slot ||
+        !plan->cluster_offsets || !plan->cluster_pairs || !plan->shape_centre ||
         !plan->pressure_offsets || !plan->pressure_pairs)
         return pbd_error_set(err, PBD_ERR_MEMORY, "out of memory preparing the solver");
     for (int i = 0; i < np; ++i)
@@ -853,15 +973,22 @@ static pbd_status plan_body_constraints(const pbd_model *m, const pbd_config *cf
             add_segments(plan, b, bd->first, bd->first + bd->count, &nseg);
     }
     st = plan_clusters(m, cfg, plan, 1, &nc, &nm, &nseg, err);
+    if (st == PBD_OK)
+        st = plan_cluster_sets(plan, np, err);
+    for (int i = 0; i < np && st == PBD_OK; ++i)
+        plan->body_unclustered |=
+            plan->particle_set[i] < 0 &&
+            (shaped(&m->bodies[m->body[i]]) || m->bodies[m->body[i]].pressure > 0.0f);
     for (int b = 0; b < nb && st == PBD_OK; ++b) {
         const pbd_body *bd = &m->bodies[b];
         pbd_body_constraint *bc = &plan->body_constraints[b];
-        bc->first = bd->first;
+        bc->first = bc->base = bd->first;
         if (shaped(bd) && !(bd->shape_cluster_spacing > 0.0f)) {
             for (int i = bd->first; i < bd->first + bd->count; ++i)
                 plan->member_rest[i].w = m->v[i].w;
             shape_rest(m, plan->member_particle, bd->first, bd->first + bd->count,
                        plan->member_rest);
+            shape_centre(plan, bd->first, bd->first + bd->count, b);
             shape_form(bd, cfg, plan->member_rest, bd->first, bd->first + bd->count, bc);
         }
         if (bd->pressure > 0.0f) {

@@ -115,7 +115,10 @@ typedef struct pbd_plan {
     /* Body constraints (shape matching, its clusters, pressure): three stages an iteration,
      * before the distance constraints, while a body has one (body_active). */
     int body_active;
-    int body_launches;        /* launches per iteration: 3 when active, else 0 */
+    int body_launches;        /* launches per iteration: 3 when active, else 0 (the CPU
+                                 variant's apply: one for the particles in no cluster, where
+                                 there are any, one for the clustered ones, where any) */
+    int body_unclustered;     /* a particle in no cluster has a body constraint */
     int num_body_constraints; /* the bodies' (one a body, flags 0: none), then the clusters' */
     int num_clusters;         /* shape-matching clusters: constraints num_bodies .. on */
     pbd_body_constraint *body_constraints; /* num_body_constraints */
@@ -132,13 +135,26 @@ typedef struct pbd_plan {
     pbd_float4 *member_rest;               /* per member: shape matching's rest offset q from
                                               its constraint's initial centre of mass (xyz, m)
                                               and its mass there (w, kg: a cluster's member
-                                              m / n, n its particle's clusters); 0 unused */
+                                              m / n, n its particle's clusters); 0 unused. A
+                                              clustered body's particle i: q from the body's
+                                              centre (xyz), w 0 */
+    pbd_float4 *shape_centre;              /* per constraint, two: its members' centre of mass
+                                              of their particles' rest offsets from the body's
+                                              centre, as a sum of two floats (xyz, m;
+                                              pbd_shape_goal's q0) */
     int *cluster_offsets;                  /* num_particles + 1: particle i's clusters are
                                               cluster_pairs[2 off[i] .. 2 off[i + 1]) */
     int *cluster_pairs;                    /* per (particle, cluster): the constraint, and the
                                               member */
-    int *member_slot;                      /* per cluster member (member - num_particles): its
-                                              (particle, cluster) entry in cluster_pairs */
+    int num_sets;                          /* the particles' distinct lists of clusters */
+    int *particle_set;                     /* num_particles: its list of clusters, or -1 */
+    int *set_offsets;                      /* num_sets + 1: set s's clusters are
+                                              set_constraints[off[s] .. off[s + 1]) */
+    int *set_constraints;                  /* per (set, cluster): the constraint, ascending */
+    int *set_particle_offsets;             /* num_sets + 1: set s's particles are
+                                              set_particles[off[s] .. off[s + 1]) */
+    int *set_particles;                    /* per particle in a set: the particle, by set,
+                                              ascending within one */
     int pressure_active;                   /* a body has pressure */
     int *pressure_offsets;                 /* num_particles + 1: particle i's triangles are
                                               pressure_pairs[2 off[i] .. 2 off[i + 1]) */

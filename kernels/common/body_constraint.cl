@@ -49,22 +49,21 @@ PBD_INLINE void body_constraint_reduce_one(
 }
 
 /* Stage three: a work-item a particle moves toward its goals and along its gradient. */
-__kernel void body_constraint_apply(__global pbd_float4 *particle_p,
-                                    __global const int *particle_body,
-                                    __global const pbd_float4 *member_rest,
-                                    __global const pbd_float4 *particle_grad,
-                                    __global const int *cluster_offsets,
-                                    __global const int *cluster_pairs,
-                                    __global const pbd_body_constraint *body_constraints,
-                                    __global const pbd_float4 *body_goal, int num_particles)
+__kernel void
+body_constraint_apply(__global pbd_float4 *particle_p, __global const int *particle_body,
+                      __global const pbd_float4 *member_rest,
+                      __global const pbd_float4 *particle_grad, __global const int *particle_set,
+                      __global const int *set_offsets, __global const int *set_constraints,
+                      __global const pbd_body_constraint *body_constraints,
+                      __global const pbd_float4 *body_goal, int num_particles)
 {
     int i = get_global_id(0);
     if (i >= num_particles)
         return;
     int b = particle_body[i];
-    if (body_constraints[b].flags == 0 && cluster_offsets[i] == cluster_offsets[i + 1])
+    if (body_constraints[b].flags == 0 && particle_set[i] < 0)
         return;
     particle_p[i] =
         pbd_body_constraint_apply(particle_p[i], i, b, body_constraints, member_rest, particle_grad,
-                                  cluster_offsets, cluster_pairs, body_goal);
+                                  particle_set, set_offsets, set_constraints, body_goal);
 }

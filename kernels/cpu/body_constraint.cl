@@ -246,9 +246,9 @@ __kernel void body_constraint_solve8(__global const int *body_constraint_ranges,
             continue;
         for (int k = 0; k < 9; ++k)
             aj[k] = a[k][j];
-        pbd_body_constraint_finish(s[j], bc, particle_p[bc.first], body_goal + b * PBD_GOAL_COUNT,
-                                   inv_h2, reset_lambda, shaped[j], aj, dc[j],
-                                   (pbd_float4)(q[0][j], q[1][j], q[2][j], q[3][j]));
+        pbd_body_constraint_finish(s[j], bc, particle_p[bc.first], particle_p[bc.base],
+                                   body_goal + b * PBD_GOAL_COUNT, inv_h2, reset_lambda, shaped[j],
+                                   aj, dc[j], (pbd_float4)(q[0][j], q[1][j], q[2][j], q[3][j]));
     }
 }
 
@@ -257,29 +257,34 @@ __kernel void body_constraint_solve8(__global const int *body_constraint_ranges,
     shuffle((v), (uint16)(k, k, k, k, 4 + k, 4 + k, 4 + k, 4 + k, 8 + k, 8 + k, 8 + k, 8 + k,      \
                           12 + k, 12 + k, 12 + k, 12 + k))
 
-/* (a, b, c, 0) four times. */
-#define BODY_ABC16(a, b, c) ((float16)((float4)((a), (b), (c), 0.0f).s0123012301230123))
-
-/* A body's goal as body_apply4 takes it: the rows of R and c spread over the four particles'
- * lanes, the pull k and the pressure step. */
+/* A body's goal as body_apply4 takes it: shape matching's four goal columns (pbd_shape_goal's)
+ * and centre spread over the four particles' lanes, and the pressure step. */
 typedef struct {
-    float16 rx, ry, rz, c;
-    float k, cw;
+    float16 g0, g1, g2, g3, o;
+    float cw;
     int flags;
 } body_apply_goal;
 
 static inline body_apply_goal body_goal_of(pbd_body_constraint bc, __global const pbd_float4 *goal)
 {
-    pbd_float4 c = goal[1], r0 = goal[2], r1 = goal[3], r2 = goal[4];
     body_apply_goal k;
-    k.rx = BODY_ABC16(r0.x, r1.x, r2.x);
-    k.ry = BODY_ABC16(r0.y, r1.y, r2.y);
-    k.rz = BODY_ABC16(r0.z, r1.z, r2.z);
-    k.c = BODY_ABC16(c.x, c.y, c.z);
-    k.k = (bc.flags & PBD_BODY_SHAPE_XPBD) ? r2.w : bc.shape_k;
-    k.cw = c.w;
+    k.g0 = goal[PBD_GOAL_SHAPE].s0123012301230123;
+    k.g1 = goal[PBD_GOAL_SHAPE + 1].s0123012301230123;
+    k.g2 = goal[PBD_GOAL_SHAPE + 2].s0123012301230123;
+    k.g3 = goal[PBD_GOAL_SHAPE + 3].s0123012301230123;
+    k.o = goal[PBD_GOAL_BASE].s0123012301230123;
+    k.cw = goal[1].w;
     k.flags = bc.flags;
     return k;
+}
+
+/* pbd_shape_move on four particles as they are stored, their goal columns g0 .. g3 and
+ * centres o side by side, lane by lane in its order: the same bits. */
+static inline float16 shape_move4(float16 p, float16 q, float16 g0, float16 g1, float16 g2,
+                                  float16 g3, float16 o)
+{
+    return (((g0 * BODY_LANE16(q, 0) + g1 * BODY_LANE16(q, 1)) + g2 * BODY_LANE16(q, 2)) + g3) -
+           BODY_LANE16(g0, 3) * (p - o);
 }
 
 /* pbd_body_constraint_apply on four particles of one body as they are stored, lane by lane in
@@ -289,104 +294,112 @@ static inline void body_apply4(__global pbd_float4 *particle_p, __global const p
 {
     float16 p = VEC8_LOAD16(particle_p), d = (float16)(0.0f);
     float16 pw = BODY_LANE16(p, 3);
-    if (k->flags & PBD_BODY_SHAPE) { /* pbd_shape_pull */
-        float16 q = VEC8_LOAD16(rest);
-        float16 g =
-            ((k->rx * BODY_LANE16(q, 0) + k->ry * BODY_LANE16(q, 1)) + k->rz * BODY_LANE16(q, 2)) +
-            k->c;
-        d = k->k * (g - p);
-    }
+    if (k->flags & PBD_BODY_SHAPE)
+        d = shape_move4(p, VEC8_LOAD16(rest), k->g0, k->g1, k->g2, k->g3, k->o);
     if (k->flags & PBD_BODY_PRESSURE)
         d = d + (pw * k->cw) * VEC8_LOAD16(grad);
     float16 out = select(p + d, p, VEC8_W_LANES); /* w: the inverse mass stays */
     VEC8_STORE16(select(p, out, isgreater(pw, (float16)(0.0f))), particle_p);
 }
 
-/* Shape matching's pull on each member of the clusters (pbd_shape_pull), for the apply to
- * read: a work-item a segment of a cluster's members (segments first_segment on; a cluster's
- * are its constraint's), its goal once, four members at a time as float16 lanes (the member
- * records are consecutive; the particles' positions gathered), each lane in
- * pbd_shape_pull's order, so the same bits. Each pull goes to its (particle, cluster) entry
- * (member_slot[member - pull_first]), so that a particle's pulls, and those of the particles
- * after it, lie side by side for the apply. Computed in the apply instead, each pull would
- * read its cluster's record and goal again, about three times a particle. */
-__kernel void
-body_constraint_pull16(__global const pbd_segment *body_constraint_segments, int first_segment,
-                       int num_segments, __global const pbd_float4 *particle_p,
-                       __global const int *member_particle, __global const pbd_float4 *member_rest,
-                       __global const pbd_body_constraint *body_constraints,
-                       __global const pbd_float4 *body_goal, __global const int *member_slot,
-                       int pull_first, __global pbd_float4 *member_pull)
+/* pbd_shape_set_goal for set s, each cluster's four columns as one float16, lane by lane in
+ * its order (the same bits); the reference point to o. */
+static inline float16 set_goal16(int s, __global const int *set_offsets,
+                                 __global const int *set_constraints,
+                                 __global const pbd_float4 *body_goal, float4 *o)
 {
-    int gi = get_global_id(0);
-    if (gi >= num_segments)
-        return;
-    pbd_segment seg = body_constraint_segments[first_segment + gi];
-    pbd_body_constraint bc = body_constraints[seg.body];
-    __global const pbd_float4 *goal = body_goal + seg.body * PBD_GOAL_COUNT;
-    body_apply_goal k = body_goal_of(bc, goal);
-    __global const int *slot = member_slot + (seg.first - pull_first);
-    int m = 0, count = seg.count;
-    __global const int *member = member_particle + seg.first;
-    __global const pbd_float4 *rest = member_rest + seg.first;
-    for (; m + 4 <= count; m += 4) {
-        float16 q = VEC8_LOAD16(rest + m);
-        float16 p = (float16)(particle_p[member[m]], particle_p[member[m + 1]],
-                              particle_p[member[m + 2]], particle_p[member[m + 3]]);
-        float16 g =
-            ((k.rx * BODY_LANE16(q, 0) + k.ry * BODY_LANE16(q, 1)) + k.rz * BODY_LANE16(q, 2)) +
-            k.c;
-        float16 d = select(k.k * (g - p), (float16)(0.0f), VEC8_W_LANES);
-        member_pull[slot[m]] = d.s0123;
-        member_pull[slot[m + 1]] = d.s4567;
-        member_pull[slot[m + 2]] = d.s89ab;
-        member_pull[slot[m + 3]] = d.scdef;
-    }
-    for (; m < count; ++m)
-        member_pull[slot[m]] = pbd_shape_pull(particle_p[member[m]], rest[m], bc, goal);
+    __global const float *goal = (__global const float *)body_goal;
+    int begin = set_offsets[s], last = set_offsets[s + 1];
+    int k = set_constraints[begin] * PBD_GOAL_COUNT;
+    *o = body_goal[k + PBD_GOAL_BASE];
+    float16 g = vload16(0, goal + 4 * (k + PBD_GOAL_SHAPE));
+    for (int e = begin + 1; e < last; ++e)
+        g = g + vload16(0, goal + 4 * (set_constraints[e] * PBD_GOAL_COUNT + PBD_GOAL_SHAPE));
+    if (last - begin > 1)
+        g = g * (1.0f / (float)(last - begin));
+    return g;
 }
 
-/* pbd_body_constraint_apply_from on four particles at i of one body without shape matching of
- * its own, each in at least one cluster (o: their cluster_offsets, five; their pulls are
- * member_pull[o.s0 ..] on, side by side), as they are stored, lane by lane in its order: the
- * first pull, then each further one added, the mean, then pressure's step (flags). The same
- * bits. */
-static inline void cluster_apply4(__global pbd_float4 *particle_p, int i, int4 o, int last,
-                                  int flags, __global const pbd_float4 *grad,
-                                  __global const pbd_float4 *member_pull, float cw)
+/* The clustered particles' apply, PBD_SET_RUN sets a work-item: each set's goal once
+ * (set_goal16), then its particles (set_particles; one body's) moved as
+ * pbd_body_constraint_apply moves them, with the same operations (the same bits), four at a
+ * time side by side as float16 lanes, the rest one by one. A particle's goal would otherwise
+ * be formed once a particle, or its clusters' pulls once a membership. */
+static void sets_apply(int first, int end, __global pbd_float4 *particle_p,
+                       __global const int *particle_body, __global const pbd_float4 *member_rest,
+                       __global const pbd_float4 *particle_grad, __global const int *set_offsets,
+                       __global const int *set_constraints,
+                       __global const int *set_particle_offsets, __global const int *set_particles,
+                       __global const pbd_body_constraint *body_constraints,
+                       __global const pbd_float4 *body_goal)
 {
-    float16 p = VEC8_LOAD16(particle_p + i), d = (float16)(0.0f);
-    int4 n = (int4)(o.s123, last) - o;
-    int most = max(max(n.s0, n.s1), max(n.s2, n.s3));
-    for (int t = 0; t < most; ++t) {
-        int4 e = o + min((int4)(t), n - 1); /* a lane past its last pull reads that again */
-        float16 f =
-            (float16)(member_pull[e.s0], member_pull[e.s1], member_pull[e.s2], member_pull[e.s3]);
-        d = t == 0 ? f : select(d, d + f, n.s0000111122223333 > (int16)(t));
+    for (int s = first; s < end; ++s) {
+        float4 o;
+        float16 g = set_goal16(s, set_offsets, set_constraints, body_goal, &o);
+        int e = set_particle_offsets[s], last = set_particle_offsets[s + 1];
+        int b = particle_body[set_particles[e]];
+        pbd_body_constraint bc = body_constraints[b];
+        float cw = body_goal[b * PBD_GOAL_COUNT + 1].w;
+        float16 g0 = g.s0123012301230123, g1 = g.s4567456745674567;
+        float16 g2 = g.s89ab89ab89ab89ab, g3 = g.scdefcdefcdefcdef;
+        float16 o16 = o.s0123012301230123;
+        for (; e + 4 <= last; e += 4) {
+            int4 k = vload4(0, set_particles + e);
+            float16 p =
+                (float16)(particle_p[k.s0], particle_p[k.s1], particle_p[k.s2], particle_p[k.s3]);
+            float16 q = (float16)(member_rest[k.s0], member_rest[k.s1], member_rest[k.s2],
+                                  member_rest[k.s3]);
+            float16 d = shape_move4(p, q, g0, g1, g2, g3, o16);
+            float16 pw = BODY_LANE16(p, 3);
+            if (bc.flags & PBD_BODY_PRESSURE)
+                d = d + (pw * cw) * (float16)(particle_grad[k.s0], particle_grad[k.s1],
+                                              particle_grad[k.s2], particle_grad[k.s3]);
+            float16 out = select(p + d, p, VEC8_W_LANES); /* w: the inverse mass stays */
+            out = select(p, out, isgreater(pw, (float16)(0.0f)));
+            particle_p[k.s0] = out.s0123;
+            particle_p[k.s1] = out.s4567;
+            particle_p[k.s2] = out.s89ab;
+            particle_p[k.s3] = out.scdef;
+        }
+        for (; e < last; ++e) {
+            int i = set_particles[e];
+            pbd_float4 p = particle_p[i];
+            if (!(p.w > 0.0f))
+                continue;
+            pbd_float4 d = pbd_shape_move(p, member_rest[i], g.s0123, g.s4567, g.s89ab, g.scdef, o);
+            particle_p[i] = pbd_body_constraint_pressure(p, d, i, b, bc, particle_grad, body_goal);
+        }
     }
-    float16 nf = convert_float16(n.s0000111122223333);
-    d = select(d, d * (1.0f / nf), nf > 1.0f);
-    float16 pw = BODY_LANE16(p, 3);
-    if (flags & PBD_BODY_PRESSURE)
-        d = d + (pw * cw) * VEC8_LOAD16(grad + i);
-    float16 out = select(p + d, p, VEC8_W_LANES); /* w: the inverse mass stays */
-    VEC8_STORE16(select(p, out, isgreater(pw, (float16)(0.0f))), particle_p + i);
+}
+
+/* The clustered particles' apply on CPU devices (sets_apply), PBD_SET_RUN sets a work-item;
+ * body_constraint_apply_runs takes the others. */
+__kernel void body_constraint_apply_sets(
+    __global pbd_float4 *particle_p, __global const int *particle_body,
+    __global const pbd_float4 *member_rest, __global const pbd_float4 *particle_grad,
+    __global const int *set_offsets, __global const int *set_constraints,
+    __global const int *set_particle_offsets, __global const int *set_particles,
+    __global const pbd_body_constraint *body_constraints, __global const pbd_float4 *body_goal,
+    int num_sets)
+{
+    int first = PBD_SET_RUN * get_global_id(0);
+    if (first < num_sets)
+        sets_apply(first, min(first + PBD_SET_RUN, num_sets), particle_p, particle_body,
+                   member_rest, particle_grad, set_offsets, set_constraints, set_particle_offsets,
+                   set_particles, body_constraints, body_goal);
 }
 
 /* The body constraints' apply stage (common/body_constraint.cl's body_constraint_apply) on CPU
- * devices, a run of PBD_PARTICLE_RUN particles a work-item: four particles at a time as they
- * are stored (a float16) where the four share a body that has a constraint of its own and none
- * is in a cluster, each lane doing pbd_body_constraint_apply's operations in its order (the
- * same bits); where `pulled` (body_constraint_pull16 ran), four particles of one body in
- * clusters at a time (cluster_apply4); any other particle one by one through
- * pbd_body_constraint_apply_from, its cluster pulls read from the pull launch's where
- * `pulled`. Built after vec8.cl. */
+ * devices for the particles in no cluster, a run of PBD_PARTICLE_RUN particles a work-item:
+ * four at a time as they are stored (a float16) where the four share a body that has a
+ * constraint of its own, each lane doing pbd_body_constraint_apply's operations in its order
+ * (the same bits), any other one by one. Built after vec8.cl. */
 __kernel void body_constraint_apply_runs(
     __global pbd_float4 *particle_p, __global const int *particle_body,
     __global const pbd_float4 *member_rest, __global const pbd_float4 *particle_grad,
-    __global const int *cluster_offsets, __global const int *cluster_pairs,
-    __global const pbd_body_constraint *body_constraints, __global const pbd_float4 *body_goal,
-    __global const pbd_float4 *member_pull, int pulled, int num_particles)
+    __global const int *particle_set, __global const int *set_offsets,
+    __global const int *set_constraints, __global const pbd_body_constraint *body_constraints,
+    __global const pbd_float4 *body_goal, int num_particles)
 {
     int first = PBD_PARTICLE_RUN * get_global_id(0);
     int end = min(first + PBD_PARTICLE_RUN, num_particles);
@@ -396,7 +409,7 @@ __kernel void body_constraint_apply_runs(
     int b0 = particle_body[first];
     pbd_body_constraint b0c = body_constraints[b0];
     if ((end - first) % 4 == 0 && b0c.flags != 0 && particle_body[end - 1] == b0 &&
-        cluster_offsets[first] == cluster_offsets[end]) {
+        particle_set[first] < 0) {
         body_apply_goal k = body_goal_of(b0c, body_goal + b0 * PBD_GOAL_COUNT);
         for (int i = first; i < end; i += 4)
             body_apply4(particle_p + i, member_rest + i, particle_grad + i, &k);
@@ -405,28 +418,18 @@ __kernel void body_constraint_apply_runs(
     for (int i = first; i < end;) {
         int b = particle_body[i];
         pbd_body_constraint bc = body_constraints[b];
-        /* bodies are runs of particles: the first and fourth share a body, so all four do */
-        if (i + 4 <= end && bc.flags != 0 && particle_body[i + 3] == b &&
-            cluster_offsets[i] == cluster_offsets[i + 4]) {
+        /* bodies are runs of particles: the first and fourth share a body, so all four do; a
+         * clustered body has every particle in a set */
+        if (i + 4 <= end && particle_body[i + 3] == b && bc.flags != 0 && particle_set[i] < 0) {
             body_apply_goal k = body_goal_of(bc, body_goal + b * PBD_GOAL_COUNT);
             body_apply4(particle_p + i, member_rest + i, particle_grad + i, &k);
             i += 4;
             continue;
         }
-        if (pulled && i + 4 <= end && !(bc.flags & PBD_BODY_SHAPE) && particle_body[i + 3] == b) {
-            int4 o = vload4(0, cluster_offsets + i);
-            int last = cluster_offsets[i + 4];
-            if (all((int4)(o.s123, last) > o)) { /* each of the four in a cluster */
-                cluster_apply4(particle_p, i, o, last, bc.flags, particle_grad, member_pull,
-                               body_goal[b * PBD_GOAL_COUNT + 1].w);
-                i += 4;
-                continue;
-            }
-        }
-        if (bc.flags != 0 || cluster_offsets[i] != cluster_offsets[i + 1])
-            particle_p[i] = pbd_body_constraint_apply_from(
-                particle_p[i], i, b, body_constraints, member_rest, particle_grad, cluster_offsets,
-                cluster_pairs, body_goal, pulled ? member_pull : NULL);
+        if (bc.flags != 0 && particle_set[i] < 0)
+            particle_p[i] = pbd_body_constraint_apply(particle_p[i], i, b, body_constraints,
+                                                      member_rest, particle_grad, particle_set,
+                                                      set_offsets, set_constraints, body_goal);
         ++i;
     }
 }

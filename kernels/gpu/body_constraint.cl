@@ -82,6 +82,6 @@ __kernel __attribute__((reqd_work_group_size(PBD_BODY_SEGMENT, 1, 1))) void body
     PBD_UNROLL
     for (int q = 0; q < PBD_BSUM_COUNT; ++q)
         s[q] = t[q];
-    pbd_body_constraint_solve(s, bc, particle_p[bc.first], body_goal + b * PBD_GOAL_COUNT, inv_h2,
-                              reset_lambda);
+    pbd_body_constraint_solve(s, bc, particle_p[bc.first], particle_p[bc.base],
+                              body_goal + b * PBD_GOAL_COUNT, inv_h2, reset_lambda);
 }
