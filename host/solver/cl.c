@@ -62,7 +62,7 @@ typedef struct cl_impl {
     /* body constraints (shape matching, its clusters, pressure) */
     cl_mem body_constraints, body_goal, body_constraint_sums, member_particle, member_rest;
     cl_mem particle_grad, particle_set, set_offsets, set_constraints, body_constraint_mq;
-    cl_mem set_particle_offsets, set_particles;
+    cl_mem set_particle_offsets, set_particles, set_rest;
     kernel body_sets; /* CPU devices with clusters: the clustered particles' apply (else none) */
     cl_mem pressure_offsets, pressure_pairs, body_constraint_segments, body_constraint_ranges;
     cl_mem pressure_table; /* CPU devices: pbd_plan_pressure_table's */
@@ -871,6 +871,7 @@ static void cl_destroy(void *impl)
                       &c->pressure_table,
                       &c->set_particle_offsets,
                       &c->set_particles,
+                      &c->set_rest,
                       &c->body_constraint_mq,
                       &c->body_constraint_segments,
                       &c->body_constraint_ranges,
@@ -1295,6 +1296,8 @@ static pbd_status create_buffers(cl_impl *c, const pbd_model *m, const pbd_plan 
     BUF(set_particles,
         nsets && cpu_variant(c) ? (size_t)plan->set_particle_offsets[nsets] * sizeof(int) : 0,
         plan->set_particles);
+    BUF(set_rest, nsets && cpu_variant(c) ? (size_t)plan->set_particle_offsets[nsets] * f4 : 0,
+        plan->set_rest);
     BUF(pressure_offsets, active ? (np + 1) * sizeof(int) : 0, plan->pressure_offsets);
     BUF(pressure_pairs, pressure ? 2 * (size_t)plan->pressure_offsets[np] * sizeof(int) : 0,
         plan->pressure_pairs);
@@ -1469,7 +1472,8 @@ static pbd_status bind_arguments(cl_impl *c, const pbd_plan *plan, pbd_error *er
         BIND("particle_set", c->particle_set), BIND("set_offsets", c->set_offsets),
         BIND("set_constraints", c->set_constraints),
         BIND("set_particle_offsets", c->set_particle_offsets),
-        BIND("set_particles", c->set_particles), BIND("num_sets", nsets),
+        BIND("set_particles", c->set_particles), BIND("set_rest", c->set_rest),
+        BIND("num_sets", nsets),
         BIND("num_body_constraints", nbcons),
         BIND("particle_grad", c->particle_grad), BIND("pressure_offsets", c->pressure_offsets),
         BIND("pressure_pairs", c->pressure_pairs), BIND("body_constraints", c->body_constraints),

@@ -98,7 +98,7 @@ PARAMS(body_constraint_reduce16, "body_constraint_segments", "particle_p", "memb
        "member_rest", "particle_grad", "pressure_offsets", "pressure_pairs", "pressure_table",
        "pressure_steps", "num_particles", "body_constraints", "body_constraint_mq",
        "body_constraint_sums", "num_body_constraint_segments")
-PARAMS(body_constraint_apply_sets, "particle_p", "particle_body", "member_rest", "particle_grad",
+PARAMS(body_constraint_apply_sets, "particle_p", "particle_body", "set_rest", "particle_grad",
        "set_offsets", "set_constraints", "set_particle_offsets", "set_particles",
        "body_constraints", "body_goal", "num_sets")
 PARAMS(body_constraint_apply_runs, "particle_p", "particle_body", "member_rest", "particle_grad",

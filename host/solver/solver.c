@@ -61,6 +61,7 @@ void pbd_plan_free(pbd_plan *plan)
     free(plan->set_constraints);
     free(plan->set_particle_offsets);
     free(plan->set_particles);
+    free(plan->set_rest);
     free(plan->pressure_offsets);
     free(plan->pressure_pairs);
     memset(plan, 0, sizeof *plan);
@@ -829,6 +830,14 @@ static pbd_status plan_cluster_sets(pbd_plan *plan, int np, pbd_error *err)
             plan->set_particles[first[plan->particle_set[i]]++] = i;
     for (int k = 0; k < ns; ++k) /* first[k] back to the set's first particle */
         first[k] = plan->set_particles[plan->set_particle_offsets[k]];
+    int in_sets = plan->set_particle_offsets[ns];
+    plan->set_rest = malloc(((size_t)in_sets + 1) * sizeof *plan->set_rest);
+    if (!plan->set_rest) {
+        free(first);
+        return pbd_error_set(err, PBD_ERR_MEMORY, "out of memory preparing the solver");
+    }
+    for (int e = 0; e < in_sets; ++e)
+        plan->set_rest[e] = plan->member_rest[plan->set_particles[e]];
     plan->set_offsets[0] = 0;
     for (int k = 0; k < ns; ++k) {
         int i = first[k], n = off[i + 1] - off[i];

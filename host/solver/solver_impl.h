@@ -155,6 +155,8 @@ typedef struct pbd_plan {
                                               set_particles[off[s] .. off[s + 1]) */
     int *set_particles;                    /* per particle in a set: the particle, by set,
                                               ascending within one */
+    pbd_float4 *set_rest;                  /* per entry of set_particles: its particle's
+                                              member_rest, side by side for the CPU variant */
     int pressure_active;                   /* a body has pressure */
     int *pressure_offsets;                 /* num_particles + 1: particle i's triangles are
                                               pressure_pairs[2 off[i] .. 2 off[i + 1]) */

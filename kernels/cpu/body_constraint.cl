@@ -326,7 +326,7 @@ static inline float16 set_goal16(int s, __global const int *set_offsets,
  * time side by side as float16 lanes, the rest one by one. A particle's goal would otherwise
  * be formed once a particle, or its clusters' pulls once a membership. */
 static void sets_apply(int first, int end, __global pbd_float4 *particle_p,
-                       __global const int *particle_body, __global const pbd_float4 *member_rest,
+                       __global const int *particle_body, __global const pbd_float4 *set_rest,
                        __global const pbd_float4 *particle_grad, __global const int *set_offsets,
                        __global const int *set_constraints,
                        __global const int *set_particle_offsets, __global const int *set_particles,
@@ -347,9 +347,7 @@ static void sets_apply(int first, int end, __global pbd_float4 *particle_p,
             int4 k = vload4(0, set_particles + e);
             float16 p =
                 (float16)(particle_p[k.s0], particle_p[k.s1], particle_p[k.s2], particle_p[k.s3]);
-            float16 q = (float16)(member_rest[k.s0], member_rest[k.s1], member_rest[k.s2],
-                                  member_rest[k.s3]);
-            float16 d = shape_move4(p, q, g0, g1, g2, g3, o16);
+            float16 d = shape_move4(p, VEC8_LOAD16(set_rest + e), g0, g1, g2, g3, o16);
             float16 pw = BODY_LANE16(p, 3);
             if (bc.flags & PBD_BODY_PRESSURE)
                 d = d + (pw * cw) * (float16)(particle_grad[k.s0], particle_grad[k.s1],
@@ -366,7 +364,7 @@ static void sets_apply(int first, int end, __global pbd_float4 *particle_p,
             pbd_float4 p = particle_p[i];
             if (!(p.w > 0.0f))
                 continue;
-            pbd_float4 d = pbd_shape_move(p, member_rest[i], g.s0123, g.s4567, g.s89ab, g.scdef, o);
+            pbd_float4 d = pbd_shape_move(p, set_rest[e], g.s0123, g.s4567, g.s89ab, g.scdef, o);
             particle_p[i] = pbd_body_constraint_pressure(p, d, i, b, bc, particle_grad, body_goal);
         }
     }
@@ -376,7 +374,7 @@ static void sets_apply(int first, int end, __global pbd_float4 *particle_p,
  * body_constraint_apply_runs takes the others. */
 __kernel void body_constraint_apply_sets(
     __global pbd_float4 *particle_p, __global const int *particle_body,
-    __global const pbd_float4 *member_rest, __global const pbd_float4 *particle_grad,
+    __global const pbd_float4 *set_rest, __global const pbd_float4 *particle_grad,
     __global const int *set_offsets, __global const int *set_constraints,
     __global const int *set_particle_offsets, __global const int *set_particles,
     __global const pbd_body_constraint *body_constraints, __global const pbd_float4 *body_goal,
@@ -384,9 +382,9 @@ __kernel void body_constraint_apply_sets(
 {
     int first = PBD_SET_RUN * get_global_id(0);
     if (first < num_sets)
-        sets_apply(first, min(first + PBD_SET_RUN, num_sets), particle_p, particle_body,
-                   member_rest, particle_grad, set_offsets, set_constraints, set_particle_offsets,
-                   set_particles, body_constraints, body_goal);
+        sets_apply(first, min(first + PBD_SET_RUN, num_sets), particle_p, particle_body, set_rest,
+                   particle_grad, set_offsets, set_constraints, set_particle_offsets, set_particles,
+                   body_constraints, body_goal);
 }
 
 /* The body constraints' apply stage (common/body_constraint.cl's body_constraint_apply) on CPU
