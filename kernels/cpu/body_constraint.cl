@@ -308,13 +308,12 @@ static inline float16 set_goal16(int s, __global const int *set_offsets,
                                  __global const int *set_constraints,
                                  __global const pbd_float4 *body_goal, float4 *o)
 {
-    __global const float *goal = (__global const float *)body_goal;
     int begin = set_offsets[s], last = set_offsets[s + 1];
     int k = set_constraints[begin] * PBD_GOAL_COUNT;
     *o = body_goal[k + PBD_GOAL_BASE];
-    float16 g = vload16(0, goal + 4 * (k + PBD_GOAL_SHAPE));
+    float16 g = VEC8_LOAD16(body_goal + k + PBD_GOAL_SHAPE);
     for (int e = begin + 1; e < last; ++e)
-        g = g + vload16(0, goal + 4 * (set_constraints[e] * PBD_GOAL_COUNT + PBD_GOAL_SHAPE));
+        g = g + VEC8_LOAD16(body_goal + set_constraints[e] * PBD_GOAL_COUNT + PBD_GOAL_SHAPE);
     if (last - begin > 1)
         g = g * (1.0f / (float)(last - begin));
     return g;
