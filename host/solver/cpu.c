@@ -517,17 +517,20 @@ static size_t cpu_memory_bytes(const void *impl)
     for (int t = 0; t < PBD_CONSTRAINT_COUNT; ++t)
         b += ((size_t)pl->type[t].count + 1) * (pbd_constraint_types[t].size + sizeof(float));
     b += (np + 1 + 2 * nc) * sizeof(int) + (size_t)pl->num_segments * sizeof(pbd_segment);
-    /* The body constraints: per constraint its record, goal and range, per member its
-     * particle and rest offset, per particle its pressure and cluster rows (and gradient) and
-     * set, per cluster membership its pair, per set its clusters, per segment its sums. */
+    /* The body constraints: per constraint its record, goal, range and two rest centres, per
+     * member its particle and rest offset, per particle its pressure and cluster rows (and
+     * gradient) and set, per cluster membership its pair, per set its clusters and its
+     * particles (each with its rest offset), per segment its sums. */
     size_t nbs = (size_t)pl->num_body_constraint_segments, nbc = (size_t)pl->num_body_constraints;
     size_t nmem = (size_t)pl->num_members;
     if (pl->body_active)
         b += nbc * (sizeof(pbd_body_constraint) + PBD_GOAL_COUNT * f4 + sizeof(int)) +
              nmem * (f4 + sizeof(int)) + 2 * (np + 1) * sizeof(int) +
              2 * (nmem - np) * sizeof(int) +
-             (np + (size_t)pl->num_sets + 1 + (size_t)pl->set_offsets[pl->num_sets]) * sizeof(int) +
-             nbc * f4 + nbs * (PBD_BSUM_COUNT * sizeof(float) + sizeof(pbd_segment));
+             (np + 2 * ((size_t)pl->num_sets + 1) + (size_t)pl->set_offsets[pl->num_sets]) *
+                 sizeof(int) +
+             (size_t)pl->set_particle_offsets[pl->num_sets] * (sizeof(int) + f4) + 2 * nbc * f4 +
+             nbs * (PBD_BSUM_COUNT * sizeof(float) + sizeof(pbd_segment));
     if (pl->pressure_active)
         b += np * f4 + 2 * (size_t)pl->pressure_offsets[np] * sizeof(int);
     return b;

@@ -623,10 +623,12 @@ static void cluster_visit(const cluster_grid *g, pbd_float4 x, int i, int *count
 }
 
 /* The shape-matching clusters of every body that has them, in body order: with fill 0 their
- * number and members' (*nc, *nm); with fill 1 also their constraints (from num_bodies on),
- * members (after the particles: particle, rest offset q from the cluster's initial centre of
- * mass weighted by m / n, and that weight), segments (from *nseg on) and ranges, and the
- * particles' CSR of (constraint, member). Every particle of such a body must be in a cluster. */
+ * number and members' (*nc, *nm); with fill 1 also their constraints (from num_bodies on;
+ * their rest centres shape_centre), members (after the particles: particle, rest offset q
+ * from the cluster's initial centre of mass weighted by m / n, and that weight), segments
+ * (from *nseg on) and ranges, the particles' CSR of (constraint, member), and each
+ * particle's rest offset from its body's centre (member_rest[i], w 0). Every particle of such
+ * a body must be in a cluster. */
 static pbd_status plan_clusters(const pbd_model *m, const pbd_config *cfg, pbd_plan *plan, int fill,
                                 int *nc, int *nm, int *nseg, pbd_error *err)
 {
