@@ -1486,12 +1486,11 @@ enum {
  * substep, row 2's w: its step toward the goals, in its XPBD form); then shape matching's
  * goal as the apply takes it (PBD_GOAL_SHAPE on: pbd_shape_goal's four columns), and last
  * the centre of mass of the members' rest offsets from their body's centre (PBD_GOAL_CENTRE:
- * set by the plan, read only) as two float4 whose sum it is (xyz; w 0), then the reference
- * point o (xyz; w 0). */
-#define PBD_GOAL_COUNT  12
+ * set by the plan, read only; xyz, w 0), then the reference point o (xyz; w 0). */
+#define PBD_GOAL_COUNT  11
 #define PBD_GOAL_SHAPE  5
 #define PBD_GOAL_CENTRE 9
-#define PBD_GOAL_BASE   11
+#define PBD_GOAL_BASE   10
 /* A set of clusters' goal (pbd_shape_set_goal): four columns and the centre. */
 #define PBD_SET_GOAL_COUNT 5
 
@@ -1658,9 +1657,9 @@ PBD_INLINE void pbd_shape_matrix(const float *s, float *a, float *dc)
  * stiffness shape_k, or the XPBD form's step; 0 without shape matching), centre c, and the
  * reference point o (the position of the body's first particle at the solve, the same for
  * all its constraints): the member of rest offset q from its body's rest centre moves by
- * d = k (R (q - q0) - (p - c)), q0 the members' centre of q (goal[PBD_GOAL_CENTRE] plus the
- * next float4: so that their mass-weighted sum of q - q0 is zero to within double rounding,
- * and the goals' centre of mass is c, leaving the momentum alone), as
+ * d = k (R (q - q0) - (p - c)), q0 the members' centre of q (goal[PBD_GOAL_CENTRE]: so that
+ * their mass-weighted sum of q - q0 is zero but for q0's rounding, and the goals' centre of
+ * mass is c, leaving the momentum alone), as
  * d = M q + u - k (p - o) with M = k R and u = k (c - o) - k R q0: every term the size of the
  * body, none the size of its place in the world. Kept as four columns: (M's first column, k),
  * its second and third (w: 0), and (u, 0), then o. A particle in several clusters of a body
@@ -1668,13 +1667,10 @@ PBD_INLINE void pbd_shape_matrix(const float *s, float *a, float *dc)
 PBD_INLINE void pbd_shape_goal(PBD_GLOBAL pbd_float4 *goal, const float *rot, float k, pbd_float4 c,
                                pbd_float4 o)
 {
-    pbd_float4 q0 = goal[PBD_GOAL_CENTRE], q1 = goal[PBD_GOAL_CENTRE + 1];
-    float ux = ((rot[0] * q0.x + rot[1] * q0.y) + rot[2] * q0.z) +
-               ((rot[0] * q1.x + rot[1] * q1.y) + rot[2] * q1.z);
-    float uy = ((rot[3] * q0.x + rot[4] * q0.y) + rot[5] * q0.z) +
-               ((rot[3] * q1.x + rot[4] * q1.y) + rot[5] * q1.z);
-    float uz = ((rot[6] * q0.x + rot[7] * q0.y) + rot[8] * q0.z) +
-               ((rot[6] * q1.x + rot[7] * q1.y) + rot[8] * q1.z);
+    pbd_float4 q0 = goal[PBD_GOAL_CENTRE];
+    float ux = (rot[0] * q0.x + rot[1] * q0.y) + rot[2] * q0.z;
+    float uy = (rot[3] * q0.x + rot[4] * q0.y) + rot[5] * q0.z;
+    float uz = (rot[6] * q0.x + rot[7] * q0.y) + rot[8] * q0.z;
     goal[PBD_GOAL_SHAPE] = PBD_F4(k * rot[0], k * rot[3], k * rot[6], k);
     goal[PBD_GOAL_SHAPE + 1] = PBD_F4(k * rot[1], k * rot[4], k * rot[7], 0.0f);
     goal[PBD_GOAL_SHAPE + 2] = PBD_F4(k * rot[2], k * rot[5], k * rot[8], 0.0f);

@@ -768,7 +768,7 @@ static void cluster_invariants(void **state)
         pbd_body_constraint bc[CLUSTERS + 1] = {{0}};
         /* the particles' rest offsets from the body's centre, each cluster's centre from it */
         double mb = 0.0, cb[3] = {0, 0, 0};
-        pbd_float4 centre[2 * (CLUSTERS + 1)] = {{0}}; /* goal[PBD_GOAL_CENTRE], two each */
+        pbd_float4 centre[CLUSTERS + 1] = {{0}}; /* goal[PBD_GOAL_CENTRE] */
         for (int i = 0; i < BODY_N; ++i) {
             mb += 1.0 / x0[i].w;
             for (int k = 0; k < 3; ++k)
@@ -802,9 +802,7 @@ static void cluster_invariants(void **state)
                     qc[j] += rest[e].w * (double)(&rest[member_particle[e]].x)[j];
             for (int j = 0; j < 3; ++j)
                 qc[j] /= mass;
-            centre[2 * k + 2] = F4((float)qc[0], (float)qc[1], (float)qc[2], 0.0f);
-            centre[2 * k + 3] = F4((float)(qc[0] - (float)qc[0]), (float)(qc[1] - (float)qc[1]),
-                                   (float)(qc[2] - (float)qc[2]), 0.0f);
+            centre[k + 1] = F4((float)qc[0], (float)qc[1], (float)qc[2], 0.0f);
             bc[k + 1] = (pbd_body_constraint){
                 PBD_BODY_SHAPE, member_particle[first[k]], 0.5f, 0.0f, 0.0f, 0.0f, 0, 0};
             if (sample & 1) {
@@ -832,8 +830,7 @@ static void cluster_invariants(void **state)
             pbd_float4 *x = turned ? q : p, goal[(CLUSTERS + 1) * PBD_GOAL_COUNT];
             for (int k = 0; k <= CLUSTERS; ++k) {
                 goal[k * PBD_GOAL_COUNT] = F4(0, 0, 0, 1);
-                goal[k * PBD_GOAL_COUNT + PBD_GOAL_CENTRE] = centre[2 * k];
-                goal[k * PBD_GOAL_COUNT + PBD_GOAL_CENTRE + 1] = centre[2 * k + 1];
+                goal[k * PBD_GOAL_COUNT + PBD_GOAL_CENTRE] = centre[k];
             }
             for (int k = 1; k <= CLUSTERS; ++k) {
                 float sums[PBD_BSUM_COUNT] = {0};

@@ -1272,8 +1272,7 @@ static pbd_status create_buffers(cl_impl *c, const pbd_model *m, const pbd_plan 
         st = pbd_error_set(err, PBD_ERR_MEMORY, "out of memory creating the OpenCL solver");
     for (size_t b = 0; goal0 && b < nbc; ++b) { /* no rotation yet; the rest centre */
         goal0[b * PBD_GOAL_COUNT] = (pbd_float4){0.0f, 0.0f, 0.0f, 1.0f};
-        goal0[b * PBD_GOAL_COUNT + PBD_GOAL_CENTRE] = plan->shape_centre[2 * b];
-        goal0[b * PBD_GOAL_COUNT + PBD_GOAL_CENTRE + 1] = plan->shape_centre[2 * b + 1];
+        goal0[b * PBD_GOAL_COUNT + PBD_GOAL_CENTRE] = plan->shape_centre[b];
     }
     BUF(body_constraints, active ? nbc * sizeof(pbd_body_constraint) : 0, plan->body_constraints);
     BUF(body_goal, active ? nbc * PBD_GOAL_COUNT * f4 : 0, goal0);

@@ -517,7 +517,7 @@ static size_t cpu_memory_bytes(const void *impl)
     for (int t = 0; t < PBD_CONSTRAINT_COUNT; ++t)
         b += ((size_t)pl->type[t].count + 1) * (pbd_constraint_types[t].size + sizeof(float));
     b += (np + 1 + 2 * nc) * sizeof(int) + (size_t)pl->num_segments * sizeof(pbd_segment);
-    /* The body constraints: per constraint its record, goal, range and two rest centres, per
+    /* The body constraints: per constraint its record, goal, range and rest centre, per
      * member its particle and rest offset, per particle its pressure and cluster rows (and
      * gradient) and set, per cluster membership its pair, per set its clusters and its
      * particles (each with its rest offset), per segment its sums. */
@@ -529,7 +529,7 @@ static size_t cpu_memory_bytes(const void *impl)
              2 * (nmem - np) * sizeof(int) +
              (np + 2 * ((size_t)pl->num_sets + 1) + (size_t)pl->set_offsets[pl->num_sets]) *
                  sizeof(int) +
-             (size_t)pl->set_particle_offsets[pl->num_sets] * (sizeof(int) + f4) + 2 * nbc * f4 +
+             (size_t)pl->set_particle_offsets[pl->num_sets] * (sizeof(int) + f4) + nbc * f4 +
              nbs * (PBD_BSUM_COUNT * sizeof(float) + sizeof(pbd_segment));
     if (pl->pressure_active)
         b += np * f4 + 2 * (size_t)pl->pressure_offsets[np] * sizeof(int);
@@ -652,8 +652,7 @@ pbd_status pbd_cpu_create(const pbd_model *m, pbd_plan *plan, const pbd_solver_d
     for (size_t b = 0; plan->body_active && b < (size_t)plan->num_body_constraints;
          ++b) { /* no rotation yet; the rest centre */
         c->goal[b * PBD_GOAL_COUNT] = (pbd_float4){0.0f, 0.0f, 0.0f, 1.0f};
-        c->goal[b * PBD_GOAL_COUNT + PBD_GOAL_CENTRE] = plan->shape_centre[2 * b];
-        c->goal[b * PBD_GOAL_COUNT + PBD_GOAL_CENTRE + 1] = plan->shape_centre[2 * b + 1];
+        c->goal[b * PBD_GOAL_COUNT + PBD_GOAL_CENTRE] = plan->shape_centre[b];
     }
     for (int k = 0; k < PBD_STAGE_COUNT; ++k)
         c->times[k].name = pbd_stage_names[k];

@@ -497,7 +497,7 @@ static void shape_rest(const pbd_model *m, const int *member_particle, int first
 
 /* Constraint k's shape_centre: the centre of mass of its members' (first, end) particles'
  * rest offsets from their body's centre (member_rest[i], i < num_particles), weighed as in the
- * constraint's sums (member_rest[e].w), in double, as two floats whose sum it is. */
+ * constraint's sums (member_rest[e].w), summed in double. */
 static void shape_centre(pbd_plan *plan, int first, int end, int k)
 {
     double mass = 0.0, c[3] = {0.0, 0.0, 0.0};
@@ -509,14 +509,9 @@ static void shape_centre(pbd_plan *plan, int first, int end, int k)
         c[1] += w * (double)q.y;
         c[2] += w * (double)q.z;
     }
-    float hi[3], lo[3];
-    for (int j = 0; j < 3; ++j) {
-        double cj = mass > 0.0 ? c[j] / mass : 0.0;
-        hi[j] = (float)cj;
-        lo[j] = (float)(cj - (double)hi[j]);
-    }
-    plan->shape_centre[2 * k] = (pbd_float4){hi[0], hi[1], hi[2], 0.0f};
-    plan->shape_centre[2 * k + 1] = (pbd_float4){lo[0], lo[1], lo[2], 0.0f};
+    for (int j = 0; j < 3 && mass > 0.0; ++j)
+        c[j] /= mass;
+    plan->shape_centre[k] = (pbd_float4){(float)c[0], (float)c[1], (float)c[2], 0.0f};
 }
 
 /* Body bd's shape matching in constraint bc of members [first, end), whose rest records are
@@ -938,7 +933,7 @@ static pbd_status plan_body_constraints(const pbd_model *m, const pbd_config *cf
     plan->member_rest = calloc((size_t)np + nm, sizeof *plan->member_rest);
     plan->cluster_offsets = calloc((size_t)np + 1, sizeof *plan->cluster_offsets);
     plan->cluster_pairs = malloc(((size_t)2 * nm + 1) * sizeof *plan->cluster_pairs);
-    plan->shape_centre = calloc(2 * (size_t)ng, sizeof *plan->shape_centre);
+    plan->shape_centre = calloc((size_t)ng, sizeof *plan->shape_centre);
     plan->pressure_offsets = calloc((size_t)np + 1, sizeof *plan->pressure_offsets);
     plan->pressure_pairs = malloc(((size_t)6 * m->num_triangles + 1) * sizeof(int));
     if (!plan->body_constraints || !plan->member_particle || !plan->member_rest ||

@@ -138,10 +138,9 @@ typedef struct pbd_plan {
                                               m / n, n its particle's clusters); 0 unused. A
                                               clustered body's particle i: q from the body's
                                               centre (xyz), w 0 */
-    pbd_float4 *shape_centre;              /* per constraint, two: its members' centre of mass
-                                              of their particles' rest offsets from the body's
-                                              centre, as a sum of two floats (xyz, m;
-                                              pbd_shape_goal's q0) */
+    pbd_float4 *shape_centre;              /* per constraint: its members' centre of mass of
+                                              their particles' rest offsets from the body's
+                                              centre (xyz, m; pbd_shape_goal's q0) */
     int *cluster_offsets;                  /* num_particles + 1: particle i's clusters are
                                               cluster_pairs[2 off[i] .. 2 off[i + 1]) */
     int *cluster_pairs;                    /* per (particle, cluster): the constraint, and the
