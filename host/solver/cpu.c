@@ -519,14 +519,13 @@ static size_t cpu_memory_bytes(const void *impl)
     b += (np + 1 + 2 * nc) * sizeof(int) + (size_t)pl->num_segments * sizeof(pbd_segment);
     /* The body constraints: per constraint its record, goal, range and rest centre, per
      * member its particle and rest offset, per particle its pressure and cluster rows (and
-     * gradient) and set, per cluster membership its pair, per set its clusters and its
+     * gradient) and set, per cluster membership its constraint, per set its clusters and its
      * particles (each with its rest offset), per segment its sums. */
     size_t nbs = (size_t)pl->num_body_constraint_segments, nbc = (size_t)pl->num_body_constraints;
     size_t nmem = (size_t)pl->num_members;
     if (pl->body_active)
         b += nbc * (sizeof(pbd_body_constraint) + PBD_GOAL_COUNT * f4 + sizeof(int)) +
-             nmem * (f4 + sizeof(int)) + 2 * (np + 1) * sizeof(int) +
-             2 * (nmem - np) * sizeof(int) +
+             nmem * (f4 + sizeof(int)) + 2 * (np + 1) * sizeof(int) + (nmem - np) * sizeof(int) +
              (np + 2 * ((size_t)pl->num_sets + 1) + (size_t)pl->set_offsets[pl->num_sets]) *
                  sizeof(int) +
              (size_t)pl->set_particle_offsets[pl->num_sets] * (sizeof(int) + f4) + nbc * f4 +

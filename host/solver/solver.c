@@ -54,7 +54,7 @@ void pbd_plan_free(pbd_plan *plan)
     free(plan->member_particle);
     free(plan->member_rest);
     free(plan->cluster_offsets);
-    free(plan->cluster_pairs);
+    free(plan->cluster_constraints);
     free(plan->shape_centre);
     free(plan->particle_set);
     free(plan->set_offsets);
@@ -744,11 +744,8 @@ static pbd_status plan_clusters(const pbd_model *m, const pbd_config *cfg, pbd_p
             for (int g = plan->body_constraint_ranges[kk]; g < plan->body_constraint_ranges[kk + 1];
                  ++g) {
                 pbd_segment seg = plan->body_constraint_segments[g];
-                for (int e = seg.first; e < seg.first + seg.count; ++e) {
-                    int slot = ncl[plan->member_particle[e]]++;
-                    plan->cluster_pairs[2 * slot] = kk;
-                    plan->cluster_pairs[2 * slot + 1] = e;
-                }
+                for (int e = seg.first; e < seg.first + seg.count; ++e)
+                    plan->cluster_constraints[ncl[plan->member_particle[e]]++] = kk;
             }
         }
     }
@@ -756,16 +753,12 @@ static pbd_status plan_clusters(const pbd_model *m, const pbd_config *cfg, pbd_p
     return st;
 }
 
-/* Whether particles i and j are in the same clusters (cluster_pairs' constraints). */
+/* Whether particles i and j are in the same clusters. */
 static int same_clusters(const pbd_plan *plan, int i, int j)
 {
-    const int *off = plan->cluster_offsets, *pairs = plan->cluster_pairs;
-    if (off[i + 1] - off[i] != off[j + 1] - off[j])
-        return 0;
-    for (int e = 0; e < off[i + 1] - off[i]; ++e)
-        if (pairs[2 * (off[i] + e)] != pairs[2 * (off[j] + e)])
-            return 0;
-    return 1;
+    const int *off = plan->cluster_offsets, *k = plan->cluster_constraints;
+    int n = off[i + 1] - off[i];
+    return n == off[j + 1] - off[j] && memcmp(k + off[i], k + off[j], (size_t)n * sizeof *k) == 0;
 }
 
 /* The particles' distinct lists of clusters (sets, numbered in the order of their first
@@ -775,7 +768,7 @@ static int same_clusters(const pbd_plan *plan, int i, int j)
 static pbd_status plan_cluster_sets(pbd_plan *plan, int np, pbd_error *err)
 {
     int ns = 0, entries = 0;
-    const int *off = plan->cluster_offsets, *pairs = plan->cluster_pairs;
+    const int *off = plan->cluster_offsets, *cl = plan->cluster_constraints;
     size_t size = 16;
     while (size < 2 * (size_t)np)
         size *= 2;
@@ -793,7 +786,7 @@ static pbd_status plan_cluster_sets(pbd_plan *plan, int np, pbd_error *err)
             continue;
         uint64_t hash = 14695981039346656037u; /* FNV-1a over the constraints */
         for (int e = off[i]; e < off[i + 1]; ++e)
-            hash = (hash ^ (uint64_t)(uint32_t)pairs[2 * e]) * 1099511628211u;
+            hash = (hash ^ (uint64_t)(uint32_t)cl[e]) * 1099511628211u;
         size_t h = (size_t)(hash ^ (hash >> 32)) & (size - 1);
         while (table[h] >= 0 && !same_clusters(plan, first[table[h]], i))
             h = (h + 1) & (size - 1);
@@ -838,8 +831,7 @@ static pbd_status plan_cluster_sets(pbd_plan *plan, int np, pbd_error *err)
     plan->set_offsets[0] = 0;
     for (int k = 0; k < ns; ++k) {
         int i = first[k], n = off[i + 1] - off[i];
-        for (int e = 0; e < n; ++e)
-            plan->set_constraints[plan->set_offsets[k] + e] = pairs[2 * (off[i] + e)];
+        memcpy(plan->set_constraints + plan->set_offsets[k], cl + off[i], (size_t)n * sizeof *cl);
         plan->set_offsets[k + 1] = plan->set_offsets[k] + n;
     }
     free(first);
@@ -932,12 +924,12 @@ static pbd_status plan_body_constraints(const pbd_model *m, const pbd_config *cf
     plan->member_particle = malloc(((size_t)np + nm) * sizeof *plan->member_particle);
     plan->member_rest = calloc((size_t)np + nm, sizeof *plan->member_rest);
     plan->cluster_offsets = calloc((size_t)np + 1, sizeof *plan->cluster_offsets);
-    plan->cluster_pairs = malloc(((size_t)2 * nm + 1) * sizeof *plan->cluster_pairs);
+    plan->cluster_constraints = malloc(((size_t)nm + 1) * sizeof *plan->cluster_constraints);
     plan->shape_centre = calloc((size_t)ng, sizeof *plan->shape_centre);
     plan->pressure_offsets = calloc((size_t)np + 1, sizeof *plan->pressure_offsets);
     plan->pressure_pairs = malloc(((size_t)6 * m->num_triangles + 1) * sizeof(int));
     if (!plan->body_constraints || !plan->member_particle || !plan->member_rest ||
-        !plan->cluster_offsets || !plan->cluster_pairs || !plan->shape_centre ||
+        !plan->cluster_offsets || !plan->cluster_constraints || !plan->shape_centre ||
         !plan->pressure_offsets || !plan->pressure_pairs)
         return pbd_error_set(err, PBD_ERR_MEMORY, "out of memory preparing the solver");
     for (int i = 0; i < np; ++i)

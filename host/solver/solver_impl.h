@@ -142,9 +142,8 @@ typedef struct pbd_plan {
                                               their particles' rest offsets from the body's
                                               centre (xyz, m; pbd_shape_goal's q0) */
     int *cluster_offsets;                  /* num_particles + 1: particle i's clusters are
-                                              cluster_pairs[2 off[i] .. 2 off[i + 1]) */
-    int *cluster_pairs;                    /* per (particle, cluster): the constraint, and the
-                                              member */
+                                              cluster_constraints[off[i] .. off[i + 1]) */
+    int *cluster_constraints;              /* per (particle, cluster): the constraint */
     int num_sets;                          /* the particles' distinct lists of clusters */
     int *particle_set;                     /* num_particles: its list of clusters, or -1 */
     int *set_offsets;                      /* num_sets + 1: set s's clusters are
