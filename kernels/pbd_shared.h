@@ -1491,7 +1491,7 @@ enum {
 #define PBD_GOAL_SHAPE  5
 #define PBD_GOAL_CENTRE 9
 #define PBD_GOAL_BASE   10
-/* A set of clusters' goal (pbd_shape_set_goal): four columns and the centre. */
+/* A set of clusters' goal (pbd_shape_set_goal): four columns and the reference point. */
 #define PBD_SET_GOAL_COUNT 5
 
 /* The rotation matrix (row-major) of unit quaternion q. */
@@ -1784,7 +1784,8 @@ PBD_INLINE void pbd_shape_set_goal(PBD_GLOBAL const int *set_constraints, int be
 }
 
 /* Shape matching's move of a particle at p, rest offset q, toward goal columns g0 .. g3 about
- * centre o: d = (((g0 q.x + g1 q.y) + g2 q.z) + g3) - g0.w (p - o), component by component. */
+ * the reference point o: d = (((g0 q.x + g1 q.y) + g2 q.z) + g3) - g0.w (p - o), component by
+ * component. */
 PBD_INLINE pbd_float4 pbd_shape_move(pbd_float4 p, pbd_float4 q, pbd_float4 g0, pbd_float4 g1,
                                      pbd_float4 g2, pbd_float4 g3, pbd_float4 o)
 {

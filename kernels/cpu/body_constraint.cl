@@ -258,7 +258,7 @@ __kernel void body_constraint_solve8(__global const int *body_constraint_ranges,
                           12 + k, 12 + k, 12 + k, 12 + k))
 
 /* A body's goal as body_apply4 takes it: shape matching's four goal columns (pbd_shape_goal's)
- * and centre spread over the four particles' lanes, and the pressure step. */
+ * and reference point spread over the four particles' lanes, and the pressure step. */
 typedef struct {
     float16 g0, g1, g2, g3, o;
     float cw;
@@ -279,7 +279,7 @@ static inline body_apply_goal body_goal_of(pbd_body_constraint bc, __global cons
 }
 
 /* pbd_shape_move on four particles as they are stored, their goal columns g0 .. g3 and
- * centres o side by side, lane by lane in its order: the same bits. */
+ * reference points o side by side, lane by lane in its order: the same bits. */
 static inline float16 shape_move4(float16 p, float16 q, float16 g0, float16 g1, float16 g2,
                                   float16 g3, float16 o)
 {
