@@ -808,7 +808,13 @@ static pbd_status plan_cluster_sets(pbd_plan *plan, int np, pbd_error *err)
         free(first);
         return pbd_error_set(err, PBD_ERR_MEMORY, "out of memory preparing the solver");
     }
-    for (int i = 0; i < np; ++i) /* the sets' particles, a counting sort */
+    plan->set_offsets[0] = 0;
+    for (int k = 0; k < ns; ++k) { /* each set's constraints: its first particle's */
+        int i = first[k], n = off[i + 1] - off[i];
+        memcpy(plan->set_constraints + plan->set_offsets[k], cl + off[i], (size_t)n * sizeof *cl);
+        plan->set_offsets[k + 1] = plan->set_offsets[k] + n;
+    }
+    for (int i = 0; i < np; ++i) /* the sets' particles, a counting sort (first: its cursor) */
         if (plan->particle_set[i] >= 0)
             plan->set_particle_offsets[plan->particle_set[i] + 1]++;
     for (int k = 0; k < ns; ++k) {
@@ -818,8 +824,6 @@ static pbd_status plan_cluster_sets(pbd_plan *plan, int np, pbd_error *err)
     for (int i = 0; i < np; ++i)
         if (plan->particle_set[i] >= 0)
             plan->set_particles[first[plan->particle_set[i]]++] = i;
-    for (int k = 0; k < ns; ++k) /* first[k] back to the set's first particle */
-        first[k] = plan->set_particles[plan->set_particle_offsets[k]];
     int in_sets = plan->set_particle_offsets[ns];
     plan->set_rest = malloc(((size_t)in_sets + 1) * sizeof *plan->set_rest);
     if (!plan->set_rest) {
@@ -828,12 +832,6 @@ static pbd_status plan_cluster_sets(pbd_plan *plan, int np, pbd_error *err)
     }
     for (int e = 0; e < in_sets; ++e)
         plan->set_rest[e] = plan->member_rest[plan->set_particles[e]];
-    plan->set_offsets[0] = 0;
-    for (int k = 0; k < ns; ++k) {
-        int i = first[k], n = off[i + 1] - off[i];
-        memcpy(plan->set_constraints + plan->set_offsets[k], cl + off[i], (size_t)n * sizeof *cl);
-        plan->set_offsets[k + 1] = plan->set_offsets[k] + n;
-    }
     free(first);
     return PBD_OK;
 }
