@@ -1178,6 +1178,53 @@ PBD_INLINE void pbd_sums_add(pbd_acc *acc, const pbd_acc *s)
     acc[PBD_SUM_ERR] = acc[PBD_SUM_ERR] > s[PBD_SUM_ERR] ? acc[PBD_SUM_ERR] : s[PBD_SUM_ERR];
 }
 
+/* pbd_particle_sums added straight into acc, one lane of the PBD_SUM_LANES layout (CPU
+ * devices, and the CPU reference in their order): each product that is summed is fused with
+ * its addition (fma, one rounding where the product and the sum took two). A CPU device's
+ * double8 lanes were bound by their additions; with the products folded in, the sums take
+ * about a fifth less time, and they round less. The momenta use m r and m v (pbd_particle_sums'
+ * r x (m v) is the same product, rounded once either way). */
+PBD_INLINE void pbd_particle_accumulate(pbd_acc *acc, pbd_float4 x, pbd_float4 v, pbd_float4 dx,
+                                        pbd_float4 r, float err, int stats, float inv_h)
+{
+    pbd_acc m = (pbd_acc)v.w;
+    pbd_acc rx = (pbd_acc)x.x - (pbd_acc)r.x;
+    pbd_acc ry = (pbd_acc)x.y - (pbd_acc)r.y;
+    pbd_acc rz = (pbd_acc)x.z - (pbd_acc)r.z;
+    pbd_acc vx = (pbd_acc)v.x, vy = (pbd_acc)v.y, vz = (pbd_acc)v.z;
+    pbd_acc mx = m * rx, my = m * ry, mz = m * rz;
+    acc[PBD_SUM_M] = acc[PBD_SUM_M] + m;
+    acc[PBD_SUM_MX + 0] = acc[PBD_SUM_MX + 0] + mx;
+    acc[PBD_SUM_MX + 1] = acc[PBD_SUM_MX + 1] + my;
+    acc[PBD_SUM_MX + 2] = acc[PBD_SUM_MX + 2] + mz;
+    acc[PBD_SUM_P + 0] = fma(m, vx, acc[PBD_SUM_P + 0]);
+    acc[PBD_SUM_P + 1] = fma(m, vy, acc[PBD_SUM_P + 1]);
+    acc[PBD_SUM_P + 2] = fma(m, vz, acc[PBD_SUM_P + 2]);
+    acc[PBD_SUM_XCP + 0] = fma(-mz, vy, fma(my, vz, acc[PBD_SUM_XCP + 0]));
+    acc[PBD_SUM_XCP + 1] = fma(-mx, vz, fma(mz, vx, acc[PBD_SUM_XCP + 1]));
+    acc[PBD_SUM_XCP + 2] = fma(-my, vx, fma(mx, vy, acc[PBD_SUM_XCP + 2]));
+    if (stats) {
+        pbd_acc px = m * vx, py = m * vy, pz = m * vz;
+        acc[PBD_SUM_KE] = acc[PBD_SUM_KE] + (pbd_acc)0.5 * ((px * vx + py * vy) + pz * vz);
+        acc[PBD_SUM_ERR] = acc[PBD_SUM_ERR] > (pbd_acc)err ? acc[PBD_SUM_ERR] : (pbd_acc)err;
+    }
+    acc[PBD_SUM_XX + 0] = fma(mx, rx, acc[PBD_SUM_XX + 0]);
+    acc[PBD_SUM_XX + 1] = fma(mx, ry, acc[PBD_SUM_XX + 1]);
+    acc[PBD_SUM_XX + 2] = fma(mx, rz, acc[PBD_SUM_XX + 2]);
+    acc[PBD_SUM_XX + 3] = fma(my, ry, acc[PBD_SUM_XX + 3]);
+    acc[PBD_SUM_XX + 4] = fma(my, rz, acc[PBD_SUM_XX + 4]);
+    acc[PBD_SUM_XX + 5] = fma(mz, rz, acc[PBD_SUM_XX + 5]);
+    pbd_acc jx = m * (pbd_acc)(dx.x * inv_h);
+    pbd_acc jy = m * (pbd_acc)(dx.y * inv_h);
+    pbd_acc jz = m * (pbd_acc)(dx.z * inv_h);
+    acc[PBD_SUM_J + 0] = acc[PBD_SUM_J + 0] + jx;
+    acc[PBD_SUM_J + 1] = acc[PBD_SUM_J + 1] + jy;
+    acc[PBD_SUM_J + 2] = acc[PBD_SUM_J + 2] + jz;
+    acc[PBD_SUM_XCJ + 0] = fma(-rz, jy, fma(ry, jz, acc[PBD_SUM_XCJ + 0]));
+    acc[PBD_SUM_XCJ + 1] = fma(-rx, jz, fma(rz, jx, acc[PBD_SUM_XCJ + 1]));
+    acc[PBD_SUM_XCJ + 2] = fma(-ry, jx, fma(rx, jy, acc[PBD_SUM_XCJ + 2]));
+}
+
 /* Kahan-compensated acc += s (float accumulators): comp carries the low-order bits lost in
  * each addition; fold it in with pbd_sums_fold at the end. */
 PBD_INLINE void pbd_sums_add_compensated(pbd_acc *acc, pbd_acc *comp, const pbd_acc *s)

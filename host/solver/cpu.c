@@ -325,13 +325,17 @@ static void body_reduce(cpu_impl *c, int with_dx, int stats)
                                                  pl->csr_slots, pl->csr_offsets[i],
                                                  pl->csr_offsets[i + 1])
                             : 0.0f;
-            pbd_particle_sums(c->x[i], c->v[i], with_dx ? c->dx[i] : zero, c->body_ref[seg.body], e,
-                              stats, pl->inv_h, s);
-            /* As the device: body_reduce_serial by PBD_SUM_LANES lanes, then their
-             * tree; body_reduce by work-item lanes, then its tree. */
-            pbd_sums_add(lanes[pl->variant == PBD_VARIANT_CPU ? pbd_sum_lane(k, seg.count)
-                                                              : k % PBD_REDUCE_WG],
-                         s);
+            pbd_float4 d = with_dx ? c->dx[i] : zero, r = c->body_ref[seg.body];
+            /* As the device: body_reduce_serial by PBD_SUM_LANES lanes, each particle
+             * accumulated into its lane, then their tree; body_reduce by work-item lanes
+             * of the particles' sums, then its tree. */
+            if (pl->variant == PBD_VARIANT_CPU) {
+                pbd_particle_accumulate(lanes[pbd_sum_lane(k, seg.count)], c->x[i], c->v[i], d, r,
+                                        e, stats, pl->inv_h);
+                continue;
+            }
+            pbd_particle_sums(c->x[i], c->v[i], d, r, e, stats, pl->inv_h, s);
+            pbd_sums_add(lanes[k % PBD_REDUCE_WG], s);
         }
         reduce_lanes(lanes, pl->variant == PBD_VARIANT_CPU ? PBD_SUM_LANES : PBD_REDUCE_WG, out);
     }

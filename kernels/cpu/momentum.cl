@@ -3,9 +3,9 @@
  * (update_reduce_serial), over common/momentum.cl. Built after cpu/vec8.cl. */
 
 #ifndef PBD_ACC_COMPENSATED
-/* pbd_particle_sums for 8 particles at once, lane j of every double8 for particle j: the
- * PBD_SUM_LANES layout of CPU devices. Each lane does pbd_particle_sums' operations in its
- * order, so lane j's sums are the CPU reference's lane j. */
+/* pbd_particle_accumulate for 8 particles at once, lane j of every double8 for particle j: the
+ * PBD_SUM_LANES layout of CPU devices. Each lane does pbd_particle_accumulate's operations in
+ * its order, so lane j's sums are the CPU reference's lane j. */
 typedef struct sums8 {
     double8 m, mx, my, mz, px, py, pz, lx, ly, lz, ke;
     double8 xx, xy, xz, yy, yz, zz, jx, jy, jz, ljx, ljy, ljz, err;
@@ -24,13 +24,14 @@ static void sums8_zero(sums8 *a)
         a->ljz = a->err = (double8)(0.0);
 }
 
-/* (x, y, z) += r x b, lane by lane, in pbd_cross's order. */
-VEC8_INLINE void cross8_add(double8 *x, double8 *y, double8 *z, double8 rx, double8 ry, double8 rz,
+/* (x, y, z) += a x b, lane by lane, as pbd_particle_accumulate: two fused multiply-adds a
+ * component. */
+VEC8_INLINE void cross8_acc(double8 *x, double8 *y, double8 *z, double8 ax, double8 ay, double8 az,
                             double8 bx, double8 by, double8 bz)
 {
-    *x = *x + (ry * bz - rz * by);
-    *y = *y + (rz * bx - rx * bz);
-    *z = *z + (rx * by - ry * bx);
+    *x = fma(-az, by, fma(ay, bz, *x));
+    *y = fma(-ax, bz, fma(az, bx, *y));
+    *z = fma(-ay, bx, fma(ax, by, *z));
 }
 
 VEC8_INLINE void sums8_add(sums8 *a, const part8 *q, double4 rd, int with_dx, int stats,
@@ -41,26 +42,26 @@ VEC8_INLINE void sums8_add(sums8 *a, const part8 *q, double4 rd, int with_dx, in
     double8 ry = convert_double8(q->y) - rd.y;
     double8 rz = convert_double8(q->z) - rd.z;
     double8 vx = convert_double8(q->vx), vy = convert_double8(q->vy), vz = convert_double8(q->vz);
-    double8 px = m * vx, py = m * vy, pz = m * vz;
     double8 mx = m * rx, my = m * ry, mz = m * rz;
     a->m = a->m + m;
     a->mx = a->mx + mx;
     a->my = a->my + my;
     a->mz = a->mz + mz;
-    a->px = a->px + px;
-    a->py = a->py + py;
-    a->pz = a->pz + pz;
-    cross8_add(&a->lx, &a->ly, &a->lz, rx, ry, rz, px, py, pz);
+    a->px = fma(m, vx, a->px);
+    a->py = fma(m, vy, a->py);
+    a->pz = fma(m, vz, a->pz);
+    cross8_acc(&a->lx, &a->ly, &a->lz, mx, my, mz, vx, vy, vz);
     if (stats) {
+        double8 px = m * vx, py = m * vy, pz = m * vz;
         a->ke = a->ke + 0.5 * ((px * vx + py * vy) + pz * vz);
         a->err = fmax(a->err, convert_double8(q->e));
     }
-    a->xx = a->xx + mx * rx;
-    a->xy = a->xy + mx * ry;
-    a->xz = a->xz + mx * rz;
-    a->yy = a->yy + my * ry;
-    a->yz = a->yz + my * rz;
-    a->zz = a->zz + mz * rz;
+    a->xx = fma(mx, rx, a->xx);
+    a->xy = fma(mx, ry, a->xy);
+    a->xz = fma(mx, rz, a->xz);
+    a->yy = fma(my, ry, a->yy);
+    a->yz = fma(my, rz, a->yz);
+    a->zz = fma(mz, rz, a->zz);
     if (with_dx) {
         double8 jx = m * convert_double8(q->dx * inv_h);
         double8 jy = m * convert_double8(q->dy * inv_h);
@@ -68,7 +69,7 @@ VEC8_INLINE void sums8_add(sums8 *a, const part8 *q, double4 rd, int with_dx, in
         a->jx = a->jx + jx;
         a->jy = a->jy + jy;
         a->jz = a->jz + jz;
-        cross8_add(&a->ljx, &a->ljy, &a->ljz, rx, ry, rz, jx, jy, jz);
+        cross8_acc(&a->ljx, &a->ljy, &a->ljz, rx, ry, rz, jx, jy, jz);
     }
 }
 
