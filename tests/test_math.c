@@ -1202,6 +1202,50 @@ static void particle_sums(void **state)
     assert_near(s[PBD_SUM_KE] + s[PBD_SUM_ERR], 0.0, 0.0, "no statistics");
 }
 
+/* The fused form of the sums (the CPU devices' lanes): on random particles with collisions,
+ * with statistics and without, every sum within rounding of pbd_particle_sums' terms added
+ * one by one, and the exact one where no product rounds. */
+static void particle_accumulate(void **state)
+{
+    (void)state;
+    double s[PBD_SUM_COUNT], acc[PBD_SUM_COUNT];
+    double fused[PBD_SUM_COUNT] = {0};
+    pbd_particle_accumulate(fused, F4(2, 0, 0, 0.5f), F4(0, 3, 0, 2), F4(0, 0, 0.5f, 0),
+                            F4(1, 0, 0, 0), 0.25f, 1, 2.0f);
+    pbd_particle_sums(F4(2, 0, 0, 0.5f), F4(0, 3, 0, 2), F4(0, 0, 0.5f, 0), F4(1, 0, 0, 0), 0.25f,
+                      1, 2.0f, s);
+    for (int q = 0; q < PBD_SUM_COUNT; ++q)
+        expect(fused[q] == s[q], "sum %d: %.17g, the terms give %.17g", q, fused[q], s[q]);
+    unsigned long long seed = 7;
+    for (int stats = 0; stats < 2; ++stats) {
+        memset(acc, 0, sizeof acc);
+        memset(fused, 0, sizeof fused);
+        double scale[PBD_SUM_COUNT] = {0};
+        pbd_float4 r = F4(0.3f, -1.2f, 2.0f, 0);
+        for (int i = 0; i < 200; ++i) {
+            pbd_float4 x = F4((float)(uniform(&seed) * 4 - 2), (float)(uniform(&seed) * 4 - 2),
+                              (float)(uniform(&seed) * 4 - 2), 1);
+            pbd_float4 v = F4((float)(uniform(&seed) * 6 - 3), (float)(uniform(&seed) * 6 - 3),
+                              (float)(uniform(&seed) * 6 - 3), (float)(0.1 + uniform(&seed)));
+            pbd_float4 dx =
+                F4((float)(uniform(&seed) * 0.02 - 0.01), (float)(uniform(&seed) * 0.02 - 0.01),
+                   (float)(uniform(&seed) * 0.02 - 0.01), 0);
+            float e = (float)uniform(&seed);
+            pbd_particle_sums(x, v, dx, r, e, stats, 240.0f, s);
+            pbd_sums_add(acc, s);
+            for (int q = 0; q < PBD_SUM_COUNT; ++q)
+                scale[q] += fabs(s[q]);
+            pbd_particle_accumulate(fused, x, v, dx, r, e, stats, 240.0f);
+        }
+        for (int q = 0; q < PBD_SUM_COUNT; ++q) {
+            expect(scale[q] > 0.0 || (!stats && (q == PBD_SUM_KE || q == PBD_SUM_ERR)),
+                   "stats %d, sum %d: no terms", stats, q);
+            expect(fabs(fused[q] - acc[q]) <= 1e-14 * scale[q],
+                   "stats %d, sum %d: fused %.17g, terms %.17g", stats, q, fused[q], acc[q]);
+        }
+    }
+}
+
 /* The pseudo-inverse: the inverse for a full-rank tensor, and for a singular one (a line of
  * points along x) the least-norm solution with no component along the null axis. */
 static void pseudo_inverse(void **state)
@@ -1365,6 +1409,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(predict_and_update),
     cmocka_unit_test(gather_average),
     cmocka_unit_test(particle_sums),
+    cmocka_unit_test(particle_accumulate),
     cmocka_unit_test(bdf2_constant_acceleration),
     cmocka_unit_test(pseudo_inverse),
     cmocka_unit_test(body_solve_two_particles),
