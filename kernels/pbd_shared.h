@@ -1182,8 +1182,8 @@ PBD_INLINE void pbd_sums_add(pbd_acc *acc, const pbd_acc *s)
  * devices, and the CPU reference in their order): each product that is summed is fused with
  * its addition (fma, one rounding where the product and the sum took two). A CPU device's
  * double8 lanes were bound by their additions; with the products folded in, the sums take
- * about a fifth less time, and they round less. The momenta use m r and m v (pbd_particle_sums'
- * r x (m v) is the same product, rounded once either way). */
+ * about a quarter less time, and they round less. The angular momentum takes (m r) x v where
+ * pbd_particle_sums takes r x (m v): the same quantity, from the m r the sums need anyway. */
 PBD_INLINE void pbd_particle_accumulate(pbd_acc *acc, pbd_float4 x, pbd_float4 v, pbd_float4 dx,
                                         pbd_float4 r, float err, int stats, float inv_h)
 {
