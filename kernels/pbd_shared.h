@@ -1127,6 +1127,15 @@ PBD_INLINE void pbd_cross(pbd_acc ax, pbd_acc ay, pbd_acc az, pbd_acc bx, pbd_ac
     out[2] = ax * by - ay * bx;
 }
 
+/* out += a x b, each component by two fused multiply-adds (pbd_particle_accumulate's). */
+PBD_INLINE void pbd_cross_accumulate(pbd_acc ax, pbd_acc ay, pbd_acc az, pbd_acc bx, pbd_acc by,
+                                     pbd_acc bz, pbd_acc *out)
+{
+    out[0] = fma(-az, by, fma(ay, bz, out[0]));
+    out[1] = fma(-ax, bz, fma(az, bx, out[1]));
+    out[2] = fma(-ay, bx, fma(ax, by, out[2]));
+}
+
 /* One particle's contribution to its body's sums (PBD_SUM_*), relative to the body's
  * reference point r. dx is the particle's collision displacement this substep, the impulse
  * J = m dx / h (Dahl & Bargteil 2019, eqs. 1-2); gravity's impulse is added per body in
@@ -1200,9 +1209,7 @@ PBD_INLINE void pbd_particle_accumulate(pbd_acc *acc, pbd_float4 x, pbd_float4 v
     acc[PBD_SUM_P + 0] = fma(m, vx, acc[PBD_SUM_P + 0]);
     acc[PBD_SUM_P + 1] = fma(m, vy, acc[PBD_SUM_P + 1]);
     acc[PBD_SUM_P + 2] = fma(m, vz, acc[PBD_SUM_P + 2]);
-    acc[PBD_SUM_XCP + 0] = fma(-mz, vy, fma(my, vz, acc[PBD_SUM_XCP + 0]));
-    acc[PBD_SUM_XCP + 1] = fma(-mx, vz, fma(mz, vx, acc[PBD_SUM_XCP + 1]));
-    acc[PBD_SUM_XCP + 2] = fma(-my, vx, fma(mx, vy, acc[PBD_SUM_XCP + 2]));
+    pbd_cross_accumulate(mx, my, mz, vx, vy, vz, acc + PBD_SUM_XCP);
     if (stats) {
         pbd_acc px = m * vx, py = m * vy, pz = m * vz;
         acc[PBD_SUM_KE] = acc[PBD_SUM_KE] + (pbd_acc)0.5 * ((px * vx + py * vy) + pz * vz);
@@ -1220,9 +1227,7 @@ PBD_INLINE void pbd_particle_accumulate(pbd_acc *acc, pbd_float4 x, pbd_float4 v
     acc[PBD_SUM_J + 0] = acc[PBD_SUM_J + 0] + jx;
     acc[PBD_SUM_J + 1] = acc[PBD_SUM_J + 1] + jy;
     acc[PBD_SUM_J + 2] = acc[PBD_SUM_J + 2] + jz;
-    acc[PBD_SUM_XCJ + 0] = fma(-rz, jy, fma(ry, jz, acc[PBD_SUM_XCJ + 0]));
-    acc[PBD_SUM_XCJ + 1] = fma(-rx, jz, fma(rz, jx, acc[PBD_SUM_XCJ + 1]));
-    acc[PBD_SUM_XCJ + 2] = fma(-ry, jx, fma(rx, jy, acc[PBD_SUM_XCJ + 2]));
+    pbd_cross_accumulate(rx, ry, rz, jx, jy, jz, acc + PBD_SUM_XCJ);
 }
 
 /* Kahan-compensated acc += s (float accumulators): comp carries the low-order bits lost in

@@ -24,8 +24,7 @@ static void sums8_zero(sums8 *a)
         a->ljz = a->err = (double8)(0.0);
 }
 
-/* (x, y, z) += a x b, lane by lane, as pbd_particle_accumulate: two fused multiply-adds a
- * component. */
+/* (x, y, z) += a x b, lane by lane, as pbd_cross_accumulate. */
 VEC8_INLINE void cross8_acc(double8 *x, double8 *y, double8 *z, double8 ax, double8 ay, double8 az,
                             double8 bx, double8 by, double8 bz)
 {
