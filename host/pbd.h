@@ -345,8 +345,10 @@ typedef struct pbd_solver_desc {
     int profile;            /* 1: record per-kernel times (CL_QUEUE_PROFILING_ENABLE) */
     int float_sums;         /* 1: compensated float per-body sums even where the device has
                                fp64 (the path of devices without it; for tests) */
-    pbd_sum_layout sums;    /* CPU backend: the order of the per-body sums, to match a
-                               device's bit for bit (the CL backend uses its variant's) */
+    pbd_sum_layout sums;    /* CPU backend: the order of the per-body sums, and with it of
+                               the variant whose colouring it follows (lanes: the CPU
+                               variant's blocks of four-particle types), to match a device's
+                               bit for bit (the CL backend uses its variant's) */
     pbd_variant variant;    /* CL backend: the kernels to run, on any device (default: auto) */
     /* CL backend: share buffers with this OpenGL context (see pbd_solver_gl_attach), only
      * where the device lists cl_khr_gl_sharing and is the context's current device (asked

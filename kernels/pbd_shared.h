@@ -78,7 +78,7 @@ PBD_INLINE int pbd_sum_lane(int k, int count)
 /* How the CPU devices' Gauss-Seidel kernel (pbd_gs16) moves the 32 particles of sixteen
  * constraints: one by one; as two runs of consecutive particles (a, a + 1, ...; b, b + 1,
  * ...); as interleaved pairs ((a, a + 1), (a + 2, a + 3), ...). The plan sorts each block's
- * part of a colour in this order (pbd_plan.block_runs). */
+ * part of a colour in this order (pbd_blocks.block_runs). */
 #define PBD_RUN_NONE        0
 #define PBD_RUN_CONSECUTIVE 1
 #define PBD_RUN_PAIRS       2

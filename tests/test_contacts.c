@@ -75,7 +75,7 @@ static void hash_finds_all_pairs(void **state)
             pbd_config cfg = pbd_config_default();
             pbd_plan pl = {0};
             pbd_error err = {0};
-            if (pbd_plan_build(&m, &cfg, &pl, &err) != PBD_OK)
+            if (pbd_plan_build(&m, &cfg, PBD_VARIANT_GPU, &pl, &err) != PBD_OK)
                 fail_msg("%s", err.message);
             assert_int_equal(pl.contacts, 1);
             assert_true(pl.table_size >= n && (pl.table_size & (pl.table_size - 1)) == 0);

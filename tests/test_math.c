@@ -82,7 +82,7 @@ static void distance_pbd_stiffness(void **state)
     cfg.iterations = 4;
     pbd_plan plan;
     pbd_error err = {0};
-    assert_int_equal(pbd_plan_build(&m, &cfg, &plan, &err), PBD_OK);
+    assert_int_equal(pbd_plan_build(&m, &cfg, PBD_VARIANT_GPU, &plan, &err), PBD_OK);
     assert_near(-plan.type[PBD_CONSTRAINT_DISTANCE].distance[0].compliance, 1.0 - pow(0.5, 0.25),
                 1e-7, "k per iteration");
     pbd_plan_free(&plan);

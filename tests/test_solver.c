@@ -407,10 +407,10 @@ static void blocked_gs_same_bits(void **state)
             assert_int_equal(
                 pbd_model_add_distance(m, 0, far, sqrtf(dx * dx + dy * dy + dz * dz), 0.0f), 0);
             pbd_plan plan;
-            assert_int_equal(pbd_plan_build(m, &s.config, &plan, &err), PBD_OK);
+            assert_int_equal(pbd_plan_build(m, &s.config, PBD_VARIANT_GPU, &plan, &err), PBD_OK);
             /* it crosses cut 0 and touches a particle of cut 1: those two are one group */
-            assert_int_equal(plan.num_blocks, 4);
-            assert_int_equal(plan.num_cuts, 2);
+            assert_int_equal(plan.type[PBD_CONSTRAINT_DISTANCE].blocks.num_blocks, 4);
+            assert_int_equal(plan.type[PBD_CONSTRAINT_DISTANCE].blocks.num_cuts, 2);
             pbd_plan_free(&plan);
         }
         pair_result r = run_pair(m, &s.config, 30);
@@ -446,7 +446,7 @@ static void blocked_gs_same_bits(void **state)
     }
 }
 
-/* Checks one sorted part [lo, hi) of a colour (pbd_plan.block_runs, cut_runs): groups of
+/* Checks one sorted part [lo, hi) of a colour (pbd_blocks.block_runs, cut_runs): groups of
  * sixteen of consecutive particles up to `pairs`, of interleaved pairs up to `rest`. Returns
  * how many constraints are in runs or pairs. */
 static long check_runs(const pbd_distance *d, int lo, int pairs, int rest, int hi)
@@ -465,7 +465,7 @@ static long check_runs(const pbd_distance *d, int lo, int pairs, int rest, int h
     return rest - lo;
 }
 
-/* The plan's runs (pbd_plan.block_runs, cut_runs), which the CPU devices'
+/* The plan's runs (pbd_blocks.block_runs, cut_runs), which the CPU devices'
  * Gauss-Seidel kernels load without looking at the particle indices: every group of sixteen
  * marked as consecutive or as interleaved pairs is one, and on cloths numbered row by row
  * runs are found: most of the blocks' parts of the colours of 96 x 96 and 256 x 256 cloths
@@ -484,12 +484,13 @@ static void plan_block_runs(void **state)
         pbd_error err = {0};
         assert_int_equal(pbd_scene_load(names[v], &s, &err), PBD_OK);
         pbd_plan plan;
-        assert_int_equal(pbd_plan_build(&s.model, &s.config, &plan, &err), PBD_OK);
+        assert_int_equal(pbd_plan_build(&s.model, &s.config, PBD_VARIANT_GPU, &plan, &err), PBD_OK);
         const pbd_plan_type *dist = &plan.type[PBD_CONSTRAINT_DISTANCE];
+        const pbd_blocks *bl = &dist->blocks;
         const pbd_distance *d = dist->distance;
         const int *co = dist->color_offsets;
-        int nb = plan.num_blocks, nbc = plan.boundary_colors, nic = dist->num_colors - nbc;
-        int ng = plan.num_cuts;
+        int nb = bl->num_blocks, nbc = bl->boundary_colors, nic = dist->num_colors - nbc;
+        int ng = bl->num_cuts;
         assert_true(v == 2 ? nb == 1 : nb > 1);
         /* One block has no boundary: its colours are its parts, which the colour launches
          * take with the block's runs. */
@@ -497,12 +498,12 @@ static void plan_block_runs(void **state)
             assert_int_equal(nbc, 0);
         /* The blocks' ranges partition the particles, and a block's constraints lie in its
          * range (65 x 65: 2 blocks of 4,225 particles, which 2 does not divide). */
-        assert_true(plan.block_first[0] == 0 && plan.block_first[nb] == plan.num_particles);
+        assert_true(bl->block_first[0] == 0 && bl->block_first[nb] == plan.num_particles);
         for (int b = 0; b < nb; ++b) {
-            const int *bf = plan.block_first;
+            const int *bf = bl->block_first;
             assert_true(bf[b] < bf[b + 1]);
             for (int k = 0; k < nic; ++k) {
-                const int *bo = plan.block_offsets + k * (nb + 1);
+                const int *bo = bl->block_offsets + k * (nb + 1);
                 for (int c = bo[b]; c < bo[b + 1]; ++c)
                     assert_true(d[c].a >= bf[b] && d[c].a < bf[b + 1] && d[c].b >= bf[b] &&
                                 d[c].b < bf[b + 1]);
@@ -515,10 +516,10 @@ static void plan_block_runs(void **state)
         for (int i = 0; i < plan.num_particles; ++i)
             owner[i] = -1;
         for (int k = 0; k < nbc; ++k) {
-            const int *cg = plan.cut_offsets + k * (ng + 1);
+            const int *cg = bl->cut_offsets + k * (ng + 1);
             assert_true(cg[0] == co[k] && cg[ng] == co[k + 1]);
             for (int g = 0; g < ng; ++g) {
-                const int *gr = plan.cut_runs + 2 * (k * ng + g);
+                const int *gr = bl->cut_runs + 2 * (k * ng + g);
                 boundary_runs += check_runs(d, cg[g], gr[0], gr[1], cg[g + 1]);
                 for (int c = cg[g]; c < cg[g + 1]; ++c) {
                     int ends[2] = {d[c].a, d[c].b};
@@ -531,9 +532,9 @@ static void plan_block_runs(void **state)
         }
         free(owner);
         for (int k = 0; k < nic; ++k) {
-            const int *bo = plan.block_offsets + k * (nb + 1);
+            const int *bo = bl->block_offsets + k * (nb + 1);
             for (int b = 0; b < nb; ++b) {
-                const int *br = plan.block_runs + 2 * (k * nb + b);
+                const int *br = bl->block_runs + 2 * (k * nb + b);
                 in_runs += check_runs(d, bo[b], br[0], br[1], bo[b + 1]);
                 interior += bo[b + 1] - bo[b];
             }
@@ -544,6 +545,156 @@ static void plan_block_runs(void **state)
         assert_true((double)in_runs >= min_share[v] * (double)interior);
         assert_true(boundary_runs >= boundary / 4);
         pbd_plan_free(&plan);
+        pbd_scene_free(&s);
+    }
+}
+
+/* The four-particle types' block order on the CPU variant (blocked_type): a tet box of
+ * 4,096 particles (two blocks) with volume constraints, a 64 x 64 cloth pinned along an edge
+ * with dihedral bending (pinned particles belong to no block), and the Neo-Hookean box under
+ * a bound of 8 colours, which overflows and so keeps the plain colouring. The blocks'
+ * constraints lie in their blocks' ranges but for pinned particles, the groups of cuts of a
+ * boundary colour share no unpinned particle, and the GPU variant's plan has no blocks. */
+static void plan_element_blocks(void **state)
+{
+    (void)state;
+    const char *const json[3] = {
+        "{\"bodies\": [{\"type\": \"tet_box\", \"cells\": [15, 15, 15], \"volume\": true}]}",
+        "{\"bodies\": [{\"type\": \"cloth\", \"resolution\": [64, 64], \"pin\": \"edge\", "
+        "\"bending\": \"dihedral\"}]}",
+        "{\"max_colors\": 8, \"substeps\": 4, \"bodies\": [{\"type\": \"tet_box\", \"cells\": "
+        "[15, 15, 15], \"density\": 100, \"young_modulus\": 20000, \"poisson_ratio\": 0.3}]}"};
+    const int type[3] = {PBD_CONSTRAINT_VOLUME, PBD_CONSTRAINT_DIHEDRAL,
+                         PBD_CONSTRAINT_NEO_HOOKEAN};
+    for (int v = 0; v < 3; ++v) {
+        pbd_scene s = {0};
+        pbd_error err = {0};
+        assert_int_equal(pbd_scene_parse(json[v], "blocks", &s, &err), PBD_OK);
+        pbd_plan plan, gpu;
+        assert_int_equal(pbd_plan_build(&s.model, &s.config, PBD_VARIANT_CPU, &plan, &err), PBD_OK);
+        assert_int_equal(pbd_plan_build(&s.model, &s.config, PBD_VARIANT_GPU, &gpu, &err), PBD_OK);
+        const pbd_plan_type *pt = &plan.type[type[v]];
+        const pbd_blocks *bl = &pt->blocks;
+        const int *e = (const int *)pt->records; /* a record's first four ints: its particles */
+        const size_t stride = pbd_constraint_types[type[v]].size / sizeof(int);
+        assert_int_equal(gpu.type[type[v]].blocks.num_blocks, 0);
+        print_message("%s: %d colours (%d on the GPU variant), %d blocks, %d boundary colours, "
+                      "%d groups of cuts\n",
+                      pbd_constraint_types[type[v]].name, pt->num_colors,
+                      gpu.type[type[v]].num_colors, bl->num_blocks, bl->boundary_colors,
+                      bl->num_cuts);
+        if (v == 2) { /* overflowed: the plain colouring, the overflow set last */
+            assert_int_equal(bl->num_blocks, 0);
+            assert_true(pt->overflow);
+            assert_int_equal(pt->num_colors, gpu.type[type[v]].num_colors);
+            pbd_plan_free(&plan);
+            pbd_plan_free(&gpu);
+            pbd_scene_free(&s);
+            continue;
+        }
+        assert_int_equal(bl->num_blocks, 2);
+        assert_true(bl->boundary_colors > 0 && bl->num_cuts == 1);
+        const int nb = bl->num_blocks, ng = bl->num_cuts, nbc = bl->boundary_colors;
+        const float *w = &s.model.x[0].w;
+        long blocked = 0;
+        for (int k = 0; k < pt->num_colors - nbc; ++k) {
+            const int *bo = bl->block_offsets + k * (nb + 1);
+            assert_int_equal(bo[0], pt->color_offsets[nbc + k]);
+            assert_int_equal(bo[nb], pt->color_offsets[nbc + k + 1]);
+            for (int b = 0; b < nb; ++b)
+                for (int c = bo[b]; c < bo[b + 1]; ++c, ++blocked)
+                    for (int i = 0; i < 4; ++i) {
+                        int q = e[stride * (size_t)c + (size_t)i];
+                        assert_true(w[4 * (size_t)q] == 0.0f ||
+                                    (q >= bl->block_first[b] && q < bl->block_first[b + 1]));
+                    }
+        }
+        int *owner = malloc((size_t)plan.num_particles * sizeof *owner);
+        assert_non_null(owner);
+        for (int k = 0; k < nbc; ++k) {
+            const int *cg = bl->cut_offsets + k * (ng + 1);
+            assert_true(cg[0] == pt->color_offsets[k] && cg[ng] == pt->color_offsets[k + 1]);
+            for (int i = 0; i < plan.num_particles; ++i)
+                owner[i] = -1;
+            for (int g = 0; g < ng; ++g)
+                for (int c = cg[g]; c < cg[g + 1]; ++c)
+                    for (int i = 0; i < 4; ++i) {
+                        int q = e[stride * (size_t)c + (size_t)i];
+                        if (w[4 * (size_t)q] == 0.0f)
+                            continue;
+                        assert_true(owner[q] < 0 || owner[q] == g);
+                        owner[q] = g;
+                    }
+        }
+        free(owner);
+        /* most of the constraints are inside a block */
+        assert_true(blocked > pt->count / 2);
+        pbd_plan_free(&plan);
+        pbd_plan_free(&gpu);
+        pbd_scene_free(&s);
+    }
+}
+
+/* The four-particle types in the block order give the CPU reference's bits on the CPU
+ * variant, in two launches an iteration: a spinning Neo-Hookean box of 4,096 particles (two
+ * blocks; its momentum preserved) falling onto a floor, the volume box likewise, and 64 x 64
+ * cloths pinned along an edge with dihedral and with isometric bending (with their distance
+ * constraints' blocks). On a GPU, within 1e-4 of the reference. */
+static void blocked_elements_same_bits(void **state)
+{
+    (void)state;
+    const char *const box = "\"type\": \"tet_box\", \"cells\": [15, 15, 15], \"size\": [1, 1, 1], "
+                            "\"center\": [0, 0.6, 0], \"density\": 100, \"angular_velocity\": "
+                            "[1, 2, 4], ";
+    const char *const cloth = "\"type\": \"cloth\", \"resolution\": [64, 64], \"size\": [1, 1], "
+                              "\"center\": [0, 0.4, 0], \"mass\": 1, \"pin\": \"edge\", "
+                              "\"bending_compliance\": 0.01, ";
+    const char *const body[4][2] = {
+        {box, "\"young_modulus\": 20000, \"poisson_ratio\": 0.3"},
+        {box, "\"volume\": true, \"volume_compliance\": 1e-6, \"compliance\": 1e-4"},
+        {cloth, "\"bending\": \"dihedral\""},
+        {cloth, "\"bending\": \"isometric\""}};
+    const int type[4] = {PBD_CONSTRAINT_NEO_HOOKEAN, PBD_CONSTRAINT_VOLUME, PBD_CONSTRAINT_DIHEDRAL,
+                         PBD_CONSTRAINT_ISOMETRIC};
+    for (int v = 0; v < 4; ++v) {
+        char json[1024];
+        snprintf(json, sizeof json,
+                 "{\"dt\": 0.016666666666666666, \"substeps\": %d, \"iterations\": 5, "
+                 "\"planes\": [{\"normal\": [0, 1, 0], \"offset\": 0}], \"bodies\": [{%s%s}]}",
+                 v == 0 ? 4 : 1, body[v][0], body[v][1]);
+        pbd_scene s = {0};
+        pbd_error err = {0};
+        assert_int_equal(pbd_scene_parse(json, "blocked", &s, &err), PBD_OK);
+        /* the type's launches a frame, from the device's profile */
+        pbd_solver *sv;
+        pbd_solver_desc d = {.backend = PBD_BACKEND_CL, .profile = 1};
+        assert_int_equal(test_solver_create(&s.model, &s.config, &d, &sv, &err), PBD_OK);
+        assert_int_equal(pbd_solver_step(sv, 2, &err), PBD_OK);
+        const pbd_kernel_time *kt = NULL;
+        int nk = 0;
+        long launches = -1;
+        char name[64];
+        snprintf(name, sizeof name, "project_%s", pbd_constraint_types[type[v]].name);
+        assert_int_equal(pbd_solver_kernel_times(sv, &kt, &nk, &err), PBD_OK);
+        for (int k = 0; k < nk; ++k)
+            if (strcmp(kt[k].name, name) == 0)
+                launches = kt[k].launches / 2;
+        int cpu = pbd_solver_variant(sv) == PBD_VARIANT_CPU;
+        int colors = pbd_solver_type_colors(sv, type[v]);
+        pbd_solver_destroy(sv);
+        pair_result r = run_pair(&s.model, &s.config, 20);
+        print_message("%s: %d colours, %ld launches a frame, %ld values differ (worst %.3g)\n",
+                      name, colors, launches, r.differ, r.worst);
+        /* CPU devices: the boundary's groups of cuts, then the blocks; GPUs a launch a
+         * colour */
+        long passes = (long)s.config.substeps * s.config.iterations;
+        assert_int_equal(launches, cpu ? 2 * passes : colors * passes);
+        /* it fell onto the floor: there were collisions to agree on */
+        int floor = 0;
+        for (int i = 0; i < s.model.num_particles; ++i)
+            floor += r.x_cpu[i].y < 0.01f;
+        assert_true(floor > 0);
+        pair_check_free(&r);
         pbd_scene_free(&s);
     }
 }
@@ -1572,7 +1723,8 @@ static void pressure_table_same_bits(void **state)
         expect(sc.model.bodies[1].count >= 16 && sc.model.bodies[1].count % 16 != 0,
                "the second body has %d particles", sc.model.bodies[1].count);
         pbd_plan plan = {0};
-        assert_int_equal(pbd_plan_build(&sc.model, &sc.config, &plan, &err), PBD_OK);
+        assert_int_equal(pbd_plan_build(&sc.model, &sc.config, PBD_VARIANT_GPU, &plan, &err),
+                         PBD_OK);
         int steps = -1, *table = pbd_plan_pressure_table(&plan, &steps);
         expect(table != NULL && steps == 7, "%s: a table of %d steps", what[first], steps);
         const int np = plan.num_particles, *off = plan.pressure_offsets;
@@ -2575,6 +2727,8 @@ static const struct CMUnitTest tests[] = {
     pbd_device_test(cpu_vs_cl_gs),
     pbd_device_test(blocked_gs_same_bits),
     cmocka_unit_test(plan_block_runs),
+    cmocka_unit_test(plan_element_blocks),
+    pbd_device_test(blocked_elements_same_bits),
     pbd_device_test(jacobi_same_bits),
     pbd_device_test(cpu_vs_cl_jacobi),
     pbd_device_test(deterministic_gs),

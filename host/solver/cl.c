@@ -53,8 +53,12 @@ typedef struct cl_impl {
     int iterate, jacobi_start;
     cl_mem particle_body, segments, body_segments, body_ref, body_track, body_flags;
     cl_mem block_offsets, block_runs, block_first, cut_offsets, cut_runs;
-    kernel gs_blocks;     /* block Gauss-Seidel on CPU devices (else no kernel) */
-    kernel gs_cuts;       /* project_gs_blocks over the boundary's groups of cuts (else none) */
+    kernel gs_blocks; /* block Gauss-Seidel on CPU devices (else no kernel) */
+    kernel gs_cuts;   /* project_gs_blocks over the boundary's groups of cuts (else none) */
+    /* The four-particle types in blocks on CPU devices (pbd_plan_type.blocks): a launch for
+     * the boundary's groups of cuts, one for the blocks (project_<type>_blocks; else none) */
+    kernel type_blocks[PBD_CONSTRAINT_COUNT], type_cuts[PBD_CONSTRAINT_COUNT];
+    cl_mem type_block_offsets[PBD_CONSTRAINT_COUNT], type_cut_offsets[PBD_CONSTRAINT_COUNT];
     kernel gs_group;      /* a small mesh's colours in one work-group on GPUs (else no kernel) */
     size_t group_wg;      /* gs_group's work-group size */
     cl_mem color_offsets; /* the distance colours' offsets, for gs_group */
@@ -284,6 +288,14 @@ static const char *const project16[PBD_CONSTRAINT_COUNT] = {
     [PBD_CONSTRAINT_NEO_HOOKEAN] = "project_neo_hookean16",
 };
 
+/* The four-particle types' kernels for the block order on CPU devices (project4.cl). */
+static const char *const project_blocks[PBD_CONSTRAINT_COUNT] = {
+    [PBD_CONSTRAINT_VOLUME] = "project_volume_blocks",
+    [PBD_CONSTRAINT_DIHEDRAL] = "project_dihedral_blocks",
+    [PBD_CONSTRAINT_ISOMETRIC] = "project_isometric_blocks",
+    [PBD_CONSTRAINT_NEO_HOOKEAN] = "project_neo_hookean_blocks",
+};
+
 /* Colours [first, last) of constraint `type`: project_<type> on the current iterate (Jacobi
  * alternates it; Gauss-Seidel keeps p), a constraint a work-item, or with `serial` one
  * work-item taking them all in order (an overflow set; the CPU variant's small colours). */
@@ -305,11 +317,12 @@ static pbd_status cl_project_colors(cl_impl *c, int type, int first, int last, i
         ARG(k, "serial", one);
     size_t items = serial ? 1 : (size_t)count;
     /* CPU devices launch distance colours only for a mesh of one block, with no boundary
-     * colours: colour k is the block's whole part, sorted into runs (pbd_plan.block_runs);
+     * colours: colour k is the block's whole part, sorted into runs (pbd_blocks.block_runs);
      * project_distance_gs16 takes sixteen constraints a work-item. */
     if (cpu_variant(c) && type == PBD_CONSTRAINT_DISTANCE) {
-        ARG(k, "pairs", c->plan->block_runs[2 * first]);
-        ARG(k, "rest", c->plan->block_runs[2 * first + 1]);
+        const int *runs = pt->blocks.block_runs + 2 * first;
+        ARG(k, "pairs", runs[0]);
+        ARG(k, "rest", runs[1]);
         items = ((size_t)count + 15) / 16;
     } else if (cpu_variant(c) && project16[type] && !serial) {
         items = ((size_t)count + 15) / 16; /* project_<type>16: sixteen a work-item */
@@ -322,10 +335,12 @@ cleanup:
 
 /* One Gauss-Seidel pass over constraint `type` in the plan's order. The distance constraints
  * on CPU devices with blocks: the boundary colours in one launch, a work-item a group of cuts
- * (pbd_plan.num_cuts), then every block's colours and collisions in one launch, a work-item a
+ * (pbd_blocks.num_cuts), then every block's colours and collisions in one launch, a work-item a
  * block (collide_fused); on GPUs, a small mesh's colours and collisions in one work-group
- * (collide_fused). A type of small colours on the CPU variant (pbd_plan_type.one_launch):
- * one launch, one work-item taking every colour in order. Otherwise a launch a colour. */
+ * (collide_fused). The four-particle types in blocks on CPU devices likewise, without the
+ * collisions (project_<type>_blocks). A type of small colours on the CPU variant
+ * (pbd_plan_type.one_launch): one launch, one work-item taking every colour in order.
+ * Otherwise a launch a colour. */
 static pbd_status cl_project(void *impl, int type, int reset, pbd_error *err)
 {
     cl_impl *c = impl;
@@ -340,14 +355,27 @@ static pbd_status cl_project(void *impl, int type, int reset, pbd_error *err)
     if (type == PBD_CONSTRAINT_DISTANCE && c->gs_blocks.k) {
         if (c->gs_cuts.k) {
             ARG(&c->gs_cuts, "reset_lambda", r);
-            status = launch_kernel(c, &c->gs_cuts, PBD_STAGE_PROJECT + type, (size_t)pl->num_cuts,
-                                   1, err);
+            status = launch_kernel(c, &c->gs_cuts, PBD_STAGE_PROJECT + type,
+                                   (size_t)pl->type[type].blocks.num_cuts, 1, err);
             if (status != PBD_OK)
                 return status;
         }
         ARG(&c->gs_blocks, "reset_lambda", r);
-        return launch_kernel(c, &c->gs_blocks, PBD_STAGE_PROJECT + type, (size_t)pl->num_blocks, 1,
-                             err);
+        return launch_kernel(c, &c->gs_blocks, PBD_STAGE_PROJECT + type,
+                             (size_t)pl->type[type].blocks.num_blocks, 1, err);
+    }
+    if (c->type_blocks[type].k) { /* the boundary's groups of cuts, then the blocks */
+        const pbd_blocks *bl = &pl->type[type].blocks;
+        kernel *ks[2] = {&c->type_cuts[type], &c->type_blocks[type]};
+        size_t items[2] = {(size_t)bl->num_cuts, (size_t)bl->num_blocks};
+        for (int j = 0; j < 2 && status == PBD_OK; ++j) {
+            if (!ks[j]->k)
+                continue;
+            ARG(ks[j], "particle_p", c->p);
+            ARG(ks[j], "reset_lambda", r);
+            status = launch_kernel(c, ks[j], PBD_STAGE_PROJECT + type, items[j], 1, err);
+        }
+        return status;
     }
     const pbd_plan_type *pt = &pl->type[type];
     if (pt->one_launch) /* every colour in order on one work-item: the same sequence */
@@ -888,10 +916,15 @@ static void cl_destroy(void *impl)
     if (c->body_sets.k)
         clReleaseKernel(c->body_sets.k);
     for (int t = 0; t < PBD_CONSTRAINT_COUNT; ++t) {
-        if (c->records[t])
-            clReleaseMemObject(c->records[t]);
-        if (c->lambda[t])
-            clReleaseMemObject(c->lambda[t]);
+        cl_mem bufs[] = {c->records[t], c->lambda[t], c->type_block_offsets[t],
+                         c->type_cut_offsets[t]};
+        for (size_t k = 0; k < sizeof bufs / sizeof bufs[0]; ++k)
+            if (bufs[k])
+                clReleaseMemObject(bufs[k]);
+        if (c->type_blocks[t].k)
+            clReleaseKernel(c->type_blocks[t].k);
+        if (c->type_cuts[t].k)
+            clReleaseKernel(c->type_cuts[t].k);
     }
     pbd_cl_close(&c->cl);
     free(c);
@@ -1002,16 +1035,7 @@ static pbd_status choose_kernels(cl_impl *c, pbd_plan *plan, const pbd_solver_de
 {
     pbd_status status = PBD_OK;
     const pbd_device_info *info = &c->cl.info;
-    /* The variant, once: asked for, or by device type (on a CPU device a work-group is a loop
-     * and barriers are costly, so a work-item per segment and float16 lanes; GPUs get a
-     * launch a colour and work-group trees). Every choice below follows from it. */
-    if (desc->variant != PBD_VARIANT_AUTO && desc->variant != PBD_VARIANT_GPU &&
-        desc->variant != PBD_VARIANT_CPU)
-        return pbd_error_set(err, PBD_ERR_ARGUMENT, "variant: found %d, expected auto, gpu or cpu",
-                             (int)desc->variant);
-    plan->variant = desc->variant != PBD_VARIANT_AUTO ? desc->variant
-                    : strcmp(info->type, "cpu") == 0  ? PBD_VARIANT_CPU
-                                                      : PBD_VARIANT_GPU;
+    /* The variant (pbd_cl_solver_open's): every choice below follows from it. */
     int cpu = plan->variant == PBD_VARIANT_CPU;
     if (cpu)
         plan->solve_serial = 1;
@@ -1066,13 +1090,14 @@ static pbd_status choose_kernels(cl_impl *c, pbd_plan *plan, const pbd_solver_de
      * collisions; a small mesh of one block, one. (Without distance constraints there is no
      * block to run, and the collide kernel collides.) */
     int ndist = plan->type[PBD_CONSTRAINT_DISTANCE].count;
+    const pbd_blocks *db = &plan->type[PBD_CONSTRAINT_DISTANCE].blocks;
     int blocked = cpu && plan->cfg.solver == PBD_SOLVER_GS && ndist > 0 &&
-                  (plan->num_blocks > 1 || ndist <= PBD_ONE_BLOCK);
+                  (db->num_blocks > 1 || ndist <= PBD_ONE_BLOCK);
     if (blocked && status == PBD_OK)
         status = make_kernel(c, "project_gs_blocks", &c->gs_blocks, err);
     /* The boundary constraints in groups that share no particle: one launch, a work-item a
      * group, run as the blocks are (without their collisions). */
-    if (blocked && plan->boundary_colors > 0 && status == PBD_OK)
+    if (blocked && db->boundary_colors > 0 && status == PBD_OK)
         status = make_kernel(c, "project_gs_blocks", &c->gs_cuts, err);
     /* GPUs: a small mesh's distance colours and collisions in one work-group */
     int grouped = !cpu && plan->cfg.solver == PBD_SOLVER_GS && ndist > 0 && ndist <= PBD_ONE_GROUP;
@@ -1091,10 +1116,23 @@ static pbd_status choose_kernels(cl_impl *c, pbd_plan *plan, const pbd_solver_de
         int other = 0;
         for (int t = 0; t < PBD_CONSTRAINT_COUNT; ++t)
             other += t == PBD_CONSTRAINT_DISTANCE ? 0 : plan->type[t].num_colors;
-        plan->gs_launches = other + (blocked && plan->boundary_colors > 0) + 1;
+        plan->gs_launches = other + (blocked && db->boundary_colors > 0) + 1;
     }
     if (cpu && plan->cfg.solver == PBD_SOLVER_JACOBI)
         plan->jacobi_launches -= ndist > 0; /* the gather projects too */
+    /* The four-particle types in the block order (pbd_plan_type.blocks): the boundary's
+     * groups of cuts in one launch and the blocks in another, instead of a launch a colour. */
+    for (int t = 0; cpu && t < PBD_CONSTRAINT_COUNT && status == PBD_OK; ++t) {
+        const pbd_plan_type *pt = &plan->type[t];
+        if (t == PBD_CONSTRAINT_DISTANCE || !project_blocks[t] || pt->blocks.num_blocks < 2)
+            continue;
+        status = make_kernel(c, project_blocks[t], &c->type_blocks[t], err);
+        if (status == PBD_OK && pt->blocks.boundary_colors > 0)
+            status = make_kernel(c, project_blocks[t], &c->type_cuts[t], err);
+        plan->gs_launches -= pt->num_colors - 1 - (pt->blocks.boundary_colors > 0);
+    }
+    if (status != PBD_OK)
+        return status;
     /* Small colours on the CPU variant: a type's colours in one launch, one work-item taking
      * them in order, where they average serial_color_size constraints or fewer. A launch
      * costs a few microseconds of the host's and the device's time (PoCL); a volume element
@@ -1102,8 +1140,8 @@ static pbd_status choose_kernels(cl_impl *c, pbd_plan *plan, const pbd_solver_de
     for (int t = 0; cpu && t < PBD_CONSTRAINT_COUNT; ++t) {
         pbd_plan_type *pt = &plan->type[t];
         long size = plan->cfg.serial_color_size;
-        pt->one_launch = t != PBD_CONSTRAINT_DISTANCE && pt->num_colors > 1 &&
-                         (long)pt->count <= size * pt->num_colors;
+        pt->one_launch = t != PBD_CONSTRAINT_DISTANCE && !c->type_blocks[t].k &&
+                         pt->num_colors > 1 && (long)pt->count <= size * pt->num_colors;
         if (pt->one_launch) {
             plan->gs_launches -= pt->num_colors - 1;
             plan->jacobi_launches -= pt->num_colors - 1;
@@ -1243,13 +1281,27 @@ static pbd_status create_buffers(cl_impl *c, const pbd_model *m, const pbd_plan 
     BUF(ell_lambda, nell * sizeof(float), NULL);
     jacobi_rows_free(&rows);
     BUF(colliders, ((size_t)plan->num_colliders + 1) * sizeof(pbd_collider), plan->colliders);
-    size_t nic = (size_t)(plan->type[PBD_CONSTRAINT_DISTANCE].num_colors - plan->boundary_colors);
-    BUF(block_offsets, nic * ((size_t)plan->num_blocks + 1) * sizeof(int), plan->block_offsets);
-    BUF(block_runs, nic * 2 * (size_t)plan->num_blocks * sizeof(int), plan->block_runs);
-    size_t nbcol = (size_t)plan->boundary_colors, ncut = (size_t)plan->num_cuts;
-    BUF(cut_offsets, nbcol * (ncut + 1) * sizeof(int), plan->cut_offsets);
-    BUF(cut_runs, nbcol * 2 * ncut * sizeof(int), plan->cut_runs);
-    BUF(block_first, ((size_t)plan->num_blocks + 1) * sizeof(int), plan->block_first);
+    const pbd_blocks *db = &plan->type[PBD_CONSTRAINT_DISTANCE].blocks;
+    size_t nic = (size_t)(plan->type[PBD_CONSTRAINT_DISTANCE].num_colors - db->boundary_colors);
+    BUF(block_offsets, nic * ((size_t)db->num_blocks + 1) * sizeof(int), db->block_offsets);
+    BUF(block_runs, nic * 2 * (size_t)db->num_blocks * sizeof(int), db->block_runs);
+    size_t nbcol = (size_t)db->boundary_colors, ncut = (size_t)db->num_cuts;
+    BUF(cut_offsets, nbcol * (ncut + 1) * sizeof(int), db->cut_offsets);
+    BUF(cut_runs, nbcol * 2 * ncut * sizeof(int), db->cut_runs);
+    BUF(block_first, ((size_t)db->num_blocks + 1) * sizeof(int), db->block_first);
+    /* The other blocked types' parts of their colours (type_blocks) */
+    for (int t = 0; t < PBD_CONSTRAINT_COUNT && st == PBD_OK; ++t) {
+        const pbd_blocks *bl = &plan->type[t].blocks;
+        if (!c->type_blocks[t].k)
+            continue;
+        size_t ni = (size_t)(plan->type[t].num_colors - bl->boundary_colors);
+        size_t nbt = (size_t)bl->boundary_colors;
+        st = buffer(c, &c->type_block_offsets[t], "block_offsets",
+                    ni * ((size_t)bl->num_blocks + 1) * sizeof(int), bl->block_offsets, err);
+        if (st == PBD_OK)
+            st = buffer(c, &c->type_cut_offsets[t], "cut_offsets",
+                        nbt * ((size_t)bl->num_cuts + 1) * sizeof(int), bl->cut_offsets, err);
+    }
     const pbd_plan_type *dist = &plan->type[PBD_CONSTRAINT_DISTANCE];
     BUF(color_offsets, c->gs_group.k ? ((size_t)dist->num_colors + 1) * sizeof(int) : 0,
         dist->color_offsets);
@@ -1381,6 +1433,23 @@ static pbd_status bind(const kernel *k, const binding *b, int n, pbd_error *err)
     return PBD_OK;
 }
 
+/* project_<type>_blocks `k` (if made) over type t's parts: `offsets` of `colors` colours in
+ * `parts` blocks or groups of cuts. */
+static pbd_status bind_blocks(cl_impl *c, const kernel *k, int t, cl_mem offsets, cl_int colors,
+                              cl_int parts, pbd_error *err)
+{
+    pbd_status status = PBD_OK;
+    if (!k->k)
+        return PBD_OK;
+    ARG(k, "records", c->records[t]);
+    ARG(k, "lambda", c->lambda[t]);
+    ARG(k, "block_offsets", offsets);
+    ARG(k, "num_colors", colors);
+    ARG(k, "num_blocks", parts);
+cleanup:
+    return status;
+}
+
 /* The arguments that differ from the shared bindings: the prediction's target buffer (Jacobi
  * alternates two), each constraint type's records and multipliers, and the boundary's groups
  * of cuts, which project_gs_blocks runs without collisions. */
@@ -1388,7 +1457,8 @@ static pbd_status bind_exceptions(cl_impl *c, const pbd_plan *plan, pbd_error *e
 {
     pbd_status status = PBD_OK;
     cl_int zero = 0, ndist = plan->type[PBD_CONSTRAINT_DISTANCE].count;
-    cl_int nbc = plan->boundary_colors, ncuts = plan->num_cuts;
+    const pbd_blocks *db = &plan->type[PBD_CONSTRAINT_DISTANCE].blocks;
+    cl_int nbc = db->boundary_colors, ncuts = db->num_cuts;
     cl_int ndc = plan->type[PBD_CONSTRAINT_DISTANCE].num_colors;
     cl_mem p_start = position_buffer(c, c->jacobi_start);
     ARG(&c->kernels[PBD_STAGE_PREDICT], "particle_p", p_start);
@@ -1404,6 +1474,17 @@ static pbd_status bind_exceptions(cl_impl *c, const pbd_plan *plan, pbd_error *e
         ARG(&c->kernels[PBD_STAGE_UPDATE], "body_out", c->out_step);
     if (c->gs_group.k) /* every distance colour (num_colors is the interior ones' elsewhere) */
         ARG(&c->gs_group, "num_colors", ndc);
+    for (int t = 0; t < PBD_CONSTRAINT_COUNT && status == PBD_OK; ++t) {
+        const pbd_blocks *bl = &plan->type[t].blocks;
+        int ni = plan->type[t].num_colors - bl->boundary_colors;
+        status = bind_blocks(c, &c->type_blocks[t], t, c->type_block_offsets[t], ni, bl->num_blocks,
+                             err);
+        if (status == PBD_OK)
+            status = bind_blocks(c, &c->type_cuts[t], t, c->type_cut_offsets[t],
+                                 bl->boundary_colors, bl->num_cuts, err);
+    }
+    if (status != PBD_OK)
+        return status;
     /* the boundary's groups of cuts: no collisions, so no colliders and nothing to track */
     if (c->gs_cuts.k) {
         ARG(&c->gs_cuts, "block_offsets", c->cut_offsets);
@@ -1429,7 +1510,8 @@ static pbd_status bind_arguments(cl_impl *c, const pbd_plan *plan, pbd_error *er
     cl_int nsets = plan->num_sets;
     cl_int keep_v = plan->cfg.velocity_update == PBD_VELOCITY_BDF2;
     cl_int track = plan->track, external = plan->external, materials = plan->materials;
-    cl_int ninterior = dist->num_colors - plan->boundary_colors, nblocks = plan->num_blocks;
+    cl_int ninterior = dist->num_colors - dist->blocks.boundary_colors;
+    cl_int nblocks = dist->blocks.num_blocks;
     const float *g = plan->cfg.gravity;
     cl_float gx = g[0], gy = g[1], gz = g[2], h = plan->h, inv_h = plan->inv_h;
     cl_float inv_h2 = plan->inv_h2, omega = plan->cfg.omega;
@@ -1505,6 +1587,11 @@ static pbd_status bind_arguments(cl_impl *c, const pbd_plan *plan, pbd_error *er
         status = bind(&c->gs_group, common, ncommon, err);
     if (status == PBD_OK)
         status = bind(&c->body_sets, common, ncommon, err);
+    for (int t = 0; t < PBD_CONSTRAINT_COUNT && status == PBD_OK; ++t) {
+        status = bind(&c->type_blocks[t], common, ncommon, err);
+        if (status == PBD_OK)
+            status = bind(&c->type_cuts[t], common, ncommon, err);
+    }
     for (int k = 0; k < CONTACT_KERNELS && status == PBD_OK; ++k)
         status = bind(&c->contact_kernels[k], common, ncommon, err);
     if (status != PBD_OK)
@@ -1581,9 +1668,14 @@ pbd_status pbd_check_device_memory(const pbd_model *m, const pbd_config *cfg,
 }
 
 pbd_status pbd_cl_solver_open(const pbd_model *m, const pbd_config *cfg,
-                              const pbd_solver_desc *desc, void **impl, pbd_error *err)
+                              const pbd_solver_desc *desc, void **impl, pbd_variant *variant,
+                              pbd_error *err)
 {
     *impl = NULL;
+    if (desc->variant != PBD_VARIANT_AUTO && desc->variant != PBD_VARIANT_GPU &&
+        desc->variant != PBD_VARIANT_CPU)
+        return pbd_error_set(err, PBD_ERR_ARGUMENT, "variant: found %d, expected auto, gpu or cpu",
+                             (int)desc->variant);
     cl_impl *c = calloc(1, sizeof *c);
     if (!c)
         return pbd_error_set(err, PBD_ERR_MEMORY, "out of memory creating the OpenCL solver");
@@ -1594,6 +1686,13 @@ pbd_status pbd_cl_solver_open(const pbd_model *m, const pbd_config *cfg,
         cl_destroy(c);
         return status;
     }
+    /* The variant, once: asked for, or by device type (on a CPU device a work-group is a loop
+     * and barriers are costly, so a work-item per segment and float16 lanes; GPUs get a
+     * launch a colour and work-group trees). The plan and every choice of kernels follow
+     * from it. */
+    *variant = desc->variant != PBD_VARIANT_AUTO     ? desc->variant
+               : strcmp(c->cl.info.type, "cpu") == 0 ? PBD_VARIANT_CPU
+                                                     : PBD_VARIANT_GPU;
     *impl = c;
     return PBD_OK;
 }

@@ -587,8 +587,9 @@ static void *alloc4(size_t n)
 pbd_status pbd_cpu_create(const pbd_model *m, pbd_plan *plan, const pbd_solver_desc *desc,
                           void **impl, pbd_error *err)
 {
-    /* The reference adds the sums in the order asked for: a device's (desc->sums). */
-    plan->variant = desc->sums == PBD_SUMS_LANES ? PBD_VARIANT_CPU : PBD_VARIANT_GPU;
+    /* The reference adds the sums in the order asked for, a device's (desc->sums), which
+     * chose the plan's variant (pbd_solver_create). */
+    (void)desc;
     if (plan->variant == PBD_VARIANT_CPU)
         plan->solve_serial = 1;
     cpu_impl *c = calloc(1, sizeof *c);

@@ -25,6 +25,15 @@ static const char *const project_type_params[] = {
         kname, project_type_params,                                                                \
             (int)(sizeof project_type_params / sizeof project_type_params[0])                      \
     }
+/* project_<type>_blocks (project4.cl): one list for the four-particle types */
+static const char *const project_blocks_params[] = {"particle_p",    "records",     "lambda",
+                                                    "block_offsets", "num_colors",  "num_blocks",
+                                                    "inv_h2",        "reset_lambda"};
+#define BLOCKS_ENTRY(kname)                                                                        \
+    {                                                                                              \
+        kname, project_blocks_params,                                                              \
+            (int)(sizeof project_blocks_params / sizeof project_blocks_params[0])                  \
+    }
 PARAMS(project_distance_jacobi, "particle_p", "distance_records", "distance_lambda",
        "distance_gain", "count", "inv_h2", "reset_lambda")
 PARAMS(project_distance_gs16, "particle_p", "distance_records", "distance_lambda", "offset",
@@ -115,6 +124,10 @@ const pbd_kernel_params pbd_kernel_param_table[] = {
     TYPE_ENTRY("project_dihedral16"),
     TYPE_ENTRY("project_isometric16"),
     TYPE_ENTRY("project_neo_hookean16"),
+    BLOCKS_ENTRY("project_volume_blocks"),
+    BLOCKS_ENTRY("project_dihedral_blocks"),
+    BLOCKS_ENTRY("project_isometric_blocks"),
+    BLOCKS_ENTRY("project_neo_hookean_blocks"),
     ENTRY(project_distance_jacobi),
     ENTRY(project_distance_gs16),
     ENTRY(project_gs_blocks),

@@ -20,18 +20,24 @@ struct pbd_solver {
     uint64_t fingerprint; /* of the model the solver was made from */
 };
 
+static void pbd_blocks_free(pbd_blocks *bl)
+{
+    free(bl->block_first);
+    free(bl->block_offsets);
+    free(bl->block_runs);
+    free(bl->cut_offsets);
+    free(bl->cut_runs);
+    memset(bl, 0, sizeof *bl);
+}
+
 void pbd_plan_free(pbd_plan *plan)
 {
     for (int t = 0; t < PBD_CONSTRAINT_COUNT; ++t) {
         free(plan->type[t].color_offsets);
         free(plan->type[t].position);
         free(plan->type[t].records);
+        pbd_blocks_free(&plan->type[t].blocks);
     }
-    free(plan->block_first);
-    free(plan->block_offsets);
-    free(plan->block_runs);
-    free(plan->cut_offsets);
-    free(plan->cut_runs);
     free(plan->csr_offsets);
     free(plan->csr_slots);
     free(plan->csr_other);
@@ -171,11 +177,24 @@ static void sort_runs(const int *d, int *order, int lo, int hi, int *tmp, int *r
     runs[1] = lo + ncons + npairs;
 }
 
-/* The lower of the blocks of constraint c's two ends: the cut it crosses. */
-static int lower_block(const int *ends, const int *block, int c)
+/* The lowest and highest block of constraint c's particles (arity of them), leaving out
+ * those `shared` flags (pinned: never written, so any worker may read them). A constraint of
+ * shared particles only is in its first particle's block. */
+static void block_span(const int *ends, int arity, const int *block, const unsigned char *shared,
+                       int c, int *lo, int *hi)
 {
-    int a = block[ends[2 * c]], b = block[ends[2 * c + 1]];
-    return a < b ? a : b;
+    const int *e = ends + (size_t)arity * (size_t)c;
+    *lo = INT_MAX;
+    *hi = -1;
+    for (int k = 0; k < arity; ++k) {
+        if (shared && shared[e[k]])
+            continue;
+        int b = block[e[k]];
+        *lo = b < *lo ? b : *lo;
+        *hi = b > *hi ? b : *hi;
+    }
+    if (*hi < 0)
+        *lo = *hi = block[e[0]];
 }
 
 /* The root of cut k in a union-find forest. */
@@ -187,44 +206,51 @@ static int cut_root(int *parent, int k)
 }
 
 /* Groups the boundary constraints (list[0, nbound)) by the cut they cross, named by the
- * lower of their two blocks, merging cuts that share a particle, so that different groups
- * share none and can be projected side by side. Writes each constraint's group (by model
- * index) to group[] and returns the number of groups, numbered in the order of their lowest
- * cut. touch: num_particles ints; nb <= PBD_MAX_BLOCKS. */
-static int group_cuts(int np, const int *ends, const int *block, const int *list, int nbound,
-                      int nb, int *touch, int *group)
+ * lowest of their blocks, merging cuts that share an (unshared) particle, so that different
+ * groups share none and can be projected side by side. Writes each constraint's group (by
+ * model index) to group[] and returns the number of groups, numbered in the order of their
+ * lowest cut. touch: num_particles ints; nb <= PBD_MAX_BLOCKS. */
+static int group_cuts(int np, const int *ends, int arity, const int *block,
+                      const unsigned char *shared, const int *list, int nbound, int nb, int *touch,
+                      int *group)
 {
-    int parent[PBD_MAX_BLOCKS];
+    int parent[PBD_MAX_BLOCKS], lo, hi;
     for (int i = 0; i < np; ++i)
         touch[i] = -1;
     for (int k = 0; k < nb; ++k)
         parent[k] = k;
     for (int j = 0; j < nbound; ++j) {
-        const int *e = ends + 2 * list[j];
-        int cut = block[e[0]] < block[e[1]] ? block[e[0]] : block[e[1]];
-        for (int k = 0; k < 2; ++k) {
+        const int *e = ends + (size_t)arity * (size_t)list[j];
+        block_span(ends, arity, block, shared, list[j], &lo, &hi);
+        for (int k = 0; k < arity; ++k) {
+            if (shared && shared[e[k]])
+                continue;
             if (touch[e[k]] < 0)
-                touch[e[k]] = cut;
+                touch[e[k]] = lo;
             else
-                parent[cut_root(parent, touch[e[k]])] = cut_root(parent, cut);
+                parent[cut_root(parent, touch[e[k]])] = cut_root(parent, lo);
         }
     }
     /* Number the groups that hold constraints by their lowest cut. */
     int used[PBD_MAX_BLOCKS] = {0}, id[PBD_MAX_BLOCKS], ng = 0;
-    for (int j = 0; j < nbound; ++j)
-        used[cut_root(parent, lower_block(ends, block, list[j]))] = 1;
+    for (int j = 0; j < nbound; ++j) {
+        block_span(ends, arity, block, shared, list[j], &lo, &hi);
+        used[cut_root(parent, lo)] = 1;
+    }
     for (int k = 0; k < nb; ++k)
         id[k] = used[k] ? ng++ : -1;
-    for (int j = 0; j < nbound; ++j)
-        group[list[j]] = id[cut_root(parent, lower_block(ends, block, list[j]))];
+    for (int j = 0; j < nbound; ++j) {
+        block_span(ends, arity, block, shared, list[j], &lo, &hi);
+        group[list[j]] = id[cut_root(parent, lo)];
+    }
     return ng;
 }
 
 /* Buckets each colour of `src` by part (part[c] of constraint c, model index, in
- * [0, parts)), keeping the colouring's order within a part, into order[j ..], and sorts each
- * part into runs (sort_runs). Writes colour k's start to color_offsets[k], its parts' starts
- * to offsets[k (parts + 1) ..] and their runs to runs[2 (k parts + p) ..]; returns the end.
- * tmp holds 2 n ints. */
+ * [0, parts)), keeping the colouring's order within a part, into order[j ..], and with `runs`
+ * (distance) sorts each part into runs (sort_runs). Writes colour k's start to
+ * color_offsets[k], its parts' starts to offsets[k (parts + 1) ..] and their runs to
+ * runs[2 (k parts + p) ..]; returns the end. tmp holds 2 n ints. */
 static int bucket_colors(const int *d, const pbd_coloring *src, const int *part, int parts,
                          int *order, int j, int *color_offsets, int *offsets, int *runs, int *tmp)
 {
@@ -236,22 +262,29 @@ static int bucket_colors(const int *d, const pbd_coloring *src, const int *part,
             for (int s = src->offsets[k]; s < src->offsets[k + 1]; ++s)
                 if (part[src->order[s]] == p)
                     order[j++] = src->order[s];
-            sort_runs(d, order, o[p], j, tmp, runs + 2 * ((size_t)k * (size_t)parts + (size_t)p));
+            if (runs)
+                sort_runs(d, order, o[p], j, tmp,
+                          runs + 2 * ((size_t)k * (size_t)parts + (size_t)p));
         }
         o[parts] = j;
     }
     return j;
 }
 
-/* Cuts the particles into blocks of consecutive indices and colours the constraints that
- * cross blocks (first) and those inside one block (then, each colour sorted by block) into
- * `col`. Meshes numbered without locality would put most constraints on the boundary; they
- * get one block, which is the plain colouring. */
-static pbd_status block_coloring(int np, const int *ends, int n, pbd_plan *plan, pbd_coloring *col,
-                                 pbd_error *err)
+/* Cuts the particles into blocks of consecutive indices and colours the constraints whose
+ * particles lie in different blocks (first) and those inside one block (then, each colour
+ * sorted by block) into `col`, with `opt`'s shared particles and bound on colours. Distance
+ * constraints (arity 2, `runs`) also get their runs. Meshes numbered without locality would
+ * put most constraints on the boundary; they get one block, which is the plain colouring. A
+ * colouring that overflows `opt`'s bound in either part is not blocked: the plain colouring
+ * is returned with no blocks (bl->num_blocks 0). */
+static pbd_status block_coloring(int np, const int *ends, int arity, int n,
+                                 const pbd_color_options *opt, int runs, pbd_blocks *bl,
+                                 pbd_coloring *col, pbd_error *err)
 {
     int nb = np / PBD_BLOCK_PARTICLES;
     nb = nb < 1 ? 1 : nb > PBD_MAX_BLOCKS ? PBD_MAX_BLOCKS : nb;
+    const unsigned char *shared = opt ? opt->shared : NULL;
     int *block = malloc(((size_t)np + 1) * sizeof *block);
     int *list = malloc(((size_t)n + 1) * sizeof *list);
     int *tmp = malloc((2 * (size_t)n + 1) * sizeof *tmp);
@@ -259,6 +292,8 @@ static pbd_status block_coloring(int np, const int *ends, int n, pbd_plan *plan,
     int *touch = malloc(((size_t)np + 1) * sizeof *touch);
     pbd_coloring cb = {0}, ci = {0};
     pbd_status st = PBD_OK;
+    int lo, hi;
+    memset(bl, 0, sizeof *bl);
     if (!block || !list || !tmp || !part || !touch) {
         st = pbd_error_set(err, PBD_ERR_MEMORY, "out of memory preparing the solver");
         goto done;
@@ -268,41 +303,54 @@ static pbd_status block_coloring(int np, const int *ends, int n, pbd_plan *plan,
         for (int i = 0; i < np; ++i)
             block[i] = (int)((long long)i * nb / np);
         nbound = 0;
-        for (int c = 0; c < n; ++c)
-            nbound += block[ends[2 * c]] != block[ends[2 * c + 1]];
+        for (int c = 0; c < n; ++c) {
+            block_span(ends, arity, block, shared, c, &lo, &hi);
+            nbound += lo != hi;
+        }
         if (nbound <= n / 4)
             break;
         nb = 1; /* no locality to use */
     }
-    /* Boundary constraints first in `list`, then the interior ones, each in model order. */
+    /* Boundary constraints first in `list`, then the interior ones, each in model order;
+     * part[]: an interior constraint's block. */
     int nin = 0;
-    for (int c = 0; c < n; ++c)
-        if (block[ends[2 * c]] != block[ends[2 * c + 1]])
+    for (int c = 0; c < n; ++c) {
+        block_span(ends, arity, block, shared, c, &lo, &hi);
+        if (lo != hi)
             list[nin++] = c;
-    for (int c = 0; c < n; ++c)
-        if (block[ends[2 * c]] == block[ends[2 * c + 1]])
+    }
+    for (int c = 0; c < n; ++c) {
+        block_span(ends, arity, block, shared, c, &lo, &hi);
+        if (lo == hi)
             list[nin++] = c;
-    if ((st = pbd_color_constraints(np, ends, 2, n, list, nbound, NULL, &cb, err)) != PBD_OK ||
-        (st = pbd_color_constraints(np, ends, 2, n, list + nbound, n - nbound, NULL, &ci, err)) !=
-            PBD_OK)
+    }
+    if ((st = pbd_color_constraints(np, ends, arity, n, list, nbound, opt, &cb, err)) != PBD_OK ||
+        (st = pbd_color_constraints(np, ends, arity, n, list + nbound, n - nbound, opt, &ci,
+                                    err)) != PBD_OK)
         goto done;
+    if (cb.overflow || ci.overflow) {
+        st = pbd_color_constraints(np, ends, arity, n, NULL, 0, opt, col, err);
+        goto done;
+    }
     int nc = cb.num_colors + ci.num_colors, nbc = cb.num_colors;
-    int ng = group_cuts(np, ends, block, list, nbound, nb, touch, part);
-    plan->num_blocks = nb;
-    plan->boundary_colors = nbc;
-    plan->num_cuts = ng;
-    plan->cut_offsets = malloc(((size_t)nbc * ((size_t)ng + 1) + 1) * sizeof *plan->cut_offsets);
-    plan->cut_runs = malloc((2 * (size_t)nbc * (size_t)ng + 1) * sizeof *plan->cut_runs);
-    plan->block_first = malloc(((size_t)nb + 1) * sizeof *plan->block_first);
-    plan->block_offsets =
-        malloc(((size_t)ci.num_colors * ((size_t)nb + 1) + 1) * sizeof *plan->block_offsets);
-    plan->block_runs =
-        malloc((2 * (size_t)ci.num_colors * (size_t)nb + 1) * sizeof *plan->block_runs);
+    int ng = group_cuts(np, ends, arity, block, shared, list, nbound, nb, touch, part);
+    bl->num_blocks = nb;
+    bl->boundary_colors = nbc;
+    bl->num_cuts = ng;
+    bl->cut_offsets = malloc(((size_t)nbc * ((size_t)ng + 1) + 1) * sizeof *bl->cut_offsets);
+    bl->block_first = malloc(((size_t)nb + 1) * sizeof *bl->block_first);
+    bl->block_offsets =
+        malloc(((size_t)ci.num_colors * ((size_t)nb + 1) + 1) * sizeof *bl->block_offsets);
+    if (runs) {
+        bl->cut_runs = malloc((2 * (size_t)nbc * (size_t)ng + 1) * sizeof *bl->cut_runs);
+        bl->block_runs =
+            malloc((2 * (size_t)ci.num_colors * (size_t)nb + 1) * sizeof *bl->block_runs);
+    }
     col->num_colors = nc;
     col->offsets = malloc(((size_t)nc + 1) * sizeof *col->offsets);
     col->order = malloc(((size_t)n + 1) * sizeof *col->order);
-    if (!plan->block_first || !plan->block_offsets || !plan->block_runs || !plan->cut_offsets ||
-        !plan->cut_runs || !col->offsets || !col->order) {
+    if (!bl->block_first || !bl->block_offsets || !bl->cut_offsets ||
+        (runs && (!bl->block_runs || !bl->cut_runs)) || !col->offsets || !col->order) {
         st = pbd_error_set(err, PBD_ERR_MEMORY, "out of memory preparing the solver");
         goto done;
     }
@@ -312,21 +360,25 @@ static pbd_status block_coloring(int np, const int *ends, int n, pbd_plan *plan,
     for (int b = 0, i = 0; b <= nb; ++b) {
         while (i < np && block[i] < b)
             ++i;
-        plan->block_first[b] = i;
+        bl->block_first[b] = i;
     }
     /* Each boundary colour, bucketed by group of cuts, so the groups can run side by side;
      * then each interior colour, bucketed by block. */
-    for (int c = 0; c < n; ++c)
-        if (block[ends[2 * c]] == block[ends[2 * c + 1]])
-            part[c] = block[ends[2 * c]];
-    int j = bucket_colors(ends, &cb, part, ng, col->order, 0, col->offsets, plan->cut_offsets,
-                          plan->cut_runs, tmp);
-    j = bucket_colors(ends, &ci, part, nb, col->order, j, col->offsets + nbc, plan->block_offsets,
-                      plan->block_runs, tmp);
+    for (int c = 0; c < n; ++c) {
+        block_span(ends, arity, block, shared, c, &lo, &hi);
+        if (lo == hi)
+            part[c] = lo;
+    }
+    int j = bucket_colors(ends, &cb, part, ng, col->order, 0, col->offsets, bl->cut_offsets,
+                          bl->cut_runs, tmp);
+    j = bucket_colors(ends, &ci, part, nb, col->order, j, col->offsets + nbc, bl->block_offsets,
+                      bl->block_runs, tmp);
     col->offsets[nc] = j;
 done:
-    if (st != PBD_OK)
+    if (st != PBD_OK) {
         pbd_coloring_free(col);
+        pbd_blocks_free(bl);
+    }
     pbd_coloring_free(&cb);
     pbd_coloring_free(&ci);
     free(block);
@@ -375,6 +427,16 @@ static float *compliance_of(int type, void *r)
     return NULL;
 }
 
+/* Whether constraint `type` is coloured in the block order besides distance: the
+ * four-particle types on the CPU variant under Gauss-Seidel, where a work-item then takes a
+ * block's colours in one launch (project_<type>_blocks), on meshes of two blocks or more. */
+static int blocked_type(const pbd_plan *plan, int type, int count, int num_particles)
+{
+    return count > 0 && plan->variant == PBD_VARIANT_CPU && plan->cfg.solver == PBD_SOLVER_GS &&
+           pbd_constraint_types[type].arity == 4 && !pbd_constraint_types[type].world &&
+           num_particles / PBD_BLOCK_PARTICLES >= 2;
+}
+
 /* Colours constraint `type` (distance in the block order, the others plainly) and stores its
  * records sorted by colour, with PBD stiffness per iteration. *sorted_ends (malloc'd) gets
  * the particles of the sorted records. */
@@ -409,9 +471,17 @@ static pbd_status plan_type(const pbd_model *m, const pbd_config *cfg, int type,
     for (int i = 0; shared && i < m->num_particles; ++i)
         shared[i] = m->x[i].w == 0.0f;
     pbd_color_options opt = {.shared = shared, .max_colors = cfg->max_colors};
-    st = type == PBD_CONSTRAINT_DISTANCE
-             ? block_coloring(m->num_particles, ends, n, plan, &col, err)
-             : pbd_color_constraints(m->num_particles, ends, arity, n, NULL, 0, &opt, &col, err);
+    pbd_blocks *bl = &pt->blocks;
+    if (type == PBD_CONSTRAINT_DISTANCE)
+        st = block_coloring(m->num_particles, ends, 2, n, NULL, 1, bl, &col, err);
+    else if (blocked_type(plan, type, n, m->num_particles))
+        st = block_coloring(m->num_particles, ends, arity, n, &opt, 0, bl, &col, err);
+    /* blocks of one, or none: the plain colouring */
+    if (st == PBD_OK && type != PBD_CONSTRAINT_DISTANCE && bl->num_blocks < 2) {
+        pbd_blocks_free(bl);
+        pbd_coloring_free(&col);
+        st = pbd_color_constraints(m->num_particles, ends, arity, n, NULL, 0, &opt, &col, err);
+    }
     if (st == PBD_OK)
         st = pbd_coloring_validate(m->num_particles, ends, arity, n, &col, shared, err);
     if (st != PBD_OK)
@@ -1110,9 +1180,11 @@ void pbd_contact_hash_build(const pbd_plan *plan, const pbd_float4 *p, int *cell
     }
 }
 
-pbd_status pbd_plan_build(const pbd_model *m, const pbd_config *cfg, pbd_plan *plan, pbd_error *err)
+pbd_status pbd_plan_build(const pbd_model *m, const pbd_config *cfg, pbd_variant variant,
+                          pbd_plan *plan, pbd_error *err)
 {
     memset(plan, 0, sizeof *plan);
+    plan->variant = variant;
     pbd_status st = check_config(cfg, err);
     if (st == PBD_OK)
         st = pbd_model_validate(m, err);
@@ -1274,10 +1346,12 @@ pbd_status pbd_solver_create(const pbd_model *m, const pbd_config *cfg, const pb
                            (int)d.backend);
     /* The device is opened, and the model checked against its memory, before the plan. */
     void *cl = NULL;
+    /* The CPU reference follows the order of the variant whose sums it was asked for. */
+    pbd_variant variant = d.sums == PBD_SUMS_LANES ? PBD_VARIANT_CPU : PBD_VARIANT_GPU;
     if (st == PBD_OK && d.backend == PBD_BACKEND_CL)
-        st = pbd_cl_solver_open(m, cfg, &d, &cl, err);
+        st = pbd_cl_solver_open(m, cfg, &d, &cl, &variant, err);
     if (st == PBD_OK)
-        st = pbd_plan_build(m, cfg, &s->plan, err);
+        st = pbd_plan_build(m, cfg, variant, &s->plan, err);
     if (st == PBD_ERR_MEMORY) {
         long long nc = 0;
         for (int t = 0; t < PBD_CONSTRAINT_COUNT; ++t) {

@@ -30,6 +30,31 @@ typedef enum pbd_stage {
 
 extern const char *const pbd_stage_names[PBD_STAGE_COUNT];
 
+/* Block Gauss-Seidel (a fixed order of the same colours): the particles are cut into
+ * num_blocks ranges of indices. The first boundary_colors colours of a type hold the
+ * constraints whose (unpinned) particles lie in different blocks; the others hold those within
+ * one block, sorted by block inside each colour, so a block's constraints can all be projected
+ * by one worker, colour after colour, while the other blocks run alongside it (they share no
+ * particle). The boundary's colours are bucketed likewise by groups of cuts that share no
+ * particle. num_blocks 0: the type is coloured plainly. */
+typedef struct pbd_blocks {
+    int num_blocks;
+    int *block_first;    /* num_blocks + 1: block b is particles [bf[b], bf[b+1]) */
+    int boundary_colors; /* the first colours: the constraints that cross blocks */
+    int *block_offsets;  /* (num_colors - boundary_colors) x (num_blocks + 1): block b's part of
+                            interior colour k is records[bo[k (nb + 1) + b] .. + b + 1]) */
+    int *block_runs;     /* distance only: (num_colors - boundary_colors) x num_blocks x 2:
+                            where block b's part of interior colour k stops being runs of
+                            consecutive particles and then interleaved pairs (PBD_RUN_*), each
+                            a multiple of sixteen constraints from the part's start */
+    int num_cuts;        /* groups of the boundary constraints that share no particle: the
+                            cuts between blocks (a cut is named by its lower block), those that
+                            share a particle merged */
+    int *cut_offsets;    /* boundary_colors x (num_cuts + 1): group g's part of boundary colour
+                            k is records[co[k (ng + 1) + g] .. + g + 1]) */
+    int *cut_runs;       /* distance only: boundary_colors x num_cuts x 2, as block_runs */
+} pbd_blocks;
+
 /* One constraint type's part of the plan: its records sorted by colour. */
 typedef struct pbd_plan_type {
     int count;          /* constraints of this type */
@@ -39,6 +64,7 @@ typedef struct pbd_plan_type {
     int one_launch;     /* 1: every colour in one launch, one work-item taking them in order
                            (the CPU variant: pbd_config.serial_color_size) */
     int *position;      /* count: where the model's constraint j sits in records */
+    pbd_blocks blocks;  /* distance always; the four-particle types on the CPU variant */
     union {             /* sorted by colour; PBD stiffness k stored as -(1-(1-k)^(1/n)) */
         void *records;
 #define PBD_X_PLAN_RECORDS(id, name, type, arity, world) type *name;
@@ -63,33 +89,12 @@ typedef struct pbd_plan {
     int bounce;        /* 1: a collider has restitution: the update is pbd_update_bounce */
     int materials;     /* 1: a body has its own friction or restitution (body_material) */
     pbd_float4 *body_material; /* per body: mu_s, mu_k, e (< 0: the collider's), 0 */
-    /* Block Gauss-Seidel (a fixed order of the same colours): the particles are cut into
-     * num_blocks ranges of indices. The first boundary_colors colours hold the constraints
-     * whose ends lie in different blocks; the others hold those within one block, sorted by
-     * block inside each colour, so a block's constraints can all be projected by one worker,
-     * colour after colour, while the other blocks run alongside it (they share no particle). */
-    int num_blocks;
-    int *block_first;      /* num_blocks + 1: block b is particles [bf[b], bf[b+1]) */
-    int boundary_colors;   /* the first colours: the constraints that cross blocks */
-    int *block_offsets;    /* (distance colours - boundary_colors) x (num_blocks + 1): block b's
-                              part of interior colour k is distance[bo[k (nb + 1) + b] ..
-                              + b + 1]) */
-    int *block_runs;       /* (num_colors - boundary_colors) x num_blocks x 2: where block b's
-                              part of interior colour k stops being runs of consecutive
-                              particles and then interleaved pairs (PBD_RUN_*), each a
-                              multiple of sixteen constraints from the part's start */
-    int num_cuts;          /* groups of the boundary constraints that share no particle: the
-                              cuts between blocks (a cut is named by its lower block), those
-                              that share a particle merged */
-    int *cut_offsets;      /* boundary_colors x (num_cuts + 1): group g's part of boundary
-                              colour k is distance[co[k (ng + 1) + g] .. + g + 1]) */
-    int *cut_runs;         /* boundary_colors x num_cuts x 2: as block_runs */
-    int gs_launches;       /* launches per Gauss-Seidel iteration (a backend may lower it) */
-    int jacobi_launches;   /* launches per Jacobi iteration (a backend may lower it) */
-    int momentum_launches; /* launches per substep of the momentum correction (likewise) */
-    int *csr_offsets;      /* num_particles + 1, of the distance constraints */
-    int *csr_slots;        /* 2 x distance count: slot 2c + end, ascending per particle */
-    int *csr_other;        /* Jacobi: the slot's other particle (else NULL) */
+    int gs_launches;           /* launches per Gauss-Seidel iteration (a backend may lower it) */
+    int jacobi_launches;       /* launches per Jacobi iteration (a backend may lower it) */
+    int momentum_launches;     /* launches per substep of the momentum correction (likewise) */
+    int *csr_offsets;          /* num_particles + 1, of the distance constraints */
+    int *csr_slots;            /* 2 x distance count: slot 2c + end, ascending per particle */
+    int *csr_other;            /* Jacobi: the slot's other particle (else NULL) */
     int num_segments;
     pbd_segment *segments;    /* reduction pieces, ordered by body */
     int *body_segments;       /* num_bodies + 1: body b owns segments [bs[b], bs[b+1]) */
@@ -98,8 +103,8 @@ typedef struct pbd_plan {
     int *body_flags;          /* PBD_BODY_MOMENTUM for the bodies whose momentum is preserved */
     int momentum_active;      /* 1: the momentum stages run each substep (a body is preserved,
                                  or rigid damping is on) */
-    pbd_variant variant;      /* set once by the backend: the kernels it runs (the CPU
-                                 reference: the variant whose order of sums it follows).
+    pbd_variant variant;      /* the kernels the backend runs (the CPU reference: the variant
+                                 whose order it follows), chosen before the plan.
                                  Reductions: PBD_VARIANT_CPU, a work-item per segment in
                                  PBD_SUM_LANES lanes; PBD_VARIANT_GPU, a work-group and a tree */
     int solve_serial;         /* 1: one work-item per body sums its segments in order (CPU
@@ -173,8 +178,10 @@ typedef struct pbd_plan {
     int contact_moments;      /* 1: contacts between bodies are tracked (contact_moment runs) */
 } pbd_plan;
 
-pbd_status pbd_plan_build(const pbd_model *m, const pbd_config *cfg, pbd_plan *plan,
-                          pbd_error *err);
+/* The plan for a backend running `variant`'s kernels (the CPU reference: the variant whose
+ * order it follows), which chooses the four-particle types' colouring (blocked_type). */
+pbd_status pbd_plan_build(const pbd_model *m, const pbd_config *cfg, pbd_variant variant,
+                          pbd_plan *plan, pbd_error *err);
 /* Colours of every constraint type together. */
 int pbd_plan_num_colors(const pbd_plan *plan);
 /* Pressure's rings of neighbours for the CPU devices' reduction (cpu/body_constraint.cl's
@@ -264,13 +271,15 @@ typedef struct pbd_backend_ops {
 extern const pbd_backend_ops pbd_cpu_ops;
 extern const pbd_backend_ops pbd_cl_ops;
 
-/* The backends choose the plan's variant (and with it solve_serial). */
+/* The backends set solve_serial by the plan's variant. */
 pbd_status pbd_cpu_create(const pbd_model *m, pbd_plan *plan, const pbd_solver_desc *desc,
                           void **impl, pbd_error *err);
-/* The OpenCL backend in two steps: open the device and check that the model fits its memory
- * (before the plan is built), then create the kernels and buffers from the plan. */
+/* The OpenCL backend in two steps: open the device, check that the model fits its memory and
+ * choose the kernel variant (before the plan is built, which follows it), then create the
+ * kernels and buffers from the plan. */
 pbd_status pbd_cl_solver_open(const pbd_model *m, const pbd_config *cfg,
-                              const pbd_solver_desc *desc, void **impl, pbd_error *err);
+                              const pbd_solver_desc *desc, void **impl, pbd_variant *variant,
+                              pbd_error *err);
 pbd_status pbd_cl_solver_create(void *impl, const pbd_model *m, pbd_plan *plan,
                                 const pbd_solver_desc *desc, pbd_error *err);
 void pbd_cl_solver_close(void *impl);

@@ -5,9 +5,12 @@
  * back. As there, a constraint that skips writes nothing it would not, and a pinned particle
  * (w = 0) is never written (pbd_store), so that a colour may share it. The plain kernels, one
  * constraint a work-item, hold float4 records, which keep PoCL from vectorising their
- * work-item loops (vec8.cl). A group of fewer than sixteen, and `serial` constraints (an
- * overflow set, or a type's small colours all in one launch), go one by one through the
- * shared projection. Built after vec8.cl. */
+ * work-item loops (vec8.cl). A group of fewer than sixteen (a colour's last, or the last of
+ * a block's part of one) takes the same lanes, the unused ones writing nothing (LANES16);
+ * `serial` constraints (an overflow set, or a type's small colours all in one launch) go one
+ * by one through the shared projection. Where a mesh has blocks (pbd_blocks), a work-item
+ * takes a block's part of every colour in one launch (project_<name>_blocks). Built after
+ * vec8.cl. */
 
 /* Eight 32-byte records laid out as (a, b, c, d, f0, f1, pad, pad) (pbd_volume,
  * pbd_dihedral): four whole-vector loads, each field transposed to an int8. */
@@ -26,11 +29,24 @@ VEC8_INLINE void records4x8(__global const int *r, int8 *a, int8 *b, int8 *cc, i
     *f1 = (int8)(flo.s4567, fhi.s4567);
 }
 
-/* Sixteen such records from record c: each field as an int16 or float16. */
-VEC8_INLINE void records4x16(__global const void *records, int c, int16 *k, float16 *f0,
+/* Sixteen such records from record c: each field as an int16 or float16. With n < 16 only
+ * records [c, c + n) are read, the last repeated in the lanes after it (see LANES16). */
+VEC8_INLINE void records4x16(__global const void *records, int c, int n, int16 *k, float16 *f0,
                              float16 *f1)
 {
     __global const int *r = (__global const int *)records + 8 * c;
+    if (n < 16) {
+        int f[6][16];
+        for (int i = 0; i < 16; ++i)
+            for (int j = 0; j < 6; ++j)
+                f[j][i] = r[8 * min(i, n - 1) + j];
+        PBD_UNROLL
+        for (int i = 0; i < 4; ++i)
+            k[i] = vload16(0, f[i]);
+        *f0 = as_float16(vload16(0, f[4]));
+        *f1 = as_float16(vload16(0, f[5]));
+        return;
+    }
     int8 lo[6], hi[6];
     records4x8(r, &lo[0], &lo[1], &lo[2], &lo[3], &lo[4], &lo[5]);
     records4x8(r + 64, &hi[0], &hi[1], &hi[2], &hi[3], &hi[4], &hi[5]);
@@ -42,16 +58,22 @@ VEC8_INLINE void records4x16(__global const void *records, int c, int16 *k, floa
 }
 
 /* Sixteen 64-byte records at r as their sixteen fields (f[j]: field j of each, lane i from
- * record i): sixteen whole-record loads and a transpose in four rounds of sixteen two-source
- * shuffles, each pairing rows j and j + 8 lane by lane (row 2j their first halves, 2j + 1 the
- * second). Reading each field record by record costs sixteen loads and inserts a field. */
-VEC8_INLINE void records16x16(__global const float *r, float16 *f)
+ * record i; with n < 16, from record min(i, n - 1)): sixteen whole-record loads and a transpose in
+ * four rounds of sixteen two-source shuffles, each pairing rows j and j + 8 lane by lane (row 2j
+ * their first halves, 2j + 1 the second). Reading each field record by record costs sixteen loads
+ * and inserts a field. */
+VEC8_INLINE void records16x16(__global const float *r, int n, float16 *f)
 {
     const uint16 lo = (uint16)(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
     float16 a[16], b[16];
-    PBD_UNROLL
-    for (int i = 0; i < 16; ++i)
-        a[i] = VEC8_LOAD16(r + 16 * i);
+    if (n < 16) {
+        for (int i = 0; i < 16; ++i)
+            a[i] = VEC8_LOAD16(r + 16 * min(i, n - 1));
+    } else {
+        PBD_UNROLL
+        for (int i = 0; i < 16; ++i)
+            a[i] = VEC8_LOAD16(r + 16 * i);
+    }
     PBD_UNROLL
     for (int round = 0; round < 2; ++round) {
         PBD_UNROLL
@@ -77,6 +99,36 @@ VEC8_INLINE void records16x16(__global const float *r, float16 *f)
 #define IFIELD16(r, f)                                                                             \
     (int16)(r[0].f, r[1].f, r[2].f, r[3].f, r[4].f, r[5].f, r[6].f, r[7].f, r[8].f, r[9].f,        \
             r[10].f, r[11].f, r[12].f, r[13].f, r[14].f, r[15].f)
+
+/* A group of n < 16 constraints (the last of a colour or of a block's part of one) goes
+ * through the same sixteen-lane arithmetic: its lanes from n on repeat constraint n - 1,
+ * so every particle index is one of the group's, and write nothing (LANES16: the lanes below
+ * n). The multipliers are read and written for the n only (load16_n, store16_n). */
+#define LANES16(n) ((int16)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15) < (int16)(n))
+
+/* Floats src[0, m), m <= 16, as a float16 whose lanes from m on repeat src[m - 1]. */
+VEC8_INLINE float16 load16_n(__global const float *src, int m)
+{
+    if (m == 16)
+        return vload16(0, src);
+    float t[16];
+    for (int i = 0; i < 16; ++i)
+        t[i] = src[min(i, m - 1)];
+    return vload16(0, t);
+}
+
+/* The first m (<= 16) lanes of v to dst[0, m). */
+VEC8_INLINE void store16_n(float16 v, __global float *dst, int m)
+{
+    if (m == 16) {
+        vstore16(v, 0, dst);
+        return;
+    }
+    float t[16];
+    vstore16(v, 0, t);
+    for (int i = 0; i < m; ++i)
+        dst[i] = t[i];
+}
 
 /* The particle indices a, b, c, d of sixteen records r[0..15], an int16 each. */
 #define INDICES16(r)                                                                               \
@@ -165,14 +217,15 @@ VEC8_INLINE void positions4x16(__global const pbd_float4 *p, const int16 *k, flo
     }
 }
 
-/* Volume: pbd_volume_project, constraints [c, c + 16). */
+/* Volume: pbd_volume_project, constraints [c, c + n), n <= 16. */
 VEC8_INLINE void pbd_volume_project16(__global pbd_float4 *p, __global const pbd_volume *records,
-                                      __global float *lambda, int c, float inv_h2, int reset_lambda)
+                                      __global float *lambda, int c, int n, float inv_h2,
+                                      int reset_lambda)
 {
     int16 k[4];
     float16 rest, compliance, x[4][4], pos[12], g[12];
-    records4x16(records, c, k, &rest, &compliance);
-    float16 old = vload16(0, lambda + c);
+    records4x16(records, c, n, k, &rest, &compliance);
+    float16 old = load16_n(lambda + c, n);
     float16 l = reset_lambda ? (float16)0.0f : old;
     positions4x16(p, k, x, pos);
     float16 cval = pbd_volume_gradients16(pos, g) - rest;
@@ -184,68 +237,88 @@ VEC8_INLINE void pbd_volume_project16(__global pbd_float4 *p, __global const pbd
                    x[3][3] * (g[9] * g[9] + g[10] * g[10] + g[11] * g[11]);
     float16 den = compliance >= 0.0f ? wsum + compliance * inv_h2 : wsum;
     int16 ok = wsum > 0.0f && den > 0.0f;
-    float16 dl = project4x16(p, k, (int16)(-1), x, g, cval, compliance, l, inv_h2);
-    vstore16(ok ? l + dl : old, 0, lambda + c);
+    float16 dl = project4x16(p, k, LANES16(n), x, g, cval, compliance, l, inv_h2);
+    store16_n(ok ? l + dl : old, lambda + c, n);
 }
 
-/* Dihedral bending: pbd_dihedral_project, constraints [c, c + 16). */
+/* Dihedral bending: pbd_dihedral_project, constraints [c, c + n), n <= 16. */
 VEC8_INLINE void pbd_dihedral_project16(__global pbd_float4 *p,
                                         __global const pbd_dihedral *records,
-                                        __global float *lambda, int c, float inv_h2,
+                                        __global float *lambda, int c, int n, float inv_h2,
                                         int reset_lambda)
 {
     int16 k[4];
     float16 rest, compliance, x[4][4], pos[12], g[12], cval;
-    records4x16(records, c, k, &rest, &compliance);
-    float16 old = vload16(0, lambda + c);
+    records4x16(records, c, n, k, &rest, &compliance);
+    float16 old = load16_n(lambda + c, n);
     float16 l = reset_lambda ? (float16)0.0f : old;
     positions4x16(p, k, x, pos);
-    int16 active = pbd_dihedral_gradients16(pos, rest, g, &cval);
+    int16 active = pbd_dihedral_gradients16(pos, rest, g, &cval) & LANES16(n);
     float16 dl = project4x16(p, k, active, x, g, cval, compliance, l, inv_h2);
-    vstore16(active ? l + dl : old, 0, lambda + c);
+    store16_n(active ? l + dl : old, lambda + c, n);
 }
 
-/* Isometric bending: pbd_isometric_project, constraints [c, c + 16) (48-byte records, read
- * field by field). */
+/* Isometric bending: pbd_isometric_project, constraints [c, c + n), n <= 16 (48-byte
+ * records, read field by field; with n < 16 record r[min(i, n - 1)] in lane i). */
 VEC8_INLINE void pbd_isometric_project16(__global pbd_float4 *p,
                                          __global const pbd_isometric *records,
-                                         __global float *lambda, int c, float inv_h2,
+                                         __global float *lambda, int c, int n, float inv_h2,
                                          int reset_lambda)
 {
     __global const pbd_isometric *r = records + c;
-    int16 k[4] = INDICES16(r);
-    float16 w[4] = {FIELD16(r, k[0]), FIELD16(r, k[1]), FIELD16(r, k[2]), FIELD16(r, k[3])};
-    float16 compliance = FIELD16(r, compliance), x[4][4], pos[12], g[12];
-    float16 l = reset_lambda ? (float16)0.0f : vload16(0, lambda + c);
+    pbd_isometric rec[16];
+    if (n < 16) {
+        for (int i = 0; i < 16; ++i)
+            rec[i] = r[min(i, n - 1)];
+    }
+    int16 k[4];
+    float16 w[4], compliance, x[4][4], pos[12], g[12];
+/* the indices, the weights k and the compliance of sixteen records src[0..15] */
+#define ISOMETRIC_FIELDS16(src)                                                                    \
+    do {                                                                                           \
+        k[0] = IFIELD16(src, a), k[1] = IFIELD16(src, b), k[2] = IFIELD16(src, c);                 \
+        k[3] = IFIELD16(src, d);                                                                   \
+        PBD_UNROLL                                                                                 \
+        for (int j = 0; j < 4; ++j)                                                                \
+            w[j] = FIELD16(src, k[j]);                                                             \
+        compliance = FIELD16(src, compliance);                                                     \
+    } while (0)
+    if (n < 16)
+        ISOMETRIC_FIELDS16(rec);
+    else
+        ISOMETRIC_FIELDS16(r);
+#undef ISOMETRIC_FIELDS16
+    float16 l = reset_lambda ? (float16)0.0f : load16_n(lambda + c, n);
     positions4x16(p, k, x, pos);
     float16 cval = pbd_isometric_gradients16(w, pos, g);
-    float16 dl = project4x16(p, k, (int16)(-1), x, g, cval, compliance, l, inv_h2);
-    vstore16(l + dl, 0, lambda + c);
+    float16 dl = project4x16(p, k, LANES16(n), x, g, cval, compliance, l, inv_h2);
+    store16_n(l + dl, lambda + c, n);
 }
 
-/* Neo-Hookean elements: pbd_neo_hookean_project, constraints [c, c + 16) (64-byte records,
- * loaded whole and transposed; the multipliers interleaved, H and D, as there). */
+/* Neo-Hookean elements: pbd_neo_hookean_project, constraints [c, c + n), n <= 16 (64-byte
+ * records, loaded whole and transposed; the multipliers interleaved, H and D, as there). */
 VEC8_INLINE void pbd_neo_hookean_project16(__global pbd_float4 *p,
                                            __global const pbd_neo_hookean *records,
-                                           __global float *lambda, int c, float inv_h2,
+                                           __global float *lambda, int c, int n, float inv_h2,
                                            int reset_lambda)
 {
     float16 f[16]; /* a, b, c, d, dm_inv[9], compliance, compliance_h, gamma */
-    records16x16((__global const float *)(records + c), f);
+    records16x16((__global const float *)(records + c), n, f);
     int16 k[4] = {as_int16(f[0]), as_int16(f[1]), as_int16(f[2]), as_int16(f[3])};
     float16 dm[9];
     PBD_UNROLL
     for (int m = 0; m < 9; ++m)
         dm[m] = f[4 + m];
     float16 gamma = f[15], ah = f[14] * inv_h2, ad = f[13] * inv_h2;
-    float16 v0 = vload16(0, lambda + 2 * c), v1 = vload16(1, lambda + 2 * c);
+    float16 v0 = load16_n(lambda + 2 * c, min(16, 2 * n));
+    float16 v1 = n > 8 ? load16_n(lambda + 2 * c + 16, 2 * n - 16) : v0;
     const uint16 even = (uint16)(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
     float16 old_h = shuffle2(v0, v1, even), old_d = shuffle2(v0, v1, even + 1);
     float16 lh = reset_lambda ? (float16)0.0f : old_h, ld = reset_lambda ? (float16)0.0f : old_d;
     float16 x[4][4], pos[12], gh[12], gd[12], det_f, norm, dlh, dld;
     positions4x16(p, k, x, pos);
     float16 w[4] = {x[0][3], x[1][3], x[2][3], x[3][3]};
-    int16 ok = pbd_neo_hookean_gradients16(pos, dm, gh, gd, &det_f, &norm);
+    int16 ok = pbd_neo_hookean_gradients16(pos, dm, gh, gd, &det_f, &norm) & LANES16(n);
     ok &= pbd_neo_hookean_solve16(w, gh, gd, det_f, norm, gamma, ah, ad, lh, ld, &dlh, &dld);
     PBD_UNROLL
     for (int i = 0; i < 4; ++i) {
@@ -257,12 +330,13 @@ VEC8_INLINE void pbd_neo_hookean_project16(__global pbd_float4 *p,
     }
     float16 nh = ok ? lh + dlh : old_h, nd = ok ? ld + dld : old_d;
     const uint16 mix = (uint16)(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
-    vstore16(shuffle2(nh, nd, mix), 0, lambda + 2 * c);
-    vstore16(shuffle2(nh, nd, mix + 8), 1, lambda + 2 * c);
+    store16_n(shuffle2(nh, nd, mix), lambda + 2 * c, min(16, 2 * n));
+    if (n > 8)
+        store16_n(shuffle2(nh, nd, mix + 8), lambda + 2 * c + 16, 2 * n - 16);
 }
 
 /* project_<name>16: project_<name>'s parameters; work-item k takes constraints
- * [16k, 16k + 16) of the colour. */
+ * [16k, 16k + 16) of the colour (fewer at its end). */
 #define PBD_PROJECT16_KERNEL(name, type)                                                           \
     __kernel void project_##name##16(                                                              \
         __global pbd_float4 * particle_p, __global pbd_float4 * particle_dx,                       \
@@ -271,15 +345,41 @@ VEC8_INLINE void pbd_neo_hookean_project16(__global pbd_float4 *p,
     {                                                                                              \
         int k = 16 * (int)get_global_id(0);                                                        \
         int lo = serial ? 0 : k, hi = serial ? (k == 0 ? count : 0) : min(k + 16, count);          \
-        if (!serial && hi - lo == 16) {                                                            \
-            pbd_##name##_project16(particle_p, records, lambda, offset + lo, inv_h2,               \
-                                   reset_lambda);                                                  \
+        if (!serial) {                                                                             \
+            if (hi > lo)                                                                           \
+                pbd_##name##_project16(particle_p, records, lambda, offset + lo, hi - lo, inv_h2,  \
+                                       reset_lambda);                                              \
             return;                                                                                \
         }                                                                                          \
         for (int j = lo; j < hi; ++j)                                                              \
             pbd_##name##_project(particle_p, particle_dx, records, lambda, offset + j, inv_h2,     \
                                  reset_lambda, track);                                             \
     }
+/* project_<name>_blocks: block b's part of each of num_colors colours in turn (offsets:
+ * num_colors x (num_blocks + 1), pbd_blocks' block_offsets or cut_offsets), sixteen at a
+ * time; no other block touches its particles. */
+#define PBD_PROJECT_BLOCKS_KERNEL(name, type)                                                      \
+    __kernel void project_##name##_blocks(__global pbd_float4 *particle_p,                         \
+                                          __global const type *records, __global float *lambda,    \
+                                          __global const int *block_offsets, int num_colors,       \
+                                          int num_blocks, float inv_h2, int reset_lambda)          \
+    {                                                                                              \
+        int b = get_global_id(0);                                                                  \
+        if (b >= num_blocks)                                                                       \
+            return;                                                                                \
+        for (int k = 0; k < num_colors; ++k) {                                                     \
+            __global const int *bo = block_offsets + k * (num_blocks + 1);                         \
+            for (int c = bo[b], hi = bo[b + 1]; c < hi; c += 16)                                   \
+                pbd_##name##_project16(particle_p, records, lambda, c, min(16, hi - c), inv_h2,    \
+                                       reset_lambda);                                              \
+        }                                                                                          \
+    }
+PBD_PROJECT_BLOCKS_KERNEL(volume, pbd_volume)
+PBD_PROJECT_BLOCKS_KERNEL(dihedral, pbd_dihedral)
+PBD_PROJECT_BLOCKS_KERNEL(isometric, pbd_isometric)
+PBD_PROJECT_BLOCKS_KERNEL(neo_hookean, pbd_neo_hookean)
+#undef PBD_PROJECT_BLOCKS_KERNEL
+
 PBD_PROJECT16_KERNEL(volume, pbd_volume)
 PBD_PROJECT16_KERNEL(dihedral, pbd_dihedral)
 PBD_PROJECT16_KERNEL(isometric, pbd_isometric)

@@ -164,7 +164,7 @@ __kernel void project_distance_gs16(__global pbd_float4 *particle_p,
 /* The blocks' colours: work-item b projects block b's share of each interior colour in turn
  * (no other block touches its particles), then collides the block's particles with the
  * colliders, as the collide kernel would after the last colour. The boundary colours run through
- * it too, before, with the groups of cuts (pbd_plan.cut_offsets) for blocks and no colliders. */
+ * it too, before, with the groups of cuts (pbd_blocks.cut_offsets) for blocks and no colliders. */
 __kernel void project_gs_blocks(
     __global pbd_float4 *particle_p, __global const int *distance_records,
     __global float *distance_lambda, __global const int *block_offsets,
