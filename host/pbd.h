@@ -470,6 +470,10 @@ int pbd_solver_type_serial(const pbd_solver *s, int type);
  * (the CPU kernel variant, where they average pbd_config.serial_color_size constraints or
  * fewer). */
 int pbd_solver_type_one_launch(const pbd_solver *s, int type);
+/* The blocks a four-particle type (volume, dihedral, isometric, Neo-Hookean) is coloured and
+ * run in (the CPU kernel variant, on meshes of 4,096 particles or more: its constraints
+ * across blocks in one launch, then a work-item a block), or 0. */
+int pbd_solver_type_blocks(const pbd_solver *s, int type);
 /* Shape-matching clusters (pbd_body.shape_cluster_spacing) of every body together. */
 int pbd_solver_shape_clusters(const pbd_solver *s);
 /* Launches (or, on the CPU, stage passes) per frame. */

@@ -681,6 +681,7 @@ static void blocked_elements_same_bits(void **state)
                 launches = kt[k].launches / 2;
         int cpu = pbd_solver_variant(sv) == PBD_VARIANT_CPU;
         int colors = pbd_solver_type_colors(sv, type[v]);
+        assert_int_equal(pbd_solver_type_blocks(sv, type[v]), cpu ? 2 : 0);
         pbd_solver_destroy(sv);
         pair_result r = run_pair(&s.model, &s.config, 20);
         print_message("%s: %d colours, %ld launches a frame, %ld values differ (worst %.3g)\n",

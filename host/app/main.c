@@ -849,7 +849,12 @@ static int cmd_run(const options *o)
             int n = 0;
             pbd_model_constraints(m, t, &n);
             int serial = pbd_solver_type_serial(solver, t);
-            const char *one = pbd_solver_type_one_launch(solver, t) ? ", in one launch" : "";
+            char one[32] = "";
+            int blocks = pbd_solver_type_blocks(solver, t);
+            if (pbd_solver_type_one_launch(solver, t))
+                snprintf(one, sizeof one, ", in one launch");
+            else if (blocks > 0)
+                snprintf(one, sizeof one, ", in %d blocks", blocks);
             if (serial)
                 printf(" %d %s (%d colours, the last %d serial%s),", n,
                        pbd_constraint_types[t].name, pbd_solver_type_colors(solver, t), serial,

@@ -1708,6 +1708,14 @@ int pbd_solver_type_one_launch(const pbd_solver *s, int type)
     return type >= 0 && type < PBD_CONSTRAINT_COUNT && s->plan.type[type].one_launch;
 }
 
+int pbd_solver_type_blocks(const pbd_solver *s, int type)
+{
+    if (type < 0 || type >= PBD_CONSTRAINT_COUNT || type == PBD_CONSTRAINT_DISTANCE)
+        return 0;
+    int nb = s->plan.type[type].blocks.num_blocks;
+    return nb > 1 ? nb : 0;
+}
+
 long pbd_solver_launches_per_frame(const pbd_solver *s)
 {
     return pbd_step_launches(&s->plan);
