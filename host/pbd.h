@@ -392,8 +392,11 @@ pbd_status pbd_solver_step(pbd_solver *s, int frames, pbd_error *err);
 /* Replaces constraint `index` (the model's numbering) of `type` with `record` between steps:
  * its values (an attachment's target, a rest length, a compliance) and its particles, where
  * no other constraint of its colour touches the new ones (an attachment moved to another
- * particle: a mouse drag). PBD_ERR_ARGUMENT when the new particles meet another constraint
- * of the colour or an index is out of range, PBD_ERR_MODEL for invalid values. */
+ * particle: a mouse drag) and, for a type run in blocks (distance constraints; the
+ * four-particle types on the CPU variant, pbd_solver_type_blocks), the new ones lie in the
+ * constraint's block, and a constraint between blocks keeps its particles. PBD_ERR_ARGUMENT
+ * when the new particles break those rules or an index is out of range, PBD_ERR_MODEL for
+ * invalid values. */
 pbd_status pbd_solver_update_constraint(pbd_solver *s, int type, int index, const void *record,
                                         pbd_error *err);
 /* Replaces collider `index` between steps: a kinematic collider moved through the API (its

@@ -549,6 +549,61 @@ static void plan_block_runs(void **state)
     }
 }
 
+/* A type run in blocks keeps its blocks apart when a constraint's particles change
+ * (pbd_solver_update_constraint): on a 96 x 96 cloth (four blocks) an interior distance
+ * constraint may take particles of its own block (its ends swapped) but not of another block
+ * that its colour leaves free, and a constraint between blocks keeps its particles. */
+static void update_respects_blocks(void **state)
+{
+    (void)state;
+    pbd_scene s = {0};
+    pbd_error err = {0};
+    assert_int_equal(pbd_scene_load("@cloth-96", &s, &err), PBD_OK);
+    pbd_plan plan;
+    assert_int_equal(pbd_plan_build(&s.model, &s.config, PBD_VARIANT_GPU, &plan, &err), PBD_OK);
+    const pbd_plan_type *dist = &plan.type[PBD_CONSTRAINT_DISTANCE];
+    const pbd_blocks *bl = &dist->blocks;
+    assert_int_equal(bl->num_blocks, 4);
+    int *model = malloc((size_t)dist->count * sizeof *model); /* record -> model index */
+    assert_non_null(model);
+    for (int c = 0; c < dist->count; ++c)
+        model[dist->position[c]] = c;
+    /* an interior constraint of block 0, colour k, and a pair of particles of block 3 that
+     * colour k leaves free */
+    int k = bl->boundary_colors, pos = bl->block_offsets[0];
+    int lo = bl->block_first[3], hi = bl->block_first[4], free_pair = -1;
+    for (int q = lo; q + 1 < hi && free_pair < 0; ++q) {
+        int used = 0;
+        for (int c = dist->color_offsets[k]; c < dist->color_offsets[k + 1]; ++c)
+            used |= dist->distance[c].a == q || dist->distance[c].b == q ||
+                    dist->distance[c].a == q + 1 || dist->distance[c].b == q + 1;
+        if (!used)
+            free_pair = q;
+    }
+    assert_true(free_pair >= 0);
+    pbd_distance inner = dist->distance[pos], cross = dist->distance[0];
+    pbd_solver *sv;
+    pbd_solver_desc d = {.backend = PBD_BACKEND_CPU};
+    assert_int_equal(test_solver_create(&s.model, &s.config, &d, &sv, &err), PBD_OK);
+    pbd_distance r = {.a = inner.b, .b = inner.a, .rest = inner.rest};
+    assert_int_equal(
+        pbd_solver_update_constraint(sv, PBD_CONSTRAINT_DISTANCE, model[pos], &r, &err), PBD_OK);
+    r.a = free_pair;
+    r.b = free_pair + 1;
+    assert_int_equal(
+        pbd_solver_update_constraint(sv, PBD_CONSTRAINT_DISTANCE, model[pos], &r, &err),
+        PBD_ERR_ARGUMENT);
+    expect(strstr(err.message, "lies outside its block 0"), "%s", err.message);
+    r = (pbd_distance){.a = cross.b, .b = cross.a, .rest = cross.rest};
+    assert_int_equal(pbd_solver_update_constraint(sv, PBD_CONSTRAINT_DISTANCE, model[0], &r, &err),
+                     PBD_ERR_ARGUMENT);
+    expect(strstr(err.message, "its particles lie in different blocks"), "%s", err.message);
+    pbd_solver_destroy(sv);
+    free(model);
+    pbd_plan_free(&plan);
+    pbd_scene_free(&s);
+}
+
 /* The four-particle types' block order on the CPU variant (blocked_type): a tet box of
  * 4,096 particles (two blocks) with volume constraints, a 64 x 64 cloth pinned along an edge
  * with dihedral bending (pinned particles belong to no block), and the Neo-Hookean box under
@@ -2729,6 +2784,7 @@ static const struct CMUnitTest tests[] = {
     pbd_device_test(blocked_gs_same_bits),
     cmocka_unit_test(plan_block_runs),
     cmocka_unit_test(plan_element_blocks),
+    cmocka_unit_test(update_respects_blocks),
     pbd_device_test(blocked_elements_same_bits),
     pbd_device_test(jacobi_same_bits),
     pbd_device_test(cpu_vs_cl_jacobi),

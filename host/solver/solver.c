@@ -1441,6 +1441,36 @@ pbd_status pbd_solver_update_collider(pbd_solver *s, int index, const pbd_collid
     return s->ops->update_colliders(s->impl, err);
 }
 
+/* New particles `want` for the constraint at record `pos`, in colour k of a type run in
+ * blocks (bl), keep the blocks apart only inside its own block: a block's work-item takes
+ * the block's part of every colour while the others run, and the groups of cuts likewise,
+ * so a constraint between blocks keeps its particles. */
+static pbd_status check_block(const pbd_blocks *bl, int k, int pos, const int *want,
+                              const pbd_constraint_info *info, int index, pbd_error *err)
+{
+    if (bl->num_blocks < 2)
+        return PBD_OK;
+    if (k < bl->boundary_colors)
+        return pbd_error_set(err, PBD_ERR_ARGUMENT,
+                             "%s constraint %d: its particles lie in different blocks, which "
+                             "are projected side by side; expected its particles unchanged",
+                             info->name, index);
+    const int nb = bl->num_blocks;
+    const int *bo = bl->block_offsets + (size_t)(k - bl->boundary_colors) * ((size_t)nb + 1);
+    int b = 0;
+    while (b + 1 < nb && bo[b + 1] <= pos)
+        ++b;
+    int lo = bl->block_first[b], hi = bl->block_first[b + 1];
+    for (int a = 0; a < info->arity; ++a)
+        if (want[a] < lo || want[a] >= hi)
+            return pbd_error_set(err, PBD_ERR_ARGUMENT,
+                                 "%s constraint %d: particle %d lies outside its block %d, "
+                                 "which is projected beside the others; expected a particle in "
+                                 "[%d, %d)",
+                                 info->name, index, want[a], b, lo, hi);
+    return PBD_OK;
+}
+
 pbd_status pbd_solver_update_constraint(pbd_solver *s, int type, int index, const void *record,
                                         pbd_error *err)
 {
@@ -1475,6 +1505,9 @@ pbd_status pbd_solver_update_constraint(pbd_solver *s, int type, int index, cons
                                              "no other constraint of colour %d touches",
                                              info->name, index, want[a], info->name, k);
         }
+        st = check_block(&pt->blocks, k, pos, want, info, index, err);
+        if (st != PBD_OK)
+            return st;
     }
     memcpy(dst, record, info->size);
     float *compliance = compliance_of(type, dst);
