@@ -371,7 +371,6 @@ static pbd_status cl_project(void *impl, int type, int reset, pbd_error *err)
         for (int j = 0; j < 2 && status == PBD_OK; ++j) {
             if (!ks[j]->k)
                 continue;
-            ARG(ks[j], "particle_p", c->p);
             ARG(ks[j], "reset_lambda", r);
             status = launch_kernel(c, ks[j], PBD_STAGE_PROJECT + type, items[j], 1, err);
         }

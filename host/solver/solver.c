@@ -276,8 +276,8 @@ static int bucket_colors(const int *d, const pbd_coloring *src, const int *part,
  * sorted by block) into `col`, with `opt`'s shared particles and bound on colours. Distance
  * constraints (arity 2, `runs`) also get their runs. Meshes numbered without locality would
  * put most constraints on the boundary; they get one block, which is the plain colouring. A
- * colouring that overflows `opt`'s bound in either part is not blocked: the plain colouring
- * is returned with no blocks (bl->num_blocks 0). */
+ * colouring that overflows `opt`'s bound in either part is not blocked: neither blocks
+ * (bl->num_blocks 0) nor a colouring are returned. */
 static pbd_status block_coloring(int np, const int *ends, int arity, int n,
                                  const pbd_color_options *opt, int runs, pbd_blocks *bl,
                                  pbd_coloring *col, pbd_error *err)
@@ -328,10 +328,8 @@ static pbd_status block_coloring(int np, const int *ends, int arity, int n,
         (st = pbd_color_constraints(np, ends, arity, n, list + nbound, n - nbound, opt, &ci,
                                     err)) != PBD_OK)
         goto done;
-    if (cb.overflow || ci.overflow) {
-        st = pbd_color_constraints(np, ends, arity, n, NULL, 0, opt, col, err);
-        goto done;
-    }
+    if (cb.overflow || ci.overflow)
+        goto done; /* no blocks, no colouring: the caller colours plainly */
     int nc = cb.num_colors + ci.num_colors, nbc = cb.num_colors;
     int ng = group_cuts(np, ends, arity, block, shared, list, nbound, nb, touch, part);
     bl->num_blocks = nb;
@@ -1441,10 +1439,10 @@ pbd_status pbd_solver_update_collider(pbd_solver *s, int index, const pbd_collid
     return s->ops->update_colliders(s->impl, err);
 }
 
-/* New particles `want` for the constraint at record `pos`, in colour k of a type run in
- * blocks (bl), keep the blocks apart only inside its own block: a block's work-item takes
- * the block's part of every colour while the others run, and the groups of cuts likewise,
- * so a constraint between blocks keeps its particles. */
+/* Whether new particles `want` for the constraint at record `pos`, in colour k of a type run
+ * in blocks (bl), keep the blocks apart: they must lie in the constraint's own block, as a
+ * block's work-item takes the block's part of every colour while the others run; and a
+ * constraint between blocks (run by its group of cuts, likewise) keeps its particles. */
 static pbd_status check_block(const pbd_blocks *bl, int k, int pos, const int *want,
                               const pbd_constraint_info *info, int index, pbd_error *err)
 {

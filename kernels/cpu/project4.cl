@@ -103,8 +103,8 @@ VEC8_INLINE void records16x16(__global const float *r, int n, float16 *f)
     (int16)(r[0].f, r[1].f, r[2].f, r[3].f, r[4].f, r[5].f, r[6].f, r[7].f, r[8].f, r[9].f,        \
             r[10].f, r[11].f, r[12].f, r[13].f, r[14].f, r[15].f)
 
-/* A group of n < 16 constraints (the last of a colour or of a block's part of one) goes
- * through the same sixteen-lane arithmetic: its lanes from n on repeat constraint n - 1,
+/* A group of n < 16 constraints (the last of a block's part of a colour) goes through the
+ * same sixteen-lane arithmetic: its lanes from n on repeat constraint n - 1,
  * so every particle index is one of the group's, and write nothing (LANES16: the lanes below
  * n). The multipliers are read and written for the n only (load16_n, store16_n). */
 #define LANES16(n) ((int16)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15) < (int16)(n))
@@ -132,12 +132,6 @@ VEC8_INLINE void store16_n(float16 v, __global float *dst, int m)
     for (int i = 0; i < m; ++i)
         dst[i] = t[i];
 }
-
-/* The particle indices a, b, c, d of sixteen records r[0..15], an int16 each. */
-#define INDICES16(r)                                                                               \
-    {                                                                                              \
-        IFIELD16(r, a), IFIELD16(r, b), IFIELD16(r, c), IFIELD16(r, d)                             \
-    }
 
 /* Sixteen particles k as float16 components (x[0..3]: x, y, z, w). */
 VEC8_INLINE void gather4x16(__global const pbd_float4 *p, int16 k, float16 *x)
