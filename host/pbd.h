@@ -255,7 +255,9 @@ typedef struct pbd_config {
      * colours or more whose colours hold this many constraints or fewer on average is
      * projected in one launch, one work-item taking its colours in order (the same results);
      * 0: a launch a colour. Where a colour is this small, its launch costs more than its
-     * work. */
+     * work. Under Gauss-Seidel a four-particle type on a mesh under 4,096 particles is one
+     * block instead, whatever its colours' size (pbd_solver_type_blocks), but where this is
+     * 0. */
     int serial_color_size;
 } pbd_config;
 
@@ -474,8 +476,10 @@ int pbd_solver_type_serial(const pbd_solver *s, int type);
  * fewer). */
 int pbd_solver_type_one_launch(const pbd_solver *s, int type);
 /* The blocks a four-particle type (volume, dihedral, isometric, Neo-Hookean) is coloured and
- * run in (the CPU kernel variant, on meshes of 4,096 particles or more: its constraints
- * across blocks in one launch, then a work-item a block), or 0. */
+ * run in under Gauss-Seidel on the CPU kernel variant, or 0: on meshes of 4,096 particles or
+ * more, its constraints across blocks in one launch, then a work-item a block; a smaller
+ * mesh is 1 block, one work-item taking every colour in one launch (not where
+ * pbd_config.serial_color_size is 0). */
 int pbd_solver_type_blocks(const pbd_solver *s, int type);
 /* Shape-matching clusters (pbd_body.shape_cluster_spacing) of every body together. */
 int pbd_solver_shape_clusters(const pbd_solver *s);

@@ -91,7 +91,9 @@ check contacts.json --frames 2
 # few values (after one Gauss-Seidel iteration of a 16 x 16 cloth; Jacobi agrees), and at
 # -O0 they agree. Why is not known: nothing is reported at -O0, and its --uninitialized
 # check crashes on these kernels. The elements' scene has over sixteen of each a colour, each
-# colour a launch; a copy of it takes each type's colours in one launch, one work-item.
+# colour a launch; a copy of it takes each type's colours in one launch, one work-item: in
+# one block, sixteen at a time (Gauss-Seidel; with 12 colours at most, ending in the overflow
+# set, one by one), or one by one (Jacobi).
 cat >elements.json <<'EOF'
 {"dt": 0.016666666666666666, "substeps": 2, "iterations": 3, "serial_color_size": 0,
  "planes": [{"normal": [0, 1, 0], "offset": 0}],
@@ -104,11 +106,21 @@ cat >elements.json <<'EOF'
    "mass": 0.1, "bending": "isometric", "bending_compliance": 0.01}]}
 EOF
 sed 's/"serial_color_size": 0,//' elements.json >elements_one_launch.json
-n0=$("$pbd" run elements.json --frames 1 --variant cpu 2>/dev/null | grep -o "in one launch" | wc -l)
-n1=$("$pbd" run elements_one_launch.json --frames 1 --variant cpu 2>/dev/null |
-    grep -o "in one launch" | wc -l)
-[ "$n0" -eq 0 ] && [ "$n1" -eq 3 ] ||
-    fail "elements: $n0 and $n1 types in one launch, expected 0 and 3"
+sed 's/"serial_color_size": 0,/"max_colors": 12,/' elements.json >elements_overflow.json
+ones() { # scene, options: the types in one launch and in one block
+    out=$("$pbd" run "$@" --frames 1 --variant cpu 2>/dev/null)
+    echo "$(printf '%s' "$out" | grep -o "in one launch" | wc -l)" \
+        "$(printf '%s' "$out" | grep -o "serial, in one block" | wc -l)" \
+        "$(printf '%s' "$out" | grep -o "in one block" | wc -l)"
+}
+got=$(ones elements.json)
+[ "$got" = "0 0 0" ] || fail "elements.json: $got (in one launch, ending serially in one block, in one block), expected 0 0 0"
+got=$(ones elements_one_launch.json)
+[ "$got" = "0 0 3" ] || fail "elements_one_launch.json: $got, expected 0 0 3"
+got=$(ones elements_one_launch.json --solver jacobi)
+[ "$got" = "3 0 0" ] || fail "elements_one_launch.json with Jacobi: $got, expected 3 0 0"
+got=$(ones elements_overflow.json)
+[ "$got" = "0 3 3" ] || fail "elements_overflow.json: $got, expected 0 3 3"
 # A UV sphere whose poles have more triangles (18) than pressure's table holds: the sixteen
 # particles they are among go one by one, the others from the table.
 awk 'BEGIN { n = 18; r = 3; pi = atan2(0, -1); print "v 0 0.3 0"; print "v 0 -0.3 0"
@@ -167,6 +179,8 @@ check "$scenes/spinning_soft_cube.json" --frames 2 --variant cpu
 check elements.json --frames 2 --variant cpu
 check elements.json --frames 1 --variant cpu --solver jacobi
 check elements_one_launch.json --frames 1 --variant cpu
+check elements_one_launch.json --frames 1 --variant cpu --solver jacobi
+check elements_overflow.json --frames 1 --variant cpu
 check uv_balloon.json --frames 2 --variant cpu
 check cluster_sets.json --frames 1 --variant cpu
 check element_blocks.json --frames 1 --variant cpu

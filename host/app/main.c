@@ -853,7 +853,9 @@ static int cmd_run(const options *o)
             int blocks = pbd_solver_type_blocks(solver, t);
             if (pbd_solver_type_one_launch(solver, t))
                 snprintf(one, sizeof one, ", in one launch");
-            else if (blocks > 0)
+            else if (blocks == 1)
+                snprintf(one, sizeof one, ", in one block");
+            else if (blocks > 1)
                 snprintf(one, sizeof one, ", in %d blocks", blocks);
             if (serial)
                 printf(" %d %s (%d colours, the last %d serial%s),", n,

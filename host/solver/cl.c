@@ -1123,7 +1123,7 @@ static pbd_status choose_kernels(cl_impl *c, pbd_plan *plan, const pbd_solver_de
      * groups of cuts in one launch and the blocks in another, instead of a launch a colour. */
     for (int t = 0; cpu && t < PBD_CONSTRAINT_COUNT && status == PBD_OK; ++t) {
         const pbd_plan_type *pt = &plan->type[t];
-        if (t == PBD_CONSTRAINT_DISTANCE || !project_blocks[t] || pt->blocks.num_blocks < 2)
+        if (t == PBD_CONSTRAINT_DISTANCE || !project_blocks[t] || pt->blocks.num_blocks < 1)
             continue;
         status = make_kernel(c, project_blocks[t], &c->type_blocks[t], err);
         if (status == PBD_OK && pt->blocks.boundary_colors > 0)
@@ -1435,7 +1435,7 @@ static pbd_status bind(const kernel *k, const binding *b, int n, pbd_error *err)
 /* project_<type>_blocks `k` (if made) over type t's parts: `offsets` of `colors` colours in
  * `parts` blocks or groups of cuts. */
 static pbd_status bind_blocks(cl_impl *c, const kernel *k, int t, cl_mem offsets, cl_int colors,
-                              cl_int parts, pbd_error *err)
+                              cl_int parts, cl_int serial, pbd_error *err)
 {
     pbd_status status = PBD_OK;
     if (!k->k)
@@ -1445,6 +1445,7 @@ static pbd_status bind_blocks(cl_impl *c, const kernel *k, int t, cl_mem offsets
     ARG(k, "block_offsets", offsets);
     ARG(k, "num_colors", colors);
     ARG(k, "num_blocks", parts);
+    ARG(k, "serial", serial);
 cleanup:
     return status;
 }
@@ -1477,10 +1478,10 @@ static pbd_status bind_exceptions(cl_impl *c, const pbd_plan *plan, pbd_error *e
         const pbd_blocks *bl = &plan->type[t].blocks;
         int ni = plan->type[t].num_colors - bl->boundary_colors;
         status = bind_blocks(c, &c->type_blocks[t], t, c->type_block_offsets[t], ni, bl->num_blocks,
-                             err);
+                             plan->type[t].overflow, err);
         if (status == PBD_OK)
             status = bind_blocks(c, &c->type_cuts[t], t, c->type_cut_offsets[t],
-                                 bl->boundary_colors, bl->num_cuts, err);
+                                 bl->boundary_colors, bl->num_cuts, 0, err);
     }
     if (status != PBD_OK)
         return status;

@@ -276,8 +276,9 @@ static int bucket_colors(const int *d, const pbd_coloring *src, const int *part,
  * sorted by block) into `col`, with `opt`'s shared particles and bound on colours. Distance
  * constraints (arity 2, `runs`) also get their runs. Meshes numbered without locality would
  * put most constraints on the boundary; they get one block, which is the plain colouring. A
- * colouring that overflows `opt`'s bound in either part is not blocked: neither blocks
- * (bl->num_blocks 0) nor a colouring are returned. */
+ * colouring of two blocks or more that overflows `opt`'s bound in either part is not
+ * blocked: neither blocks (bl->num_blocks 0) nor a colouring are returned. One block keeps
+ * its overflow set as its last colour (col->overflow), which its work-item takes serially. */
 static pbd_status block_coloring(int np, const int *ends, int arity, int n,
                                  const pbd_color_options *opt, int runs, pbd_blocks *bl,
                                  pbd_coloring *col, pbd_error *err)
@@ -328,7 +329,7 @@ static pbd_status block_coloring(int np, const int *ends, int arity, int n,
         (st = pbd_color_constraints(np, ends, arity, n, list + nbound, n - nbound, opt, &ci,
                                     err)) != PBD_OK)
         goto done;
-    if (cb.overflow || ci.overflow)
+    if (cb.overflow || (ci.overflow && nb > 1))
         goto done; /* no blocks, no colouring: the caller colours plainly */
     int nc = cb.num_colors + ci.num_colors, nbc = cb.num_colors;
     int ng = group_cuts(np, ends, arity, block, shared, list, nbound, nb, touch, part);
@@ -345,6 +346,7 @@ static pbd_status block_coloring(int np, const int *ends, int arity, int n,
             malloc((2 * (size_t)ci.num_colors * (size_t)nb + 1) * sizeof *bl->block_runs);
     }
     col->num_colors = nc;
+    col->overflow = ci.overflow;
     col->offsets = malloc(((size_t)nc + 1) * sizeof *col->offsets);
     col->order = malloc(((size_t)n + 1) * sizeof *col->order);
     if (!bl->block_first || !bl->block_offsets || !bl->cut_offsets ||
@@ -425,14 +427,23 @@ static float *compliance_of(int type, void *r)
     return NULL;
 }
 
+/* Whether a mesh of `num_particles` is one block: too small for two. */
+static int one_block(int num_particles)
+{
+    return num_particles / PBD_BLOCK_PARTICLES < 2;
+}
+
 /* Whether constraint `type` is coloured in the block order besides distance: the
  * four-particle types on the CPU variant under Gauss-Seidel, where a work-item then takes a
- * block's colours in one launch (project_<type>_blocks), on meshes of two blocks or more. */
+ * block's colours in one launch (project_<type>_blocks), sixteen at a time. On meshes of two
+ * blocks or more; a smaller mesh is one block, whose work-item takes every colour in one
+ * launch (the distance constraints' rule), but where serial_color_size is 0, which asks for
+ * a launch a colour. */
 static int blocked_type(const pbd_plan *plan, int type, int count, int num_particles)
 {
     return count > 0 && plan->variant == PBD_VARIANT_CPU && plan->cfg.solver == PBD_SOLVER_GS &&
            pbd_constraint_types[type].arity == 4 && !pbd_constraint_types[type].world &&
-           num_particles / PBD_BLOCK_PARTICLES >= 2;
+           (!one_block(num_particles) || plan->cfg.serial_color_size > 0);
 }
 
 /* Colours constraint `type` (distance in the block order, the others plainly) and stores its
@@ -474,8 +485,10 @@ static pbd_status plan_type(const pbd_model *m, const pbd_config *cfg, int type,
         st = block_coloring(m->num_particles, ends, 2, n, NULL, 1, bl, &col, err);
     else if (blocked_type(plan, type, n, m->num_particles))
         st = block_coloring(m->num_particles, ends, arity, n, &opt, 0, bl, &col, err);
-    /* blocks of one, or none: the plain colouring */
-    if (st == PBD_OK && type != PBD_CONSTRAINT_DISTANCE && bl->num_blocks < 2) {
+    /* no blocks, or one block of a large mesh (numbered without locality): the plain
+     * colouring, a launch a colour on every core */
+    if (st == PBD_OK && type != PBD_CONSTRAINT_DISTANCE &&
+        bl->num_blocks < (one_block(m->num_particles) ? 1 : 2)) {
         pbd_blocks_free(bl);
         pbd_coloring_free(&col);
         st = pbd_color_constraints(m->num_particles, ends, arity, n, NULL, 0, &opt, &col, err);
@@ -1743,8 +1756,7 @@ int pbd_solver_type_blocks(const pbd_solver *s, int type)
 {
     if (type < 0 || type >= PBD_CONSTRAINT_COUNT || type == PBD_CONSTRAINT_DISTANCE)
         return 0;
-    int nb = s->plan.type[type].blocks.num_blocks;
-    return nb > 1 ? nb : 0;
+    return s->plan.type[type].blocks.num_blocks;
 }
 
 long pbd_solver_launches_per_frame(const pbd_solver *s)

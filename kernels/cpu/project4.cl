@@ -353,12 +353,13 @@ VEC8_INLINE void pbd_neo_hookean_project16(__global pbd_float4 *p,
     }
 /* project_<name>_blocks: block b's part of each of num_colors colours in turn (offsets:
  * num_colors x (num_blocks + 1), pbd_blocks' block_offsets or cut_offsets), sixteen at a
- * time; no other block touches its particles. */
+ * time; no other block touches its particles. With `serial` (a mesh of one block whose
+ * colouring overflowed), the last colour is the overflow set, projected one by one. */
 #define PBD_PROJECT_BLOCKS_KERNEL(name, type)                                                      \
-    __kernel void project_##name##_blocks(__global pbd_float4 *particle_p,                         \
-                                          __global const type *records, __global float *lambda,    \
-                                          __global const int *block_offsets, int num_colors,       \
-                                          int num_blocks, float inv_h2, int reset_lambda)          \
+    __kernel void project_##name##_blocks(                                                         \
+        __global pbd_float4 *particle_p, __global const type *records, __global float *lambda,     \
+        __global const int *block_offsets, int num_colors, int num_blocks, float inv_h2,           \
+        int reset_lambda, int serial)                                                              \
     {                                                                                              \
         int b = get_global_id(0);                                                                  \
         if (b >= num_blocks)                                                                       \
@@ -366,6 +367,12 @@ VEC8_INLINE void pbd_neo_hookean_project16(__global pbd_float4 *p,
         for (int k = 0; k < num_colors; ++k) {                                                     \
             __global const int *bo = block_offsets + k * (num_blocks + 1);                         \
             int c = bo[b], hi = bo[b + 1];                                                         \
+            if (serial && k == num_colors - 1) {                                                   \
+                for (; c < hi; ++c)                                                                \
+                    pbd_##name##_project(particle_p, NULL, records, lambda, c, inv_h2,             \
+                                         reset_lambda, 0);                                         \
+                break;                                                                             \
+            }                                                                                      \
             for (; c + 16 <= hi; c += 16)                                                          \
                 pbd_##name##_project16(particle_p, records, lambda, c, 16, inv_h2, reset_lambda);  \
             if (c < hi)                                                                            \
