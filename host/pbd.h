@@ -446,7 +446,8 @@ size_t pbd_solver_memory_bytes(const pbd_solver *s);
  * constraints with rest > 0, and the largest |C| (m). Reads the positions back. */
 pbd_status pbd_solver_constraint_error(pbd_solver *s, double *mean_relative, double *max_abs,
                                        pbd_error *err);
-/* Distance constraints projected per frame (constraints x iterations x substeps). */
+/* Constraints of every type projected per frame (constraints x iterations x substeps; the
+ * body constraints, shape matching and pressure, not counted). */
 double pbd_solver_projections_per_frame(const pbd_solver *s);
 /* The kernel variant the solver runs: PBD_VARIANT_GPU or PBD_VARIANT_CPU (for the CPU
  * backend, the variant whose summation order it follows). */

@@ -11,14 +11,16 @@ typedef struct pbd_bench_row {
     char device[128];
     pbd_backend_kind backend;
     pbd_solver_kind solver;
-    int particles, constraints, colors, iterations, substeps, bodies, preserved_bodies;
-    int runs, frames; /* timed runs of `frames` steps */
+    int particles, colors, iterations, substeps, bodies, preserved_bodies;
+    int constraints;          /* of every type (the body constraints not counted) */
+    int distance_constraints; /* those the error below is of */
+    int runs, frames;         /* timed runs of `frames` steps */
     double ms_median, ms_min, ms_max;
     double projections_per_s;  /* constraint projections per second at the median */
     long launches;             /* per step */
     double bytes_per_particle; /* memory where it steps / particles */
-    double mean_rel_error;     /* mean |C| / rest after the runs */
-    double max_error;          /* max |C|, m */
+    double mean_rel_error;     /* the distance constraints' mean |C| / rest after the runs */
+    double max_error;          /* their max |C|, m (0 for both where there are none) */
     double device_ms;          /* all kernels' device time per step (profiled run) */
     double momentum_ms;        /* the correction's share of it, see pbd_cli_profile */
     double kernel_ms[PBD_STAGE_COUNT];

@@ -1663,7 +1663,10 @@ size_t pbd_solver_memory_bytes(const pbd_solver *s)
 double pbd_solver_projections_per_frame(const pbd_solver *s)
 {
     const pbd_config *c = &s->plan.cfg;
-    return (double)s->plan.type[PBD_CONSTRAINT_DISTANCE].count * c->iterations * c->substeps;
+    double n = 0.0;
+    for (int t = 0; t < PBD_CONSTRAINT_COUNT; ++t)
+        n += s->plan.type[t].count;
+    return n * c->iterations * c->substeps;
 }
 
 pbd_status pbd_solver_constraint_error(pbd_solver *s, double *mean_relative, double *max_abs,
