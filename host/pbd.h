@@ -472,9 +472,9 @@ int pbd_solver_type_colors(const pbd_solver *s, int type);
 /* Constraints of `type` in its overflow set (its last colour, projected one after another
  * because they found no colour under pbd_config.max_colors), or 0. */
 int pbd_solver_type_serial(const pbd_solver *s, int type);
-/* 1: the device projects `type`'s colours in one launch, one work-item taking them in order
- * (the CPU kernel variant, where they average pbd_config.serial_color_size constraints or
- * fewer). */
+/* 1: the device projects `type`'s colours in one launch, one work-item taking them one by
+ * one in order (the CPU kernel variant, where they average pbd_config.serial_color_size
+ * constraints or fewer and the type is not run in blocks, pbd_solver_type_blocks). */
 int pbd_solver_type_one_launch(const pbd_solver *s, int type);
 /* The blocks a four-particle type (volume, dihedral, isometric, Neo-Hookean) is coloured and
  * run in under Gauss-Seidel on the CPU kernel variant, or 0: on meshes of 4,096 particles or
