@@ -141,6 +141,8 @@ int pbd_model_add_particles(pbd_model *m, int count, const char *body_name);
 int pbd_model_add_constraint(pbd_model *m, int type, const void *record);
 /* The records of constraint `type` (NULL when there are none) and their number. */
 const void *pbd_model_constraints(const pbd_model *m, int type, int *count);
+/* The constraints of every type (the body constraints, one a body, not counted). */
+long long pbd_model_num_constraints(const pbd_model *m);
 /* Appends a distance constraint; returns 0, or -1 on allocation failure. */
 int pbd_model_add_distance(pbd_model *m, int a, int b, float rest, float compliance);
 /* Appends a collider (kind, shape; friction and restitution), or -1 on allocation failure. */

@@ -180,12 +180,7 @@ int pbd_cli_bench_row(const char *scene, const pbd_solver_desc *desc, int solver
     row->backend = desc->backend;
     row->solver = s.config.solver;
     row->particles = s.model.num_particles;
-    row->constraints = 0;
-    for (int t = 0; t < PBD_CONSTRAINT_COUNT; ++t) {
-        int n = 0;
-        pbd_model_constraints(&s.model, t, &n);
-        row->constraints += n;
-    }
+    row->constraints = (int)pbd_model_num_constraints(&s.model);
     row->distance_constraints = s.model.num_distance;
     row->colors = pbd_solver_num_colors(sv);
     row->iterations = s.config.iterations;

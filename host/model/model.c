@@ -137,6 +137,17 @@ const void *pbd_model_constraints(const pbd_model *m, int type, int *count)
     return *records;
 }
 
+long long pbd_model_num_constraints(const pbd_model *m)
+{
+    long long total = 0;
+    for (int t = 0; t < PBD_CONSTRAINT_COUNT; ++t) {
+        int n = 0;
+        pbd_model_constraints(m, t, &n);
+        total += n;
+    }
+    return total;
+}
+
 int *pbd_model_constraint_ends(const pbd_model *m, int type)
 {
     int n = 0;

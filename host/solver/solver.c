@@ -1363,18 +1363,11 @@ pbd_status pbd_solver_create(const pbd_model *m, const pbd_config *cfg, const pb
         st = pbd_cl_solver_open(m, cfg, &d, &cl, &variant, err);
     if (st == PBD_OK)
         st = pbd_plan_build(m, cfg, variant, &s->plan, err);
-    if (st == PBD_ERR_MEMORY) {
-        long long nc = 0;
-        for (int t = 0; t < PBD_CONSTRAINT_COUNT; ++t) {
-            int n = 0;
-            pbd_model_constraints(m, t, &n);
-            nc += n;
-        }
+    if (st == PBD_ERR_MEMORY)
         st = pbd_error_set(err, PBD_ERR_MEMORY,
                            "out of host memory planning the solve of %d particles and %lld "
                            "constraints",
-                           m->num_particles, nc);
-    }
+                           m->num_particles, pbd_model_num_constraints(m));
     if (st == PBD_OK && d.backend == PBD_BACKEND_CPU) {
         s->ops = &pbd_cpu_ops;
         st = pbd_cpu_create(m, &s->plan, &d, &s->impl, err);
