@@ -604,6 +604,72 @@ static void update_respects_blocks(void **state)
     pbd_scene_free(&s);
 }
 
+/* A mesh too small for two blocks is one block, and one ending in an overflow set (a
+ * Neo-Hookean box of 216 particles under a bound of 8 colours, seven of them pinned) takes the
+ * set in runs: consecutive, covering the set in its order, sixteen at most, each sharing no
+ * unpinned particle; runs longer than one, so the set is not taken one by one. With
+ * serial_color_size 0: no block. */
+static void plan_overflow_runs(void **state)
+{
+    (void)state;
+    for (int size = 64; size >= 0; size -= 64) {
+        char json[512];
+        snprintf(json, sizeof json,
+                 "{\"max_colors\": 8, \"serial_color_size\": %d, \"bodies\": [{\"type\": "
+                 "\"tet_box\", \"cells\": [5, 5, 5], \"density\": 100, \"young_modulus\": "
+                 "20000, \"poisson_ratio\": 0.3, \"pinned\": [0, 1, 2, 3, 4, 5, 6]}]}",
+                 size);
+        pbd_scene s = {0};
+        pbd_error err = {0};
+        assert_int_equal(pbd_scene_parse(json, "overflow runs", &s, &err), PBD_OK);
+        pbd_plan plan;
+        assert_int_equal(pbd_plan_build(&s.model, &s.config, PBD_VARIANT_CPU, &plan, &err), PBD_OK);
+        const pbd_plan_type *pt = &plan.type[PBD_CONSTRAINT_NEO_HOOKEAN];
+        const pbd_blocks *bl = &pt->blocks;
+        assert_true(pt->overflow);
+        if (size == 0) {
+            assert_int_equal(bl->num_blocks, 0);
+            pbd_plan_free(&plan);
+            pbd_scene_free(&s);
+            continue;
+        }
+        assert_int_equal(bl->num_blocks, 1);
+        assert_int_equal(bl->boundary_colors, 0);
+        const int nc = pt->num_colors, first = pt->color_offsets[nc - 1];
+        const int runs = bl->block_colors - (nc - 1);
+        const int *bo = bl->block_offsets, *e = (const int *)pt->records;
+        const size_t stride = sizeof(pbd_neo_hookean) / sizeof(int);
+        const float *w = &s.model.x[0].w;
+        int *stamp = malloc((size_t)plan.num_particles * sizeof *stamp), pinned = 0;
+        assert_non_null(stamp);
+        for (int i = 0; i < plan.num_particles; ++i) {
+            stamp[i] = -1;
+            pinned += w[4 * (size_t)i] == 0.0f;
+        }
+        print_message("%d colours, the last %d serial, in %d runs; %d pinned particles\n", nc,
+                      pt->count - first, runs, pinned);
+        assert_true(pinned > 0 && runs > 1 && runs < pt->count - first);
+        for (int k = 0; k < nc - 1; ++k) /* the colours as they were */
+            assert_true(bo[2 * k] == pt->color_offsets[k] &&
+                        bo[2 * k + 1] == pt->color_offsets[k + 1]);
+        for (int g = 0; g < runs; ++g) {
+            const int *r = bo + 2 * (nc - 1 + g);
+            assert_int_equal(r[0], g == 0 ? first : r[-1]);
+            assert_true(r[1] > r[0] && r[1] - r[0] <= 16);
+            for (int c = r[0]; c < r[1]; ++c)
+                for (int i = 0; i < 4; ++i) {
+                    int q = e[stride * (size_t)c + (size_t)i];
+                    assert_true(w[4 * (size_t)q] == 0.0f || stamp[q] != g);
+                    stamp[q] = g;
+                }
+        }
+        assert_int_equal(bo[2 * (nc - 1 + runs) - 1], pt->count);
+        free(stamp);
+        pbd_plan_free(&plan);
+        pbd_scene_free(&s);
+    }
+}
+
 /* The four-particle types' block order on the CPU variant (blocked_type): a tet box of
  * 4,096 particles (two blocks) with volume constraints, a 64 x 64 cloth pinned along an edge
  * with dihedral bending (pinned particles belong to no block), and the Neo-Hookean box under
@@ -2795,6 +2861,7 @@ static const struct CMUnitTest tests[] = {
     pbd_device_test(blocked_gs_same_bits),
     cmocka_unit_test(plan_block_runs),
     cmocka_unit_test(plan_element_blocks),
+    cmocka_unit_test(plan_overflow_runs),
     cmocka_unit_test(update_respects_blocks),
     pbd_device_test(blocked_elements_same_bits),
     pbd_device_test(jacobi_same_bits),

@@ -1293,8 +1293,7 @@ static pbd_status create_buffers(cl_impl *c, const pbd_model *m, const pbd_plan 
         const pbd_blocks *bl = &plan->type[t].blocks;
         if (!c->type_blocks[t].k)
             continue;
-        size_t ni = (size_t)(plan->type[t].num_colors - bl->boundary_colors);
-        size_t nbt = (size_t)bl->boundary_colors;
+        size_t ni = (size_t)bl->block_colors, nbt = (size_t)bl->boundary_colors;
         st = buffer(c, &c->type_block_offsets[t], "block_offsets",
                     ni * ((size_t)bl->num_blocks + 1) * sizeof(int), bl->block_offsets, err);
         if (st == PBD_OK)
@@ -1435,7 +1434,7 @@ static pbd_status bind(const kernel *k, const binding *b, int n, pbd_error *err)
 /* project_<type>_blocks `k` (if made) over type t's parts: `offsets` of `colors` colours in
  * `parts` blocks or groups of cuts. */
 static pbd_status bind_blocks(cl_impl *c, const kernel *k, int t, cl_mem offsets, cl_int colors,
-                              cl_int parts, cl_int serial, pbd_error *err)
+                              cl_int parts, pbd_error *err)
 {
     pbd_status status = PBD_OK;
     if (!k->k)
@@ -1445,7 +1444,6 @@ static pbd_status bind_blocks(cl_impl *c, const kernel *k, int t, cl_mem offsets
     ARG(k, "block_offsets", offsets);
     ARG(k, "num_colors", colors);
     ARG(k, "num_blocks", parts);
-    ARG(k, "serial", serial);
 cleanup:
     return status;
 }
@@ -1476,12 +1474,11 @@ static pbd_status bind_exceptions(cl_impl *c, const pbd_plan *plan, pbd_error *e
         ARG(&c->gs_group, "num_colors", ndc);
     for (int t = 0; t < PBD_CONSTRAINT_COUNT && status == PBD_OK; ++t) {
         const pbd_blocks *bl = &plan->type[t].blocks;
-        int ni = plan->type[t].num_colors - bl->boundary_colors;
-        status = bind_blocks(c, &c->type_blocks[t], t, c->type_block_offsets[t], ni, bl->num_blocks,
-                             plan->type[t].overflow, err);
+        status = bind_blocks(c, &c->type_blocks[t], t, c->type_block_offsets[t], bl->block_colors,
+                             bl->num_blocks, err);
         if (status == PBD_OK)
             status = bind_blocks(c, &c->type_cuts[t], t, c->type_cut_offsets[t],
-                                 bl->boundary_colors, bl->num_cuts, 0, err);
+                                 bl->boundary_colors, bl->num_cuts, err);
     }
     if (status != PBD_OK)
         return status;

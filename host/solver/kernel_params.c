@@ -26,9 +26,9 @@ static const char *const project_type_params[] = {
             (int)(sizeof project_type_params / sizeof project_type_params[0])                      \
     }
 /* project_<type>_blocks (project4.cl): one list for the four-particle types */
-static const char *const project_blocks_params[] = {"particle_p",    "records",      "lambda",
-                                                    "block_offsets", "num_colors",   "num_blocks",
-                                                    "inv_h2",        "reset_lambda", "serial"};
+static const char *const project_blocks_params[] = {"particle_p",    "records",     "lambda",
+                                                    "block_offsets", "num_colors",  "num_blocks",
+                                                    "inv_h2",        "reset_lambda"};
 #define BLOCKS_ENTRY(kname)                                                                        \
     {                                                                                              \
         kname, project_blocks_params,                                                              \

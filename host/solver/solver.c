@@ -246,6 +246,36 @@ static int group_cuts(int np, const int *ends, int arity, const int *block,
     return ng;
 }
 
+/* One block's overflow set, records [first, end) of `order` (model indices), as its
+ * work-item takes it: runs of consecutive constraints that share no (unshared) particle,
+ * sixteen at most, which the kernel projects side by side with the serial result. Writes run
+ * g's start and end to bo[2 (k0 + g)] and bo[2 (k0 + g) + 1] and returns k0 plus the runs.
+ * touch: num_particles ints. */
+static int overflow_runs(int np, const int *ends, int arity, const unsigned char *shared,
+                         const int *order, int first, int end, int k0, int *touch, int *bo)
+{
+    for (int i = 0; i < np; ++i)
+        touch[i] = -1;
+    int k = k0, start = first;
+    for (int j = first; j < end; ++j) {
+        const int *e = ends + (size_t)arity * (size_t)order[j];
+        int clash = j - start == 16;
+        for (int a = 0; a < arity && !clash; ++a)
+            clash = !(shared && shared[e[a]]) && touch[e[a]] == k;
+        if (clash) {
+            bo[2 * k] = start;
+            bo[2 * k + 1] = j;
+            ++k;
+            start = j;
+        }
+        for (int a = 0; a < arity; ++a)
+            touch[e[a]] = k;
+    }
+    bo[2 * k] = start;
+    bo[2 * k + 1] = end;
+    return k + 1;
+}
+
 /* Buckets each colour of `src` by part (part[c] of constraint c, model index, in
  * [0, parts)), keeping the colouring's order within a part, into order[j ..], and with `runs`
  * (distance) sorts each part into runs (sort_runs). Writes colour k's start to
@@ -278,7 +308,8 @@ static int bucket_colors(const int *d, const pbd_coloring *src, const int *part,
  * put most constraints on the boundary; they get one block, which is the plain colouring. A
  * colouring of two blocks or more that overflows `opt`'s bound in either part is not
  * blocked: neither blocks (bl->num_blocks 0) nor a colouring are returned. One block keeps
- * its overflow set as its last colour (col->overflow), which its work-item takes serially. */
+ * its overflow set as its last colour (col->overflow), which its work-item takes in runs
+ * (overflow_runs). */
 static pbd_status block_coloring(int np, const int *ends, int arity, int n,
                                  const pbd_color_options *opt, int runs, pbd_blocks *bl,
                                  pbd_coloring *col, pbd_error *err)
@@ -338,8 +369,10 @@ static pbd_status block_coloring(int np, const int *ends, int arity, int n,
     bl->num_cuts = ng;
     bl->cut_offsets = malloc(((size_t)nbc * ((size_t)ng + 1) + 1) * sizeof *bl->cut_offsets);
     bl->block_first = malloc(((size_t)nb + 1) * sizeof *bl->block_first);
+    /* one block ending in an overflow set: room for the set's runs, up to one a constraint */
+    int over = ci.overflow ? ci.offsets[ci.num_colors] - ci.offsets[ci.num_colors - 1] : 0;
     bl->block_offsets =
-        malloc(((size_t)ci.num_colors * ((size_t)nb + 1) + 1) * sizeof *bl->block_offsets);
+        malloc(((size_t)(ci.num_colors + over) * ((size_t)nb + 1) + 1) * sizeof *bl->block_offsets);
     if (runs) {
         bl->cut_runs = malloc((2 * (size_t)nbc * (size_t)ng + 1) * sizeof *bl->cut_runs);
         bl->block_runs =
@@ -374,6 +407,10 @@ static pbd_status block_coloring(int np, const int *ends, int arity, int n,
     j = bucket_colors(ends, &ci, part, nb, col->order, j, col->offsets + nbc, bl->block_offsets,
                       bl->block_runs, tmp);
     col->offsets[nc] = j;
+    bl->block_colors = ci.num_colors;
+    if (ci.overflow) /* nb is 1 here */
+        bl->block_colors = overflow_runs(np, ends, arity, shared, col->order, col->offsets[nc - 1],
+                                         j, ci.num_colors - 1, touch, bl->block_offsets);
 done:
     if (st != PBD_OK) {
         pbd_coloring_free(col);

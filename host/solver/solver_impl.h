@@ -41,8 +41,12 @@ typedef struct pbd_blocks {
     int num_blocks;
     int *block_first;    /* num_blocks + 1: block b is particles [bf[b], bf[b+1]) */
     int boundary_colors; /* the first colours: the constraints that cross blocks */
-    int *block_offsets;  /* (num_colors - boundary_colors) x (num_blocks + 1): block b's part of
-                            interior colour k is records[bo[k (nb + 1) + b] .. + b + 1]) */
+    int *block_offsets;  /* block_colors x (num_blocks + 1): block b's part of interior colour
+                            k is records[bo[k (nb + 1) + b] .. + b + 1]) */
+    int block_colors;    /* the interior colours as the blocks' work-items take them:
+                            num_colors - boundary_colors, but for one block ending in an
+                            overflow set, whose set is cut into runs of up to sixteen that share
+                            no particle (in its order: the serial result), a part each */
     int *block_runs;     /* distance only: (num_colors - boundary_colors) x num_blocks x 2:
                             where block b's part of interior colour k stops being runs of
                             consecutive particles and then interleaved pairs (PBD_RUN_*), each
