@@ -821,6 +821,95 @@ static void blocked_elements_same_bits(void **state)
     }
 }
 
+/* A Neo-Hookean element changed mid-run (pbd_solver_update_constraint) on the device gives
+ * the CPU reference's bits: on CPU devices the blocks' whole groups of sixteen records are
+ * stored transposed (tiles) and a group of fewer as it is, so the change is written where its
+ * group keeps it. On a 15^3 tet box (two blocks), one element of a whole group and one of a
+ * part's last group of fewer are made twice as compliant after two frames; ten frames more
+ * must still agree, and differ from a run without the change. */
+static void element_update_same_bits(void **state)
+{
+    (void)state;
+    pbd_scene s = {0};
+    pbd_error err = {0};
+    const char *json = "{\"dt\": 0.016666666666666666, \"substeps\": 4, \"iterations\": 5, "
+                       "\"planes\": [{\"normal\": [0, 1, 0], \"offset\": 0}], \"bodies\": "
+                       "[{\"type\": \"tet_box\", \"cells\": [15, 15, 15], \"size\": [1, 1, 1], "
+                       "\"center\": [0, 0.6, 0], \"density\": 100, \"angular_velocity\": [1, 2, "
+                       "4], \"young_modulus\": 20000, \"poisson_ratio\": 0.3}]}";
+    assert_int_equal(pbd_scene_parse(json, "element update", &s, &err), PBD_OK);
+    pbd_plan plan;
+    assert_int_equal(pbd_plan_build(&s.model, &s.config, PBD_VARIANT_CPU, &plan, &err), PBD_OK);
+    const pbd_plan_type *pt = &plan.type[PBD_CONSTRAINT_NEO_HOOKEAN];
+    const pbd_blocks *bl = &pt->blocks;
+    assert_int_equal(bl->num_blocks, 2);
+    /* a record of a whole group and one of a last group of fewer, in the blocks' parts */
+    int whole = -1, rest = -1;
+    for (int k = 0; k < bl->block_colors; ++k)
+        for (int b = 0; b < bl->num_blocks; ++b) {
+            const int *o = bl->block_offsets + (size_t)k * ((size_t)bl->num_blocks + 1);
+            int n = o[b + 1] - o[b];
+            if (whole < 0 && n >= 16)
+                whole = o[b] + 5;
+            if (rest < 0 && n % 16 >= 2)
+                rest = o[b + 1] - 1;
+        }
+    assert_true(whole >= 0 && rest >= 0);
+    int changed[2] = {-1, -1};
+    for (int c = 0; c < pt->count; ++c)
+        for (int q = 0; q < 2; ++q)
+            if (pt->position[c] == (q ? rest : whole))
+                changed[q] = c;
+    pbd_solver *sv[3];
+    pbd_solver_desc dcl = {.backend = PBD_BACKEND_CL};
+    assert_int_equal(test_solver_create(&s.model, &s.config, &dcl, &sv[1], &err), PBD_OK);
+    pbd_solver_desc dcpu = {.backend = PBD_BACKEND_CPU, .sums = pbd_solver_sum_layout(sv[1])};
+    assert_int_equal(test_solver_create(&s.model, &s.config, &dcpu, &sv[0], &err), PBD_OK);
+    assert_int_equal(test_solver_create(&s.model, &s.config, &dcpu, &sv[2], &err), PBD_OK);
+    size_t n = (size_t)s.model.num_particles;
+    pbd_float4 *x[3], *v = malloc(n * sizeof *v);
+    assert_non_null(v);
+    for (int k = 0; k < 3; ++k) {
+        assert_int_equal(pbd_solver_step(sv[k], 2, &err), PBD_OK);
+        for (int q = 0; q < 2 && k < 2; ++q) {
+            pbd_neo_hookean r = s.model.neo_hookean[changed[q]];
+            r.compliance *= 2.0f;
+            r.compliance_h *= 2.0f;
+            assert_int_equal(pbd_solver_update_constraint(sv[k], PBD_CONSTRAINT_NEO_HOOKEAN,
+                                                          changed[q], &r, &err),
+                             PBD_OK);
+        }
+        assert_int_equal(pbd_solver_step(sv[k], 10, &err), PBD_OK);
+        x[k] = malloc(n * sizeof *x[k]);
+        assert_non_null(x[k]);
+        assert_int_equal(pbd_solver_read(sv[k], x[k], v, &err), PBD_OK);
+    }
+    long differ = 0, moved = 0;
+    double worst = 0.0;
+    for (size_t i = 0; i < n; ++i) {
+        const float *a = &x[0][i].x, *b = &x[1][i].x, *c = &x[2][i].x;
+        for (int j = 0; j < 3; ++j) {
+            differ += a[j] != b[j];
+            moved += a[j] != c[j];
+            worst = fmax(worst, fabs((double)a[j] - b[j]));
+        }
+    }
+    print_message("element update: %ld values differ (worst %.3g), %ld moved by the change\n",
+                  differ, worst, moved);
+    assert_true(moved > 0);
+    if (pbd_test_exact(sv[1]))
+        assert_int_equal(differ, 0);
+    else
+        assert_true(worst <= 1e-4);
+    for (int k = 0; k < 3; ++k) {
+        pbd_solver_destroy(sv[k]);
+        free(x[k]);
+    }
+    free(v);
+    pbd_plan_free(&plan);
+    pbd_scene_free(&s);
+}
+
 /* Jacobi on the device (gains, then a gather into the other position buffer; on CPU devices
  * both in jacobi_fused16) gives the CPU reference's bits: a pinned cloth falling onto a floor
  * at 10 iterations with BDF2 and point damping, and a free cloth tumbling onto it at 7 iterations
@@ -2864,6 +2953,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(plan_overflow_runs),
     cmocka_unit_test(update_respects_blocks),
     pbd_device_test(blocked_elements_same_bits),
+    pbd_device_test(element_update_same_bits),
     pbd_device_test(jacobi_same_bits),
     pbd_device_test(cpu_vs_cl_jacobi),
     pbd_device_test(deterministic_gs),

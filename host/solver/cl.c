@@ -59,6 +59,9 @@ typedef struct cl_impl {
      * the boundary's groups of cuts, one for the blocks (project_<type>_blocks; else none) */
     kernel type_blocks[PBD_CONSTRAINT_COUNT], type_cuts[PBD_CONSTRAINT_COUNT];
     cl_mem type_block_offsets[PBD_CONSTRAINT_COUNT], type_cut_offsets[PBD_CONSTRAINT_COUNT];
+    /* The Neo-Hookean records in blocks are tiles (tile_records): per record, its group's
+     * first record and size, for cl_update_constraint (else NULL) */
+    int *tile_first, *tile_size;
     kernel gs_group;      /* a small mesh's colours in one work-group on GPUs (else no kernel) */
     size_t group_wg;      /* gs_group's work-group size */
     cl_mem color_offsets; /* the distance colours' offsets, for gs_group */
@@ -792,14 +795,84 @@ static size_t cl_memory_bytes(const void *impl)
     return ((const cl_impl *)impl)->bytes;
 }
 
+/* A group of n records of 16 words from `in` to `out`: sixteen as a tile, field j of record i
+ * at word 16 j + i (project4.cl's pbd_neo_hookean_project16, `tiled`); fewer as they are. */
+static void tile_group(const uint32_t *in, int n, uint32_t *out)
+{
+    for (int i = 0; i < n; ++i)
+        for (int j = 0; j < 16; ++j)
+            out[n == 16 ? 16 * j + i : 16 * i + j] = in[16 * i + j];
+}
+
+/* The blocks' Neo-Hookean records (malloc'd) as project_neo_hookean_blocks reads them: each
+ * part of a colour (cut_offsets, then block_offsets) in groups of sixteen from its start and
+ * a last group of the rest, each whole group a tile (tile_group); each record's group's first
+ * record and size to c->tile_first and c->tile_size; fails if out of memory or if the
+ * parts do not cover every record once (the plan's blocks would be wrong). */
+static pbd_status tile_records(cl_impl *c, const pbd_plan_type *pt, uint32_t **tiles,
+                               pbd_error *err)
+{
+    const pbd_blocks *bl = &pt->blocks;
+    size_t n = (size_t)pt->count;
+    uint32_t *out = malloc(n * sizeof(pbd_neo_hookean) + 1);
+    *tiles = NULL;
+    c->tile_first = malloc((n + 1) * sizeof *c->tile_first);
+    c->tile_size = malloc((n + 1) * sizeof *c->tile_size);
+    if (!out || !c->tile_first || !c->tile_size) {
+        free(out);
+        return pbd_error_set(err, PBD_ERR_MEMORY, "out of memory tiling %zu Neo-Hookean records",
+                             n);
+    }
+    for (size_t i = 0; i < n; ++i)
+        c->tile_first[i] = -1;
+    const uint32_t *in = (const uint32_t *)pt->records;
+    const int *offsets[2] = {bl->cut_offsets, bl->block_offsets};
+    int colors[2] = {bl->boundary_colors, bl->block_colors};
+    int parts[2] = {bl->num_cuts, bl->num_blocks};
+    int covered = 0;
+    for (int s = 0; s < 2; ++s)
+        for (int k = 0; k < colors[s]; ++k)
+            for (int b = 0; b < parts[s]; ++b) {
+                const int *o = offsets[s] + (size_t)k * ((size_t)parts[s] + 1);
+                for (int r = o[b]; r < o[b + 1]; r += 16) {
+                    int g = o[b + 1] - r < 16 ? o[b + 1] - r : 16;
+                    tile_group(in + 16 * (size_t)r, g, out + 16 * (size_t)r);
+                    for (int i = r; i < r + g; ++i) {
+                        covered += c->tile_first[i] < 0;
+                        c->tile_first[i] = r;
+                        c->tile_size[i] = g;
+                    }
+                }
+            }
+    if ((size_t)covered != n) {
+        free(out);
+        return pbd_error_set(err, PBD_ERR_MODEL,
+                             "the plan's blocks cover %d of %zu Neo-Hookean records, expected "
+                             "all",
+                             covered, n);
+    }
+    *tiles = out;
+    return PBD_OK;
+}
+
 /* Writes the plan's record `position` of `type` to the device (a blocking write: the plan's
- * copy may change again before a queued one would have run). */
+ * copy may change again before a queued one would have run); a tiled record, its group's
+ * tile. */
 static pbd_status cl_update_constraint(void *impl, int type, int position, pbd_error *err)
 {
     cl_impl *c = impl;
     pbd_status status = PBD_OK;
     size_t size = pbd_constraint_types[type].size;
     const char *rec = c->plan->type[type].records;
+    if (type == PBD_CONSTRAINT_NEO_HOOKEAN && c->tile_first) {
+        uint32_t tile[16 * 16];
+        int first = c->tile_first[position], g = c->tile_size[position];
+        tile_group((const uint32_t *)(rec + (size_t)first * size), g, tile);
+        PBD_CL_CHECK(clEnqueueWriteBuffer(c->cl.queue, c->records[type], CL_TRUE,
+                                          (size_t)first * size, (size_t)g * size, tile, 0, NULL,
+                                          NULL));
+        return PBD_OK;
+    }
     PBD_CL_CHECK(clEnqueueWriteBuffer(c->cl.queue, c->records[type], CL_TRUE,
                                       (size_t)position * size, size, rec + (size_t)position * size,
                                       0, NULL, NULL));
@@ -926,6 +999,8 @@ static void cl_destroy(void *impl)
             clReleaseKernel(c->type_cuts[t].k);
     }
     pbd_cl_close(&c->cl);
+    free(c->tile_first);
+    free(c->tile_size);
     free(c);
 }
 
@@ -1260,7 +1335,13 @@ static pbd_status create_buffers(cl_impl *c, const pbd_model *m, const pbd_plan 
     BUF(dx, plan->momentum_active ? np * f4 : 0, NULL);
     for (int t = 0; t < PBD_CONSTRAINT_COUNT; ++t) {
         size_t n = (size_t)plan->type[t].count;
-        BUF(records[t], n * pbd_constraint_types[t].size, plan->type[t].records);
+        if (t == PBD_CONSTRAINT_NEO_HOOKEAN && c->type_blocks[t].k && st == PBD_OK) {
+            uint32_t *tiles = NULL;
+            st = tile_records(c, &plan->type[t], &tiles, err);
+            BUF(records[t], n * pbd_constraint_types[t].size, tiles);
+            free(tiles);
+        } else
+            BUF(records[t], n * pbd_constraint_types[t].size, plan->type[t].records);
         BUF(lambda[t], n * PBD_MULTIPLIERS(t) * sizeof(float), NULL);
     }
     BUF(p_next, jacobi ? np * f4 : 0, NULL);

@@ -293,14 +293,29 @@ VEC8_INLINE void pbd_isometric_project16(__global pbd_float4 *p,
 }
 
 /* Neo-Hookean elements: pbd_neo_hookean_project, constraints [c, c + n), n <= 16 (64-byte
- * records, loaded whole and transposed; the multipliers interleaved, H and D, as there). */
+ * records; the multipliers interleaved, H and D, as there). As stored (pbd_neo_hookean) the
+ * sixteen records are loaded whole and transposed, 64 two-source shuffles a group; `tiled`,
+ * the blocks' whole groups of sixteen are stored transposed already (field j of record i at
+ * 16 j + i: cl.c's tile_records), so that each field is one load, and the next group's
+ * kilobyte is fetched meanwhile: where the records outgrow the caches (a pile of 205,800
+ * elements), the loads otherwise wait on memory. A group of fewer keeps its records as
+ * stored. */
 VEC8_INLINE void pbd_neo_hookean_project16(__global pbd_float4 *p,
                                            __global const pbd_neo_hookean *records,
                                            __global float *lambda, int c, int n, float inv_h2,
-                                           int reset_lambda)
+                                           int reset_lambda, int tiled)
 {
     float16 f[16]; /* a, b, c, d, dm_inv[9], compliance, compliance_h, gamma */
-    records16x16((__global const float *)(records + c), n, f);
+    __global const float *r = (__global const float *)(records + c);
+    if (tiled && n == 16) {
+        PBD_UNROLL
+        for (int j = 0; j < 16; ++j)
+            VEC8_PREFETCH(r + 256 + 16 * j);
+        PBD_UNROLL
+        for (int j = 0; j < 16; ++j)
+            f[j] = VEC8_LOAD16(r + 16 * j);
+    } else
+        records16x16(r, n, f);
     int16 k[4] = {as_int16(f[0]), as_int16(f[1]), as_int16(f[2]), as_int16(f[3])};
     float16 dm[9];
     PBD_UNROLL
@@ -333,8 +348,10 @@ VEC8_INLINE void pbd_neo_hookean_project16(__global pbd_float4 *p,
 }
 
 /* project_<name>16: project_<name>'s parameters; work-item k takes constraints
- * [16k, 16k + 16) of the colour (fewer at its end). */
-#define PBD_PROJECT16_KERNEL(name, type)                                                           \
+ * [16k, 16k + 16) of the colour (fewer at its end). The arguments after the type are
+ * pbd_<name>_project16's after reset_lambda (the Neo-Hookean element's `tiled`), with their
+ * commas. */
+#define PBD_PROJECT16_KERNEL(name, type, ...)                                                      \
     __kernel void project_##name##16(                                                              \
         __global pbd_float4 * particle_p, __global pbd_float4 * particle_dx,                       \
         __global const type *records, __global float *lambda, int offset, int count, float inv_h2, \
@@ -344,7 +361,7 @@ VEC8_INLINE void pbd_neo_hookean_project16(__global pbd_float4 *p,
         int lo = serial ? 0 : k, hi = serial ? (k == 0 ? count : 0) : min(k + 16, count);          \
         if (!serial && hi - lo == 16) {                                                            \
             pbd_##name##_project16(particle_p, records, lambda, offset + lo, 16, inv_h2,           \
-                                   reset_lambda);                                                  \
+                                   reset_lambda __VA_ARGS__);                                      \
             return;                                                                                \
         }                                                                                          \
         for (int j = lo; j < hi; ++j)                                                              \
@@ -357,8 +374,9 @@ VEC8_INLINE void pbd_neo_hookean_project16(__global pbd_float4 *p,
  * that set as parts of up to sixteen that share no particle: pbd_blocks.block_colors.) A
  * part's last group of fewer than lanes_min goes one by one, where sixteen lanes cost more
  * (about 12 ns a volume element on one core that way, 33 a dihedral one, 43 a Neo-Hookean
- * one, against about 115, 115, 125 and 160 ns a group of sixteen): the same results. */
-#define PBD_PROJECT_BLOCKS_KERNEL(name, type, lanes_min)                                           \
+ * one, against about 115, 115, 125 and 160 ns a group of sixteen): the same results. The
+ * arguments after lanes_min as project_<name>16's. */
+#define PBD_PROJECT_BLOCKS_KERNEL(name, type, lanes_min, ...)                                      \
     __kernel void project_##name##_blocks(__global pbd_float4 *particle_p,                         \
                                           __global const type *records, __global float *lambda,    \
                                           __global const int *block_offsets, int num_colors,       \
@@ -371,24 +389,25 @@ VEC8_INLINE void pbd_neo_hookean_project16(__global pbd_float4 *p,
             __global const int *bo = block_offsets + k * (num_blocks + 1);                         \
             int c = bo[b], hi = bo[b + 1];                                                         \
             for (; c + 16 <= hi; c += 16)                                                          \
-                pbd_##name##_project16(particle_p, records, lambda, c, 16, inv_h2, reset_lambda);  \
+                pbd_##name##_project16(particle_p, records, lambda, c, 16, inv_h2,                 \
+                                       reset_lambda __VA_ARGS__);                                  \
             if (hi - c >= lanes_min)                                                               \
                 pbd_##name##_project16(particle_p, records, lambda, c, hi - c, inv_h2,             \
-                                       reset_lambda);                                              \
+                                       reset_lambda __VA_ARGS__);                                  \
             else                                                                                   \
                 for (; c < hi; ++c)                                                                \
                     pbd_##name##_project(particle_p, NULL, records, lambda, c, inv_h2,             \
                                          reset_lambda, 0);                                         \
         }                                                                                          \
     }
-PBD_PROJECT_BLOCKS_KERNEL(volume, pbd_volume, 10)
-PBD_PROJECT_BLOCKS_KERNEL(dihedral, pbd_dihedral, 4)
-PBD_PROJECT_BLOCKS_KERNEL(isometric, pbd_isometric, 8)
-PBD_PROJECT_BLOCKS_KERNEL(neo_hookean, pbd_neo_hookean, 4)
+PBD_PROJECT_BLOCKS_KERNEL(volume, pbd_volume, 10, )
+PBD_PROJECT_BLOCKS_KERNEL(dihedral, pbd_dihedral, 4, )
+PBD_PROJECT_BLOCKS_KERNEL(isometric, pbd_isometric, 8, )
+PBD_PROJECT_BLOCKS_KERNEL(neo_hookean, pbd_neo_hookean, 4, , 1) /* tiled */
 #undef PBD_PROJECT_BLOCKS_KERNEL
 
-PBD_PROJECT16_KERNEL(volume, pbd_volume)
-PBD_PROJECT16_KERNEL(dihedral, pbd_dihedral)
-PBD_PROJECT16_KERNEL(isometric, pbd_isometric)
-PBD_PROJECT16_KERNEL(neo_hookean, pbd_neo_hookean)
+PBD_PROJECT16_KERNEL(volume, pbd_volume, )
+PBD_PROJECT16_KERNEL(dihedral, pbd_dihedral, )
+PBD_PROJECT16_KERNEL(isometric, pbd_isometric, )
+PBD_PROJECT16_KERNEL(neo_hookean, pbd_neo_hookean, , 0) /* as stored */
 #undef PBD_PROJECT16_KERNEL

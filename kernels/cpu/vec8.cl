@@ -100,6 +100,14 @@ VEC8_INLINE void gather16(__global const pbd_float4 *a, int16 k, float16 *x, flo
     *w = (float16)(w0, w1);
 }
 
+/* A prefetch of the cache line at a, for loads some way ahead of their use: PoCL's prefetch()
+ * emits nothing, clang's builtin on x86-64 a prefetcht0; elsewhere nothing. */
+#if defined(__clang__) && defined(__x86_64__)
+#define VEC8_PREFETCH(a) __builtin_prefetch(a)
+#else
+#define VEC8_PREFETCH(a) ((void)(a))
+#endif
+
 /* Four float4 records at a (16-byte aligned) as one float16, and back; and sixteen floats at
  * a float pointer (any float's alignment). Clang-based OpenCL compilers (PoCL, where this
  * matters) get one unaligned vector access from a float16 type of the pointer's alignment;
