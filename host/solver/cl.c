@@ -797,6 +797,9 @@ static size_t cl_memory_bytes(const void *impl)
 
 /* A group of n records of 16 words from `in` to `out`: sixteen as a tile, field j of record i
  * at word 16 j + i (project4.cl's pbd_neo_hookean_project16, `tiled`); fewer as they are. */
+_Static_assert(sizeof(pbd_neo_hookean) == 16 * sizeof(uint32_t),
+               "a Neo-Hookean record is sixteen words (tile_group, pbd_neo_hookean_project16)");
+
 static void tile_group(const uint32_t *in, int n, uint32_t *out)
 {
     for (int i = 0; i < n; ++i)
