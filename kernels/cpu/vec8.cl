@@ -172,38 +172,49 @@ VEC8_INLINE void store8(__global pbd_float4 *a, int i, int n, float8 x, float8 y
     store_raw8(a, i, 0, n, lo, hi);
 }
 
-/* pbd_collide for eight particles held as components (their positions at the substep's
- * start in x0[]): frictionless planes as vectors, lane by lane, the same operations as
+/* pbd_collide for eight particles held as components, i .. i + n - 1 (lanes from n on repeat
+ * the last): frictionless planes as vectors, lane by lane, the same operations as
  * pbd_collide_plane; any other collider through its scalar functions (pbd_collide_one and
- * pbd_friction), one lane at a time. */
-VEC8_INLINE void collide8(float8 *x, float8 *y, float8 *z, float8 w, const float4 *x0,
-                          const float4 *mat, int materials, __global const pbd_collider *colliders,
-                          int num_colliders)
+ * pbd_friction, against the positions at the substep's start px0), one lane at a time. A
+ * plane with friction takes only the lanes below it that way: on the others pbd_collide_one
+ * returns the particle as it was and pbd_friction, at depth 0, leaves it (the same bits). */
+VEC8_INLINE void collide8(float8 *x, float8 *y, float8 *z, float8 w, __global const pbd_float4 *px0,
+                          int i, int n, __global const int *particle_body,
+                          __global const pbd_float4 *body_material, int materials,
+                          __global const pbd_collider *colliders, int num_colliders)
 {
     int8 movable = !(w <= 0.0f);
     for (int k = 0; k < num_colliders; ++k) {
         float4 pl = colliders[k].shape;
-        if (colliders[k].kind == PBD_COLLIDER_PLANE && !(colliders[k].friction > 0.0f) &&
-            !materials) {
+        int8 hit = movable;
+        if (colliders[k].kind == PBD_COLLIDER_PLANE) {
             float8 d = pl.x * *x + pl.y * *y + pl.z * *z - pl.w;
-            int8 hit = movable & (d < 0.0f);
-            *x = hit ? *x - d * pl.x : *x;
-            *y = hit ? *y - d * pl.y : *y;
-            *z = hit ? *z - d * pl.z : *z;
-            continue;
+            hit = movable & (d < 0.0f);
+            if (!(colliders[k].friction > 0.0f) && !materials) {
+                *x = hit ? *x - d * pl.x : *x;
+                *y = hit ? *y - d * pl.y : *y;
+                *z = hit ? *z - d * pl.z : *z;
+                continue;
+            }
+            if (!any(hit))
+                continue;
         }
         float xs[8], ys[8], zs[8], ws[8];
+        int hs[8];
         vstore8(*x, 0, xs);
         vstore8(*y, 0, ys);
         vstore8(*z, 0, zs);
         vstore8(w, 0, ws);
+        vstore8(hit, 0, hs);
         for (int j = 0; j < 8; ++j) {
-            if (ws[j] <= 0.0f)
+            if (!hs[j])
                 continue;
+            int at = i + (j < n ? j : n - 1);
+            float4 mat = pbd_particle_material(at, particle_body, body_material, materials);
             float4 q0 = (float4)(xs[j], ys[j], zs[j], ws[j]);
-            float4 q = pbd_friction(q0, pbd_collide_one(q0, &colliders[k]), x0[j],
-                                    pbd_mix_friction(colliders[k].friction, mat[j].x),
-                                    pbd_mix_friction(colliders[k].friction_kinetic, mat[j].y));
+            float4 q = pbd_friction(q0, pbd_collide_one(q0, &colliders[k]), px0[at],
+                                    pbd_mix_friction(colliders[k].friction, mat.x),
+                                    pbd_mix_friction(colliders[k].friction_kinetic, mat.y));
             xs[j] = q.x;
             ys[j] = q.y;
             zs[j] = q.z;
@@ -223,13 +234,8 @@ VEC8_INLINE void collide_store8(__global pbd_float4 *p, __global pbd_float4 *dx,
                                 __global const pbd_float4 *body_material, int materials)
 {
     float8 x1 = x, y1 = y, z1 = z;
-    float4 x0[8], mat[8];
-    for (int j = 0; j < 8; ++j) {
-        x0[j] = px0[i + (j < n ? j : n - 1)];
-        mat[j] =
-            pbd_particle_material(i + (j < n ? j : n - 1), particle_body, body_material, materials);
-    }
-    collide8(&x1, &y1, &z1, w, x0, mat, materials, colliders, num_colliders);
+    collide8(&x1, &y1, &z1, w, px0, i, n, particle_body, body_material, materials, colliders,
+             num_colliders);
     store8(p, i, n, x1, y1, z1, w);
     if (track) {
         float8 dxx, dxy, dxz, dxw;
