@@ -163,6 +163,19 @@ cat >element_blocks.json <<'EOF'
 EOF
 l=$("$pbd" run element_blocks.json --frames 1 --variant cpu 2>/dev/null | sed -n 's/.*, \([0-9]*\) launches per frame/\1/p')
 [ "$l" -eq 32 ] || fail "element_blocks.json: $l launches a frame, expected 32"
+# One of those boxes alone, without distance constraints: its blocks also collide with the
+# floor after their colours, so a substep is the prediction, the cuts, the blocks and the
+# update, with no collide launch.
+cat >element_collide.json <<'EOF'
+{"dt": 0.016666666666666666, "substeps": 4, "iterations": 1, "momentum": false,
+ "planes": [{"normal": [0, 1, 0], "offset": 0}],
+ "bodies": [
+  {"type": "tet_box", "cells": [3, 1, 512], "size": [0.06, 0.02, 10.24],
+   "center": [0, 0.012, 0], "density": 100, "young_modulus": 5000, "poisson_ratio": 0.3,
+   "velocity": [0, -1, 0]}]}
+EOF
+l=$("$pbd" run element_collide.json --frames 1 --variant cpu 2>/dev/null | sed -n 's/.*, \([0-9]*\) launches per frame/\1/p')
+[ "$l" -eq 16 ] || fail "element_collide.json: $l launches a frame, expected 16"
 sed 's/"spacing": 0.1, "radius": 0.2/"spacing": 1/' cluster_sets.json >cluster_one.json
 l1=$("$pbd" run cluster_sets.json --frames 1 --variant cpu 2>/dev/null | sed -n 's/.*, \([0-9]*\) launches per frame/\1/p')
 l0=$("$pbd" run cluster_one.json --frames 1 --variant cpu 2>/dev/null | sed -n 's/.*, \([0-9]*\) launches per frame/\1/p')
@@ -184,6 +197,7 @@ check elements_overflow.json --frames 1 --variant cpu
 check uv_balloon.json --frames 2 --variant cpu
 check cluster_sets.json --frames 1 --variant cpu
 check element_blocks.json --frames 1 --variant cpu
+check element_collide.json --frames 1 --variant cpu
 # Compensated float sums: the same kernels on PoCL.
 OG="--data-races"
 REF="--variant gpu"

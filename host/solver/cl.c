@@ -59,6 +59,10 @@ typedef struct cl_impl {
      * the boundary's groups of cuts, one for the blocks (project_<type>_blocks; else none) */
     kernel type_blocks[PBD_CONSTRAINT_COUNT], type_cuts[PBD_CONSTRAINT_COUNT];
     cl_mem type_block_offsets[PBD_CONSTRAINT_COUNT], type_cut_offsets[PBD_CONSTRAINT_COUNT];
+    cl_mem type_block_first[PBD_CONSTRAINT_COUNT];
+    /* The type whose blocks also collide (project_<type>_blocks), where it ends the
+     * iteration; else -1 */
+    int collide_type;
     /* The Neo-Hookean records in blocks are tiles (tile_records): per record, its group's
      * first record and size, for cl_update_constraint (else NULL) */
     int *tile_first, *tile_size;
@@ -340,8 +344,9 @@ cleanup:
  * on CPU devices with blocks: the boundary colours in one launch, a work-item a group of cuts
  * (pbd_blocks.num_cuts), then every block's colours and collisions in one launch, a work-item a
  * block (collide_fused); on GPUs, a small mesh's colours and collisions in one work-group
- * (collide_fused). The four-particle types in blocks on CPU devices likewise, without the
- * collisions (project_<type>_blocks). A type of small colours on the CPU variant
+ * (collide_fused). The four-particle types in blocks on CPU devices likewise
+ * (project_<type>_blocks), colliding only where the type ends the iteration (collide_type). A
+ * type of small colours on the CPU variant
  * (pbd_plan_type.one_launch): one launch, one work-item taking every colour in order.
  * Otherwise a launch a colour. */
 static pbd_status cl_project(void *impl, int type, int reset, pbd_error *err)
@@ -992,7 +997,7 @@ static void cl_destroy(void *impl)
         clReleaseKernel(c->body_sets.k);
     for (int t = 0; t < PBD_CONSTRAINT_COUNT; ++t) {
         cl_mem bufs[] = {c->records[t], c->lambda[t], c->type_block_offsets[t],
-                         c->type_cut_offsets[t]};
+                         c->type_cut_offsets[t], c->type_block_first[t]};
         for (size_t k = 0; k < sizeof bufs / sizeof bufs[0]; ++k)
             if (bufs[k])
                 clReleaseMemObject(bufs[k]);
@@ -1210,6 +1215,20 @@ static pbd_status choose_kernels(cl_impl *c, pbd_plan *plan, const pbd_solver_de
     }
     if (status != PBD_OK)
         return status;
+    /* A mesh without distance constraints or body constraints: the last type's blocks collide
+     * each block's particles after its colours (as project_gs_blocks does), which saves the
+     * collide launch of every iteration. Nothing projects after that type in an iteration, so
+     * each particle collides in the state the collide kernel would see. */
+    int last = -1;
+    for (int t = 0; t < PBD_CONSTRAINT_COUNT; ++t)
+        last = plan->type[t].count > 0 ? t : last;
+    c->collide_type = -1;
+    if (cpu && plan->cfg.solver == PBD_SOLVER_GS && last >= 0 && c->type_blocks[last].k &&
+        !plan->body_active && plan->num_colliders > 0 && !plan->collide_fused) {
+        c->collide_type = last;
+        plan->collide_fused = 1;
+        plan->gs_launches -= 1;
+    }
     /* Small colours on the CPU variant: a type's colours in one launch, one work-item taking
      * them in order, where they average serial_color_size constraints or fewer. A launch
      * costs a few microseconds of the host's and the device's time (PoCL); a volume element
@@ -1383,6 +1402,9 @@ static pbd_status create_buffers(cl_impl *c, const pbd_model *m, const pbd_plan 
         if (st == PBD_OK)
             st = buffer(c, &c->type_cut_offsets[t], "cut_offsets",
                         nbt * ((size_t)bl->num_cuts + 1) * sizeof(int), bl->cut_offsets, err);
+        if (st == PBD_OK)
+            st = buffer(c, &c->type_block_first[t], "block_first",
+                        ((size_t)bl->num_blocks + 1) * sizeof(int), bl->block_first, err);
     }
     const pbd_plan_type *dist = &plan->type[PBD_CONSTRAINT_DISTANCE];
     BUF(color_offsets, c->gs_group.k ? ((size_t)dist->num_colors + 1) * sizeof(int) : 0,
@@ -1516,11 +1538,13 @@ static pbd_status bind(const kernel *k, const binding *b, int n, pbd_error *err)
 }
 
 /* project_<type>_blocks `k` (if made) over type t's parts: `offsets` of `colors` colours in
- * `parts` blocks or groups of cuts. */
+ * `parts` blocks or groups of cuts, colliding each block with `colliders` colliders after its
+ * colours (none: the groups of cuts, and every type but the one that ends the iteration). */
 static pbd_status bind_blocks(cl_impl *c, const kernel *k, int t, cl_mem offsets, cl_int colors,
-                              cl_int parts, pbd_error *err)
+                              cl_int parts, cl_int colliders, pbd_error *err)
 {
     pbd_status status = PBD_OK;
+    cl_int zero = 0;
     if (!k->k)
         return PBD_OK;
     ARG(k, "records", c->records[t]);
@@ -1528,6 +1552,10 @@ static pbd_status bind_blocks(cl_impl *c, const kernel *k, int t, cl_mem offsets
     ARG(k, "block_offsets", offsets);
     ARG(k, "num_colors", colors);
     ARG(k, "num_blocks", parts);
+    ARG(k, "block_first", c->type_block_first[t]);
+    ARG(k, "num_colliders", colliders);
+    if (!colliders)
+        ARG(k, "track", zero);
 cleanup:
     return status;
 }
@@ -1558,11 +1586,12 @@ static pbd_status bind_exceptions(cl_impl *c, const pbd_plan *plan, pbd_error *e
         ARG(&c->gs_group, "num_colors", ndc);
     for (int t = 0; t < PBD_CONSTRAINT_COUNT && status == PBD_OK; ++t) {
         const pbd_blocks *bl = &plan->type[t].blocks;
+        cl_int ncol = t == c->collide_type ? plan->num_colliders : 0;
         status = bind_blocks(c, &c->type_blocks[t], t, c->type_block_offsets[t], bl->block_colors,
-                             bl->num_blocks, err);
+                             bl->num_blocks, ncol, err);
         if (status == PBD_OK)
             status = bind_blocks(c, &c->type_cuts[t], t, c->type_cut_offsets[t],
-                                 bl->boundary_colors, bl->num_cuts, err);
+                                 bl->boundary_colors, bl->num_cuts, 0, err);
     }
     if (status != PBD_OK)
         return status;

@@ -26,9 +26,10 @@ static const char *const project_type_params[] = {
             (int)(sizeof project_type_params / sizeof project_type_params[0])                      \
     }
 /* project_<type>_blocks (project4.cl): one list for the four-particle types */
-static const char *const project_blocks_params[] = {"particle_p",    "records",     "lambda",
-                                                    "block_offsets", "num_colors",  "num_blocks",
-                                                    "inv_h2",        "reset_lambda"};
+static const char *const project_blocks_params[] = {
+    "particle_p", "records",      "lambda",        "block_offsets", "num_colors",    "num_blocks",
+    "inv_h2",     "reset_lambda", "block_first",   "colliders",     "num_colliders", "particle_dx",
+    "particle_x", "track",        "particle_body", "body_material", "materials"};
 #define BLOCKS_ENTRY(kname)                                                                        \
     {                                                                                              \
         kname, project_blocks_params,                                                              \

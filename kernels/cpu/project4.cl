@@ -374,13 +374,19 @@ VEC8_INLINE void pbd_neo_hookean_project16(__global pbd_float4 *p,
  * that set as parts of up to sixteen that share no particle: pbd_blocks.block_colors.) A
  * part's last group of fewer than lanes_min goes one by one, where sixteen lanes cost more
  * (about 12 ns a volume element on one core that way, 33 a dihedral one, 43 a Neo-Hookean
- * one, against about 115, 115, 125 and 160 ns a group of sixteen): the same results. The
+ * one, against about 115, 115, 125 and 160 ns a group of sixteen): the same results. Then,
+ * with num_colliders > 0 (the iteration's last type, where no distance constraint or body
+ * constraint follows), block b's particles collide as the collide kernel would after the last
+ * colour, as project_gs_blocks does: every constraint on them is done by then. The
  * arguments after lanes_min as project_<name>16's. */
 #define PBD_PROJECT_BLOCKS_KERNEL(name, type, lanes_min, ...)                                      \
-    __kernel void project_##name##_blocks(__global pbd_float4 *particle_p,                         \
-                                          __global const type *records, __global float *lambda,    \
-                                          __global const int *block_offsets, int num_colors,       \
-                                          int num_blocks, float inv_h2, int reset_lambda)          \
+    __kernel void project_##name##_blocks(                                                         \
+        __global pbd_float4 *particle_p, __global const type *records, __global float *lambda,     \
+        __global const int *block_offsets, int num_colors, int num_blocks, float inv_h2,           \
+        int reset_lambda, __global const int *block_first, __global const pbd_collider *colliders, \
+        int num_colliders, __global pbd_float4 *particle_dx,                                       \
+        __global const pbd_float4 *particle_x, int track, __global const int *particle_body,       \
+        __global const pbd_float4 *body_material, int materials)                                   \
     {                                                                                              \
         int b = get_global_id(0);                                                                  \
         if (b >= num_blocks)                                                                       \
@@ -398,6 +404,14 @@ VEC8_INLINE void pbd_neo_hookean_project16(__global pbd_float4 *p,
                 for (; c < hi; ++c)                                                                \
                     pbd_##name##_project(particle_p, NULL, records, lambda, c, inv_h2,             \
                                          reset_lambda, 0);                                         \
+        }                                                                                          \
+        for (int i = block_first[b], end = block_first[b + 1]; num_colliders > 0 && i < end;       \
+             i += 8) {                                                                             \
+            float8 x, y, z, w;                                                                     \
+            int n = min(8, end - i);                                                               \
+            load8(particle_p, i, n, &x, &y, &z, &w);                                               \
+            collide_store8(particle_p, particle_dx, particle_x, i, n, x, y, z, w, colliders,       \
+                           num_colliders, track, particle_body, body_material, materials);         \
         }                                                                                          \
     }
 PBD_PROJECT_BLOCKS_KERNEL(volume, pbd_volume, 10, )
