@@ -1125,8 +1125,16 @@ static pbd_status choose_kernels(cl_impl *c, pbd_plan *plan, const pbd_solver_de
     c->acc_size = float_sums ? sizeof(float) : sizeof(double);
     /* CPU variant with fp64 sums: the velocity update also sums for the correction, and
      * solves each body (its last segment's work-item), so a substep's correction costs no
-     * launch of its own. */
-    c->fused = cpu && plan->momentum_active && !float_sums && !plan->bounce;
+     * launch of its own. A body of several segments hands its sums to the last one's
+     * work-item through an atomic counter and fences: enough where the caches are coherent
+     * (a CPU device), but OpenCL 1.2 promises no visibility between work-groups, and a GPU
+     * given the CPU variant could read stale sums. There a scene with such a body takes the
+     * separate launches, which sum in the same order (the same bits). */
+    int handover = 0;
+    for (int b = 0; b < plan->num_bodies; ++b)
+        handover |= plan->body_segments[b + 1] - plan->body_segments[b] > 1;
+    c->fused = cpu && plan->momentum_active && !float_sums && !plan->bounce &&
+               (!handover || strcmp(info->type, "cpu") == 0);
     const char *names[PBD_STAGE_COUNT];
     for (int k = 0; k < PBD_STAGE_COUNT; ++k)
         names[k] = pbd_stage_names[k];
