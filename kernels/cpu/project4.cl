@@ -405,14 +405,8 @@ VEC8_INLINE void pbd_neo_hookean_project16(__global pbd_float4 *p,
                     pbd_##name##_project(particle_p, NULL, records, lambda, c, inv_h2,             \
                                          reset_lambda, 0);                                         \
         }                                                                                          \
-        for (int i = block_first[b], end = block_first[b + 1]; num_colliders > 0 && i < end;       \
-             i += 8) {                                                                             \
-            float8 x, y, z, w;                                                                     \
-            int n = min(8, end - i);                                                               \
-            load8(particle_p, i, n, &x, &y, &z, &w);                                               \
-            collide_store8(particle_p, particle_dx, particle_x, i, n, x, y, z, w, colliders,       \
-                           num_colliders, track, particle_body, body_material, materials);         \
-        }                                                                                          \
+        collide_range8(particle_p, particle_dx, particle_x, block_first[b], block_first[b + 1],    \
+                       colliders, num_colliders, track, particle_body, body_material, materials);  \
     }
 PBD_PROJECT_BLOCKS_KERNEL(volume, pbd_volume, 10, )
 PBD_PROJECT_BLOCKS_KERNEL(dihedral, pbd_dihedral, 4, )

@@ -182,11 +182,6 @@ __kernel void project_gs_blocks(
         pbd_gs_part(particle_p, distance_records, distance_lambda, bo[b], br[0], br[1], bo[b + 1],
                     inv_h2, reset_lambda);
     }
-    for (int i = block_first[b], end = block_first[b + 1]; num_colliders > 0 && i < end; i += 8) {
-        float8 x, y, z, w;
-        int n = min(8, end - i);
-        load8(particle_p, i, n, &x, &y, &z, &w);
-        collide_store8(particle_p, particle_dx, particle_x, i, n, x, y, z, w, colliders,
-                       num_colliders, track, particle_body, body_material, materials);
-    }
+    collide_range8(particle_p, particle_dx, particle_x, block_first[b], block_first[b + 1],
+                   colliders, num_colliders, track, particle_body, body_material, materials);
 }

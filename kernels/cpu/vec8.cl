@@ -243,3 +243,20 @@ VEC8_INLINE void collide_store8(__global pbd_float4 *p, __global pbd_float4 *dx,
         store8(dx, i, n, dxx + (x1 - x), dxy + (y1 - y), dxz + (z1 - z), (float8)0.0f);
     }
 }
+
+/* Particles [first, end) of p collided and stored, eight at a time (collide_store8): a block's
+ * collisions after its colours. */
+VEC8_INLINE void collide_range8(__global pbd_float4 *p, __global pbd_float4 *dx,
+                                __global const pbd_float4 *px0, int first, int end,
+                                __global const pbd_collider *colliders, int num_colliders,
+                                int track, __global const int *particle_body,
+                                __global const pbd_float4 *body_material, int materials)
+{
+    for (int i = first; num_colliders > 0 && i < end; i += 8) {
+        float8 x, y, z, w;
+        int n = min(8, end - i);
+        load8(p, i, n, &x, &y, &z, &w);
+        collide_store8(p, dx, px0, i, n, x, y, z, w, colliders, num_colliders, track, particle_body,
+                       body_material, materials);
+    }
+}
