@@ -432,6 +432,15 @@ PBD_INLINE pbd_float4 pbd_particle_material(int i, PBD_GLOBAL const int *particl
     return materials ? body_material[particle_body[i]] : PBD_F4(-1.0f, -1.0f, -1.0f, 0.0f);
 }
 
+/* Particle i's damping fraction, point (which = 0) or rigid (1): its body's pair in
+ * body_damping where bodies damp differently (per_body), else the run's `k`. */
+PBD_INLINE float pbd_particle_damping(int i, PBD_GLOBAL const int *particle_body,
+                                      PBD_GLOBAL const float *body_damping, int per_body, int which,
+                                      float k)
+{
+    return per_body ? body_damping[2 * particle_body[i] + which] : k;
+}
+
 /* Velocity update. First order (Algorithm 1 line 10): v = (p - x) / h; BDF2:
  * v = (3 p - 4 x + x') / (2 h). Then point damping v *= 1 - damping (Bullet's
  * mass-proportional model; 0 for none). v.w keeps the particle's mass. */

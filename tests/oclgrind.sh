@@ -59,6 +59,21 @@ check "$scenes/../tests/shared_overflow.json" --frames 2
 check "$scenes/jelly.json" --frames 2
 check "$scenes/jelly_bar.json" --frames 2
 check "$scenes/balloon.json" --frames 2 --solver jacobi
+# Bodies that damp their own ways (point, rigid, the run's none): the update and the
+# prediction read each particle's body's fractions.
+cat >body_damping.json <<'EOF'
+{"dt": 0.016666666666666666, "substeps": 2, "iterations": 3,
+ "planes": [{"normal": [0, 1, 0], "offset": 0}],
+ "bodies": [
+  {"type": "tet_box", "cells": [2, 2, 2], "size": [0.2, 0.2, 0.2], "center": [0, 0.12, 0],
+   "density": 500, "compliance": 1e-4, "angular_velocity": [1, 2, 3], "damping": "point",
+   "damping_k": 0.05},
+  {"type": "tet_box", "cells": [2, 2, 2], "size": [0.2, 0.2, 0.2], "center": [0.4, 0.12, 0],
+   "density": 500, "young_modulus": 5000, "poisson_ratio": 0.3, "angular_velocity": [1, 2, 3],
+   "damping": "rigid", "damping_k": 0.1},
+  {"type": "rope", "segments": 6, "start": [0.8, 0.3, 0], "end": [1.1, 0.3, 0], "mass": 0.1}]}
+EOF
+check body_damping.json --frames 3
 # Particle contacts: two boxes pressed together on a floor with friction, and a cloth with
 # self-collision (the hash's atomics, the candidate lists, the Jacobi gather), both solvers.
 cat >contacts.json <<'EOF'
@@ -199,6 +214,7 @@ check uv_balloon.json --frames 2 --variant cpu
 check cluster_sets.json --frames 1 --variant cpu
 check element_blocks.json --frames 1 --variant cpu
 check element_collide.json --frames 1 --variant cpu
+check body_damping.json --frames 3 --variant cpu
 # Compensated float sums: the same kernels on PoCL.
 OG="--data-races"
 REF="--variant gpu"

@@ -572,6 +572,116 @@ static void same_bits_cl(void **state)
     }
 }
 
+/* Positions and velocities of a run of `frames` frames (malloc'd, 2 x num_particles). */
+static pbd_float4 *run_state(const pbd_model *m, const pbd_config *c, pbd_backend_kind backend,
+                             int frames, pbd_body_stats *st)
+{
+    pbd_solver *sv = create(m, c, backend, 0);
+    step(sv, frames);
+    int n = m->num_particles;
+    pbd_float4 *xv = malloc(2 * (size_t)n * sizeof *xv);
+    pbd_error err = {0};
+    assert_non_null(xv);
+    assert_int_equal(pbd_solver_read(sv, xv, xv + n, &err), PBD_OK);
+    assert_int_equal(pbd_solver_stats(sv, st, &err), PBD_OK);
+    pbd_solver_destroy(sv);
+    return xv;
+}
+
+/* A body's own damping is the run's damping for that body alone. Three free boxes, moving and
+ * spinning alike: point damping of its own (k = 0.02, and no correction, which would restore
+ * what it takes), rigid damping of its own (k = 0.1) and the run's (none). Each box gets, bit
+ * for bit, what it gets where the run damps every box its way; point damping leaves
+ * (1 - k)^substeps of the momentum, rigid damping and none (with the correction) P and L. The
+ * device matches the CPU reference (pbd_test_exact). With `floor`, the boxes fall onto a
+ * bouncing floor (the update with restitution), and only the bits are compared. */
+static void body_damping_case(int floor)
+{
+    pbd_model m = {0};
+    const float v[3] = {1.0f, 0.5f, 0.0f}, w[3] = {0.0f, 1.0f, 3.0f};
+    for (int b = 0; b < 3; ++b)
+        add_box(&m, 3, 2.0f * (float)b, 0.0f, v, w);
+    const pbd_damping_kind kind[3] = {PBD_DAMPING_POINT, PBD_DAMPING_RIGID, PBD_DAMPING_NONE};
+    const float k[3] = {0.02f, 0.1f, 0.0f};
+    pbd_config c = pbd_config_default();
+    c.gravity[1] = floor ? -9.81f : 0.0f;
+    c.substeps = 2;
+    if (floor) {
+        int p = pbd_model_add_plane(&m, 0.0f, 1.0f, 0.0f, -0.7f);
+        assert_true(p >= 0);
+        m.colliders[p].restitution = 0.5f;
+    }
+    m.bodies[0].momentum = 0;
+    const int frames = floor ? 40 : 20, substeps = frames * c.substeps;
+    pbd_body_stats st0[3], st[3], one[3];
+    pbd_float4 *ref = NULL;
+    for (int backend = PBD_BACKEND_CL; backend <= PBD_BACKEND_CPU; ++backend) { /* device first */
+        for (int b = 0; b < 2; ++b) {
+            m.bodies[b].damping = kind[b];
+            m.bodies[b].damping_k = k[b];
+        }
+        pbd_float4 *mixed = run_state(&m, &c, (pbd_backend_kind)backend, 0, st0);
+        free(mixed);
+        mixed = run_state(&m, &c, (pbd_backend_kind)backend, frames, st);
+        int n = m.num_particles;
+        if (backend == PBD_BACKEND_CL)
+            ref = mixed;
+        else if (device_exact)
+            assert_int_equal(memcmp(ref, mixed, 2 * (size_t)n * sizeof *ref), 0);
+        for (int b = 0; b < 3; ++b) {
+            /* every box damped as box b, by the run */
+            pbd_config cb = c;
+            cb.damping = kind[b];
+            cb.damping_k = k[b];
+            for (int j = 0; j < 3; ++j) {
+                m.bodies[j].damping = -1;
+                m.bodies[j].damping_k = -1.0f;
+            }
+            pbd_float4 *alike = run_state(&m, &cb, (pbd_backend_kind)backend, frames, one);
+            const pbd_body *bd = &m.bodies[b];
+            for (int i = bd->first; i < bd->first + bd->count; ++i)
+                if (memcmp(&alike[i], &mixed[i], sizeof *alike) ||
+                    memcmp(&alike[n + i], &mixed[n + i], sizeof *alike))
+                    fail_msg("%s: box %d, particle %d: (%.9g, %.9g, %.9g) with its own damping, "
+                             "(%.9g, %.9g, %.9g) with the run's",
+                             backend_name((pbd_backend_kind)backend), b, i, (double)mixed[i].x,
+                             (double)mixed[i].y, (double)mixed[i].z, (double)alike[i].x,
+                             (double)alike[i].y, (double)alike[i].z);
+            free(alike);
+            for (int j = 0; j < 2; ++j) {
+                m.bodies[j].damping = kind[j];
+                m.bodies[j].damping_k = k[j];
+            }
+            if (floor) {
+                /* held by the floor (falling freely it would be 1.85 m down by now) */
+                assert_true(st[b].com[1] > -0.5);
+                continue;
+            }
+            double p_ratio = norm3(st[b].p) / norm3(st0[b].p);
+            double want = kind[b] == PBD_DAMPING_POINT ? pow(1.0 - k[b], substeps) : 1.0;
+            double l_drift = dist3(st[b].l, st0[b].l) / norm3(st0[b].l);
+            print_message("%s: box %d: |P| x %.6f (expected %.6f), L moved %.3g of |L|\n",
+                          backend_name((pbd_backend_kind)backend), b, p_ratio, want, l_drift);
+            assert_true(fabs(p_ratio - want) <= 1e-5);
+            if (kind[b] != PBD_DAMPING_POINT)
+                assert_true(l_drift <= 1e-5);
+            else
+                assert_true(l_drift >= 0.1); /* point damping slows the spin too */
+        }
+        if (backend == PBD_BACKEND_CPU)
+            free(mixed);
+    }
+    free(ref);
+    pbd_model_free(&m);
+}
+
+static void body_damping(void **state)
+{
+    (void)state;
+    body_damping_case(0);
+    body_damping_case(1);
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(spinning_box_cpu),
     pbd_device_test(spinning_box_cl),
@@ -585,6 +695,7 @@ static const struct CMUnitTest tests[] = {
     pbd_device_test(singular_inertia_cl),
     pbd_device_test(who_is_corrected),
     pbd_device_test(damping_models),
+    pbd_device_test(body_damping),
     pbd_device_test(bdf2),
     cmocka_unit_test(odd_bodies_cpu),
     pbd_device_test(odd_bodies_cl),

@@ -330,6 +330,12 @@ static const bad_scene bad[] = {
     {"pressure_range.json", "bodies[0].pressure: found -1, expected a number in (0, 1000]"},
     {"pressure_compliance_alone.json",
      "bodies[0].pressure_compliance: found without \"pressure\", expected both or neither"},
+    {"body_damping.json",
+     "bodies[0].damping: found \"strong\", expected one of: none, point, rigid"},
+    {"body_damping_k_range.json", "bodies[0].damping_k: found 1.5, expected a number in [0, 1]"},
+    {"body_damping_k_unused.json",
+     "bodies[1].damping_k: found 0.05 with damping \"none\", expected \"damping\": \"point\" or "
+     "\"rigid\" on the body or the scene"},
 };
 
 static void bad_scenes(void **state)
@@ -418,6 +424,24 @@ static void parse_string(void **state)
     st = pbd_scene_parse("", "empty", &s, &err);
     expect(st == PBD_ERR_SCENE && strstr(err.message, "empty: line 1, column 1: JSON syntax"),
            "status %d: %s", (int)st, err.message);
+
+    /* A body's own damping: the model, the fraction, or neither (-1: the scene's). */
+    st = pbd_scene_parse("{\"damping\": \"point\", \"damping_k\": 0.01, \"bodies\": ["
+                         "{\"type\": \"rope\", \"segments\": 2, \"damping\": \"rigid\", "
+                         "\"damping_k\": 0.2}, {\"type\": \"rope\", \"segments\": 2, "
+                         "\"damping_k\": 0.05}, {\"type\": \"rope\", \"segments\": 2, "
+                         "\"damping\": \"none\"}, {\"type\": \"rope\", \"segments\": 2}]}",
+                         "inline", &s, &err);
+    expect(st == PBD_OK, "status %d: %s", (int)st, err.message);
+    const pbd_body *b = s.model.bodies;
+    expect(b[0].damping == PBD_DAMPING_RIGID && b[0].damping_k == 0.2f && b[1].damping == -1 &&
+               b[1].damping_k == 0.05f && b[2].damping == PBD_DAMPING_NONE &&
+               b[2].damping_k == -1.0f && b[3].damping == -1 && b[3].damping_k == -1.0f &&
+               s.config.damping == PBD_DAMPING_POINT && s.config.damping_k == 0.01f,
+           "bodies' damping %d %g, %d %g, %d %g, %d %g", b[0].damping, (double)b[0].damping_k,
+           b[1].damping, (double)b[1].damping_k, b[2].damping, (double)b[2].damping_k, b[3].damping,
+           (double)b[3].damping_k);
+    pbd_scene_free(&s);
 }
 
 /* ---- generators ------------------------------------------------------------------------- */

@@ -83,17 +83,34 @@ int pbd_cli_profile(const pbd_scene *s, const pbd_solver_desc *desc, int frames,
     pbd_config c_off = s->config;
     c_off.momentum = 0;
     c_off.damping = c_off.damping == PBD_DAMPING_RIGID ? PBD_DAMPING_NONE : c_off.damping;
-    /* The correction runs when a body is preserved or rigid damping is on (pbd_plan_build). */
-    int active = preserved_bodies(s) > 0 ||
-                 (s->config.damping == PBD_DAMPING_RIGID && s->config.damping_k > 0.0f);
+    /* The correction runs when a body is preserved or damps rigidly (pbd_plan_build); the
+     * runs without it are of a copy whose bodies damp rigidly no more. */
+    int active = preserved_bodies(s) > 0, nb = s->model.num_bodies;
+    pbd_scene s_off = *s;
+    pbd_body *b_off = malloc(((size_t)nb + 1) * sizeof *b_off);
+    if (!b_off) {
+        pbd_error_set(err, PBD_ERR_MEMORY, "out of memory");
+        return 1;
+    }
+    for (int b = 0; b < nb; ++b) {
+        const pbd_body *bd = &s->model.bodies[b];
+        int kind = bd->damping >= 0 ? bd->damping : (int)s->config.damping;
+        float k = bd->damping_k >= 0.0f ? bd->damping_k : s->config.damping_k;
+        active |= kind == PBD_DAMPING_RIGID && k > 0.0f;
+        b_off[b] = *bd;
+        if (bd->damping == PBD_DAMPING_RIGID)
+            b_off[b].damping = PBD_DAMPING_NONE;
+    }
+    s_off.model.bodies = b_off;
     for (int r = 0; r < runs; ++r) {
         /* Odd pairs run momentum off first, so that a drift in the machine's speed during
          * a pair does not always fall on the same side of the difference. */
         int off_first = active && r % 2 == 1;
-        if (off_first && profiled(s, &c_off, desc, frames, off, loff, err))
+        if ((off_first && profiled(&s_off, &c_off, desc, frames, off, loff, err)) ||
+            profiled(s, &s->config, desc, frames, on[r], lon, err)) {
+            free(b_off);
             return 1;
-        if (profiled(s, &s->config, desc, frames, on[r], lon, err))
-            return 1;
+        }
         total[r] = corr[r] = 0.0;
         for (int k = 0; k < PBD_STAGE_COUNT; ++k) {
             total[r] += on[r][k];
@@ -106,11 +123,14 @@ int pbd_cli_profile(const pbd_scene *s, const pbd_solver_desc *desc, int frames,
          * segment the solve) ride on update_velocity: what they add is measured against a
          * run with momentum off, alternating with the runs with it on so that both see the
          * same machine. */
-        if (!off_first && profiled(s, &c_off, desc, frames, off, loff, err))
+        if (!off_first && profiled(&s_off, &c_off, desc, frames, off, loff, err)) {
+            free(b_off);
             return 1;
+        }
         corr[r] += (on[r][PBD_STAGE_PREDICT] - off[PBD_STAGE_PREDICT]) +
                    (on[r][PBD_STAGE_UPDATE] - off[PBD_STAGE_UPDATE]);
     }
+    free(b_off);
     double kernels = 0.0;
     for (int k = 0; k < PBD_STAGE_COUNT; ++k) {
         for (int r = 0; r < runs; ++r)
@@ -148,7 +168,7 @@ int pbd_cli_bench_row(const char *scene, const pbd_solver_desc *desc, int solver
     if (pbd_scene_load(scene, &s, err) != PBD_OK)
         goto done;
     if (tweak)
-        tweak(ctx, &s.config);
+        tweak(ctx, &s);
     if (solver >= 0)
         s.config.solver = (pbd_solver_kind)solver;
     if (pbd_solver_create(&s.model, &s.config, desc, &sv, err) != PBD_OK)

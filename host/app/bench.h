@@ -27,8 +27,8 @@ typedef struct pbd_bench_row {
     long kernel_launches[PBD_STAGE_COUNT]; /* per step */
 } pbd_bench_row;
 
-/* Changes a scene's configuration before it is measured (the command line's overrides). */
-typedef void (*pbd_bench_tweak)(const void *ctx, pbd_config *c);
+/* Changes a scene before it is measured (the command line's overrides). */
+typedef void (*pbd_bench_tweak)(const void *ctx, pbd_scene *s);
 
 /* Measures `scene` (a path or a built-in name) with `solver` (-1: the scene's) on the backend
  * of `desc`: 3 frames of warm-up, `runs` timed runs of `frames` steps (0: about 0.25 s a

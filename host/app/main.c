@@ -44,7 +44,8 @@ static const char usage_text[] =
     "  --momentum on|off   global momentum preservation (default on; bodies with pinned\n"
     "                      particles are never corrected)\n"
     "  --damping none|point|rigid  damping model (point: v *= 1-k; rigid: Mueller 2007)\n"
-    "  --damping-k K       damping fraction per substep, in [0, 1]\n"
+    "  --damping-k K       damping fraction per substep, in [0, 1] (both: every body's,\n"
+    "                      the bodies' own damping too)\n"
     "  --velocity-update first_order|bdf2\n"
     "  --backend cl|cpu    OpenCL device (default) or the CPU reference\n"
     "  --sums tree|lanes   CPU reference: add the per-body sums (and colour large element\n"
@@ -539,7 +540,7 @@ static int cmd_devices(void)
     return EXIT_OK;
 }
 
-static void apply_overrides(const options *o, pbd_config *c);
+static void apply_overrides(const options *o, pbd_scene *s);
 
 /* Loads the scene and applies the command line's overrides. */
 static int load_scene(const options *o, pbd_scene *scene, pbd_error *err)
@@ -548,13 +549,21 @@ static int load_scene(const options *o, pbd_scene *scene, pbd_error *err)
         return usage_error("%s: missing SCENE (a .json file)", o->command);
     if (pbd_scene_load(o->scene, scene, err) != PBD_OK)
         return fail(err);
-    apply_overrides(o, &scene->config);
+    apply_overrides(o, scene);
     return EXIT_OK;
 }
 
-/* The command line's overrides of a scene's configuration. */
-static void apply_overrides(const options *o, pbd_config *c)
+/* The command line's overrides of a scene's configuration. --damping and --damping-k are the
+ * whole run's: they replace the bodies' own too. */
+static void apply_overrides(const options *o, pbd_scene *s)
 {
+    pbd_config *c = &s->config;
+    for (int b = 0; b < s->model.num_bodies; ++b) {
+        if (o->damping >= 0)
+            s->model.bodies[b].damping = -1;
+        if (o->damping_k >= 0.0)
+            s->model.bodies[b].damping_k = -1.0f;
+    }
     if (o->frames)
         c->frames = (int)o->frames;
     if (o->dt > 0.0)
@@ -896,6 +905,12 @@ static int cmd_run(const options *o)
         printf("damping      %s", damping_names[c->damping]);
         if (c->damping != PBD_DAMPING_NONE)
             printf(", k = %g per substep", (double)c->damping_k);
+        int own = 0;
+        for (int b = 0; b < m->num_bodies; ++b)
+            own += m->bodies[b].damping >= 0 || m->bodies[b].damping_k >= 0.0f;
+        if (own > 0)
+            printf(" (%d bod%s with %s own)", own, own == 1 ? "y" : "ies",
+                   own == 1 ? "its" : "their");
         printf("; velocity update %s\n",
                c->velocity_update == PBD_VELOCITY_BDF2 ? "bdf2" : "first order");
         printf("steps        %ld frames (%ld substeps), %ld launches per frame\n", done_frames,
@@ -932,9 +947,9 @@ done:
     return rc;
 }
 
-static void tweak_config(const void *ctx, pbd_config *c)
+static void tweak_config(const void *ctx, pbd_scene *s)
 {
-    apply_overrides((const options *)ctx, c);
+    apply_overrides((const options *)ctx, s);
 }
 
 static int cmd_bench(const options *o)

@@ -66,7 +66,7 @@ static int soak_scene(const char *path, const pbd_solver_desc *desc, long frames
     if (pbd_scene_load(path, &s, &err) != PBD_OK)
         goto done;
     if (tweak)
-        tweak(ctx, &s.config);
+        tweak(ctx, &s);
     int nb = s.model.num_bodies;
     st = calloc((size_t)nb, sizeof *st);
     st0 = calloc((size_t)nb, sizeof *st0);

@@ -84,6 +84,8 @@ int pbd_model_add_particles(pbd_model *m, int count, const char *body_name)
     b->first = first;
     b->count = count;
     b->momentum = 1;
+    b->damping = -1;
+    b->damping_k = -1.0f;
     b->friction = b->friction_kinetic = b->restitution = -1.0f;
     snprintf(b->name, sizeof b->name, "%s", body_name ? body_name : "body");
     for (int i = first; i < need; ++i) {
@@ -403,6 +405,12 @@ pbd_status pbd_model_validate(const pbd_model *m, pbd_error *err)
                                  "[0, 1])",
                                  b, (double)bd->friction, (double)bd->friction_kinetic,
                                  (double)bd->restitution);
+        if (!(bd->damping >= -1 && bd->damping <= PBD_DAMPING_RIGID) ||
+            !(bd->damping_k == -1.0f || (bd->damping_k >= 0.0f && bd->damping_k <= 1.0f)))
+            return pbd_error_set(err, PBD_ERR_MODEL,
+                                 "body %d: damping %d, damping_k %g (expected -1 for the run's, "
+                                 "or a pbd_damping_kind and a fraction in [0, 1])",
+                                 b, bd->damping, (double)bd->damping_k);
         if (!(bd->shape_stiffness >= 0.0f && bd->shape_stiffness <= 1.0f) ||
             !(bd->shape_compliance >= 0.0f && bd->shape_compliance <= PBD_MAX_COMPLIANCE) ||
             (bd->shape_stiffness > 0.0f && bd->shape_compliance > 0.0f))

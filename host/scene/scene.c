@@ -378,6 +378,8 @@ static int opt_list(ctx *c, const cJSON *obj, const char *parent, const char *na
 /* ---- bodies ------------------------------------------------------------------------------- */
 
 enum { CLOTH, ROPE, TET_BOX, PARTICLES, MESH };
+/* The damping models (pbd_damping_kind), for the scene and for a body. */
+static const char *const dampings[] = {"none", "point", "rigid", NULL};
 static const char *const body_types[] = {"cloth", "rope", "tet_box", "particles", "mesh", NULL};
 
 static const char *const common_keys[] = {"type",
@@ -389,6 +391,8 @@ static const char *const common_keys[] = {"type",
                                           "stiffness",
                                           "mass",
                                           "momentum",
+                                          "damping",
+                                          "damping_k",
                                           "friction",
                                           "kinetic_friction",
                                           "restitution",
@@ -402,6 +406,8 @@ static const char *const common_keys[] = {"type",
 /* Body keys that are not the generator's: written to the model after generating. */
 typedef struct body_opts {
     int momentum;           /* 0: opt out of momentum preservation */
+    int damping;            /* the body's own damping model (pbd_body): -1 the scene's */
+    float damping_k;        /* its fraction per substep: < 0 the scene's */
     float friction;         /* the body's surface (pbd_body): < 0 unset */
     float friction_kinetic; /* < 0: the static one */
     float restitution;
@@ -416,6 +422,7 @@ typedef struct body_opts {
 } body_opts;
 static const field body_opt_fields[] = {
     {"momentum", 'b', 0, ANY_FLOAT, offsetof(body_opts, momentum)},
+    {"damping_k", 'f', 0, {0.0, 1.0, 0, 0, 0}, offsetof(body_opts, damping_k)},
     {"friction", 'f', 0, {0.0, 100.0, 0, 0, 0}, offsetof(body_opts, friction)},
     {"kinetic_friction", 'f', 0, {0.0, 100.0, 0, 0, 0}, offsetof(body_opts, friction_kinetic)},
     {"restitution", 'f', 0, {0.0, 1.0, 0, 0, 0}, offsetof(body_opts, restitution)},
@@ -813,6 +820,8 @@ static int read_body(ctx *c, const cJSON *obj, const char *key, body_read *b)
     b->parts = pbd_particles_desc_default();
     b->mesh_desc = pbd_mesh_desc_default();
     b->opts = (body_opts){.momentum = 1,
+                          .damping = -1,
+                          .damping_k = -1.0f,
                           .friction = -1.0f,
                           .friction_kinetic = -1.0f,
                           .restitution = -1.0f,
@@ -824,6 +833,7 @@ static int read_body(ctx *c, const cJSON *obj, const char *key, body_read *b)
     if (read_fields(c, obj, key, common_fields, COUNT(common_fields), com) ||
         read_fields(c, obj, key, body_opt_fields, COUNT(body_opt_fields), &b->opts) ||
         read_shape_matching(c, obj, key, &b->opts) ||
+        opt_enum(c, obj, key, "damping", dampings, &b->opts.damping) < 0 ||
         opt_list(c, obj, key, "pinned", 0, index, 1, &b->l.pinned, &com->num_pinned) < 0 ||
         opt_string(c, obj, key, "name", &com->name) < 0 ||
         read_fields(c, obj, key, type_fields[type], type_field_counts[type], desc[type]) ||
@@ -934,6 +944,8 @@ static int build_body(ctx *c, pbd_model *m, body_read *b, const char *key)
     if (r == 0) {
         pbd_body *bd = &m->bodies[m->num_bodies - 1];
         bd->momentum = b->opts.momentum;
+        bd->damping = b->opts.damping;
+        bd->damping_k = b->opts.damping_k;
         bd->friction = b->opts.friction;
         bd->friction_kinetic =
             b->opts.friction_kinetic >= 0.0f ? b->opts.friction_kinetic : b->opts.friction;
@@ -1300,7 +1312,6 @@ static int parse_attachments(ctx *c, const cJSON *root, pbd_model *m)
 static int parse_root(ctx *c, const cJSON *root, pbd_scene *out)
 {
     static const char *const solvers[] = {"gs", "jacobi", NULL};
-    static const char *const dampings[] = {"none", "point", "rigid", NULL};
     static const char *const updates[] = {"first_order", "bdf2", NULL};
     const char *description;
     int solver = 0, damping = 0, update = 0;
@@ -1329,6 +1340,18 @@ static int parse_root(ctx *c, const cJSON *root, pbd_scene *out)
                     "body");
     if (parse_bodies(c, bodies, &out->model) || parse_attachments(c, root, &out->model))
         return -1;
+    /* A body's damping fraction with no damping model to use it would be ignored. */
+    for (int b = 0; b < out->model.num_bodies && b < cJSON_GetArraySize(bodies); ++b) {
+        const pbd_body *bd = &out->model.bodies[b];
+        char key[KEY_MAX], sub[KEY_MAX];
+        at_index(key, "bodies", b);
+        if (bd->damping_k >= 0.0f &&
+            (bd->damping >= 0 ? bd->damping : (int)out->config.damping) == PBD_DAMPING_NONE)
+            return fail(c, PBD_ERR_SCENE, join(sub, key, "damping_k"),
+                        "found %g with damping \"none\", expected \"damping\": \"point\" or "
+                        "\"rigid\" on the body or the scene",
+                        (double)bd->damping_k);
+    }
     pbd_error verr = {0};
     pbd_status st = pbd_model_validate(&out->model, &verr);
     /* In a scene, an invalid model is an invalid scene. */

@@ -70,6 +70,7 @@ typedef struct cl_impl {
     size_t group_wg;      /* gs_group's work-group size */
     cl_mem color_offsets; /* the distance colours' offsets, for gs_group */
     cl_mem segment_sums, out_step, out_other, body_apply, body_done, body_material;
+    cl_mem body_damping; /* where bodies damp differently: each body's (point, rigid) */
     /* body constraints (shape matching, its clusters, pressure) */
     cl_mem body_constraints, body_goal, body_constraint_sums, member_particle, member_rest;
     cl_mem particle_grad, particle_set, set_offsets, set_constraints, body_constraint_mq;
@@ -960,6 +961,7 @@ static void cl_destroy(void *impl)
                       &c->body_track,
                       &c->body_flags,
                       &c->body_material,
+                      &c->body_damping,
                       &c->segment_sums,
                       &c->out_step,
                       &c->out_other,
@@ -1129,12 +1131,13 @@ static pbd_status choose_kernels(cl_impl *c, pbd_plan *plan, const pbd_solver_de
      * work-item through an atomic counter and fences: enough where the caches are coherent
      * (a CPU device), but OpenCL 1.2 promises no visibility between work-groups, and a GPU
      * given the CPU variant could read stale sums. There a scene with such a body takes the
-     * separate launches, which sum in the same order (the same bits). */
+     * separate launches, which sum in the same order (the same bits), as does a scene whose
+     * bodies damp differently (the fused update takes one fraction for all). */
     int handover = 0;
     for (int b = 0; b < plan->num_bodies; ++b)
         handover |= plan->body_segments[b + 1] - plan->body_segments[b] > 1;
     c->fused = cpu && plan->momentum_active && !float_sums && !plan->bounce &&
-               (!handover || strcmp(info->type, "cpu") == 0);
+               !plan->damping_per_body && (!handover || strcmp(info->type, "cpu") == 0);
     const char *names[PBD_STAGE_COUNT];
     for (int k = 0; k < PBD_STAGE_COUNT; ++k)
         names[k] = pbd_stage_names[k];
@@ -1424,6 +1427,7 @@ static pbd_status create_buffers(cl_impl *c, const pbd_model *m, const pbd_plan 
     BUF(body_track, 6 * nb * c->acc_size, track0);
     BUF(body_flags, nb * sizeof(int), plan->body_flags);
     BUF(body_material, nb * f4, plan->body_material);
+    BUF(body_damping, plan->damping_per_body ? 2 * nb * sizeof(float) : 0, plan->body_damping);
     BUF(segment_sums, (size_t)plan->num_segments * PBD_SUM_COUNT * c->acc_size, NULL);
     BUF(out_step, nb * PBD_OUT_COUNT * c->acc_size, NULL);
     BUF(out_other, nb * PBD_OUT_COUNT * c->acc_size, NULL);
@@ -1634,6 +1638,7 @@ static pbd_status bind_arguments(cl_impl *c, const pbd_plan *plan, pbd_error *er
     cl_float gx = g[0], gy = g[1], gz = g[2], h = plan->h, inv_h = plan->inv_h;
     cl_float inv_h2 = plan->inv_h2, omega = plan->cfg.omega;
     cl_float point = plan->point_damping, rigid = plan->rigid_damping;
+    cl_int per_body = plan->damping_per_body;
     cl_float4 gh = {{g[0], g[1], g[2], plan->h}};
     cl_int table_size = plan->table_size, table_mask = plan->table_size - 1;
     cl_float inv_cell = plan->inv_cell;
@@ -1666,6 +1671,7 @@ static pbd_status bind_arguments(cl_impl *c, const pbd_plan *plan, pbd_error *er
         BIND("body_out", c->out_other), BIND("body_segments", c->body_segments),
         BIND("body_done", c->body_done), BIND("stats", zero), BIND("mode", zero),
         BIND("num_bodies", nbodies), BIND("body_material", c->body_material),
+        BIND("body_damping", c->body_damping), BIND("damping_per_body", per_body),
         BIND("materials", materials), BIND("serial", zero),
         BIND("member_particle", c->member_particle), BIND("member_rest", c->member_rest),
         BIND("particle_set", c->particle_set), BIND("set_offsets", c->set_offsets),
@@ -1728,9 +1734,14 @@ double pbd_device_memory_estimate(const pbd_model *m, const pbd_config *cfg, dou
     if (cfg->velocity_update == PBD_VELOCITY_BDF2)
         per_particle += 2 * f4;
     /* The correction's displacements: bodies it applies to (as pbd_plan_build decides). */
-    int momentum = cfg->damping == PBD_DAMPING_RIGID && cfg->damping_k > 0.0f;
-    for (int b = 0; b < m->num_bodies; ++b)
-        momentum |= cfg->momentum && m->bodies[b].momentum && m->bodies[b].pinned == 0;
+    int momentum = 0;
+    for (int b = 0; b < m->num_bodies; ++b) {
+        const pbd_body *bd = &m->bodies[b];
+        int kind = bd->damping >= 0 ? bd->damping : (int)cfg->damping;
+        float k = bd->damping_k >= 0.0f ? bd->damping_k : cfg->damping_k;
+        momentum |= (cfg->momentum && bd->momentum && bd->pinned == 0) ||
+                    (kind == PBD_DAMPING_RIGID && k > 0.0f);
+    }
     if (momentum)
         per_particle += f4;
     if (cfg->solver == PBD_SOLVER_JACOBI)

@@ -53,9 +53,11 @@ static void charge(cpu_impl *c, int stage, double t0)
 /* momentum_apply for particle i (Algorithm 2, lines 19-21). */
 static pbd_float4 applied(const cpu_impl *c, int i)
 {
+    const pbd_plan *pl = c->plan;
     return pbd_apply_rigid(c->x[i], c->v[i],
                            c->apply + (size_t)c->particle_body[i] * PBD_APPLY_COUNT,
-                           c->plan->rigid_damping);
+                           pbd_particle_damping(i, c->particle_body, pl->body_damping,
+                                                pl->damping_per_body, 1, pl->rigid_damping));
 }
 
 static pbd_status cpu_predict(void *impl, int bdf2, pbd_error *err)
@@ -287,14 +289,18 @@ static pbd_status cpu_update(void *impl, int bdf2, int keep_prev, pbd_error *err
     double t0 = now_ms();
     pbd_float4 pos;
     const float *g = pl->cfg.gravity;
-    for (int i = 0; i < pl->num_particles && pl->bounce; ++i)
-        pbd_update_bounce(
-            i, c->x, c->p, c->v, c->xp, c->vp, c->dx, bdf2, keep_prev, pl->inv_h, pl->point_damping,
-            pl->colliders, pl->num_colliders, g[0], g[1], g[2], pl->h, pl->track,
-            pbd_particle_material(i, c->particle_body, pl->body_material, pl->materials));
-    for (int i = 0; i < pl->num_particles && !pl->bounce; ++i)
-        pbd_update_particle(i, c->x, c->p, c->v, c->xp, c->vp, bdf2, keep_prev, pl->inv_h,
-                            pl->point_damping, &pos);
+    for (int i = 0; i < pl->num_particles; ++i) {
+        float k = pbd_particle_damping(i, c->particle_body, pl->body_damping, pl->damping_per_body,
+                                       0, pl->point_damping);
+        if (pl->bounce)
+            pbd_update_bounce(
+                i, c->x, c->p, c->v, c->xp, c->vp, c->dx, bdf2, keep_prev, pl->inv_h, k,
+                pl->colliders, pl->num_colliders, g[0], g[1], g[2], pl->h, pl->track,
+                pbd_particle_material(i, c->particle_body, pl->body_material, pl->materials));
+        else
+            pbd_update_particle(i, c->x, c->p, c->v, c->xp, c->vp, bdf2, keep_prev, pl->inv_h, k,
+                                &pos);
+    }
     charge(c, PBD_STAGE_UPDATE, t0);
     return PBD_OK;
 }

@@ -10,11 +10,11 @@
     }
 
 PARAMS(predict, "particle_x", "particle_p", "particle_v", "particle_xp", "particle_vp",
-       "particle_dx", "particle_body", "body_apply", "rigid_k", "apply", "keep_v", "gx", "gy", "gz",
-       "h", "bdf2", "track", "num_particles")
+       "particle_dx", "particle_body", "body_apply", "rigid_k", "body_damping", "damping_per_body",
+       "apply", "keep_v", "gx", "gy", "gz", "h", "bdf2", "track", "num_particles")
 PARAMS(predict_runs, "particle_x", "particle_p", "particle_v", "particle_xp", "particle_vp",
-       "particle_dx", "particle_body", "body_apply", "rigid_k", "apply", "keep_v", "gx", "gy", "gz",
-       "h", "bdf2", "track", "num_particles")
+       "particle_dx", "particle_body", "body_apply", "rigid_k", "body_damping", "damping_per_body",
+       "apply", "keep_v", "gx", "gy", "gz", "h", "bdf2", "track", "num_particles")
 /* project_<type> (project.cl): one list for every constraint type */
 static const char *const project_type_params[] = {
     "particle_p", "particle_dx", "records",      "lambda", "offset",
@@ -56,12 +56,15 @@ PARAMS(jacobi_fused16, "particle_p", "particle_out", "ell_start", "ell_other", "
        "particle_x", "colliders", "num_colliders", "track", "particle_body", "body_material",
        "materials", "num_particles")
 PARAMS(update_velocity, "particle_x", "particle_p", "particle_v", "particle_xp", "particle_vp",
-       "inv_h", "damping", "bdf2", "keep_prev", "num_particles")
+       "inv_h", "damping", "particle_body", "body_damping", "damping_per_body", "bdf2", "keep_prev",
+       "num_particles")
 PARAMS(update_bounce, "particle_x", "particle_p", "particle_v", "particle_xp", "particle_vp",
        "particle_dx", "inv_h", "damping", "bdf2", "keep_prev", "colliders", "num_colliders", "gx",
-       "gy", "gz", "h", "track", "particle_body", "body_material", "materials", "num_particles")
+       "gy", "gz", "h", "track", "particle_body", "body_material", "materials", "body_damping",
+       "damping_per_body", "num_particles")
 PARAMS(update_runs, "particle_x", "particle_p", "particle_v", "particle_xp", "particle_vp", "inv_h",
-       "damping", "bdf2", "keep_prev", "num_particles")
+       "damping", "particle_body", "body_damping", "damping_per_body", "bdf2", "keep_prev",
+       "num_particles")
 PARAMS(update_reduce_serial, "segments", "particle_x", "particle_p", "particle_v", "particle_xp",
        "particle_vp", "particle_dx", "body_ref", "inv_h", "damping", "bdf2", "keep_prev", "with_dx",
        "segment_sums", "num_segments", "body_track", "body_flags", "gh", "body_out", "body_apply",
@@ -93,7 +96,7 @@ PARAMS(contact_apply, "particle_p", "contact_dp", "num_particles")
 PARAMS(contact_moment, "body_first", "body_flags", "particle_p", "particle_v", "particle_x",
        "contact_cdx", "contact_a", "inv_h", "body_track", "num_bodies")
 PARAMS(momentum_apply, "particle_x", "particle_v", "particle_body", "body_apply", "rigid_k",
-       "num_particles")
+       "body_damping", "damping_per_body", "num_particles")
 PARAMS(body_constraint_apply, "particle_p", "particle_body", "member_rest", "particle_grad",
        "particle_set", "set_offsets", "set_constraints", "body_constraints", "body_goal",
        "num_particles")

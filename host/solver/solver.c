@@ -45,6 +45,7 @@ void pbd_plan_free(pbd_plan *plan)
     free(plan->body_segments);
     free(plan->body_ref);
     free(plan->body_flags);
+    free(plan->body_damping);
     free(plan->body_material);
     free(plan->particle_radius);
     free(plan->body_self);
@@ -462,6 +463,26 @@ static float *compliance_of(int type, void *r)
 #undef PBD_X_COMPLIANCE
     }
     return NULL;
+}
+
+/* Each body's damping (its own, else the run's) as the pair (point, rigid) of fractions in
+ * body_damping; where all bodies damp alike, those fractions also in point_damping and
+ * rigid_damping, which the kernels then take as they are (damping_per_body 0). */
+static void plan_damping(const pbd_model *m, const pbd_config *cfg, pbd_plan *plan)
+{
+    plan->damping_per_body = 0;
+    for (int b = 0; b < m->num_bodies; ++b) {
+        const pbd_body *bd = &m->bodies[b];
+        int kind = bd->damping >= 0 ? bd->damping : (int)cfg->damping;
+        float k = bd->damping_k >= 0.0f ? bd->damping_k : cfg->damping_k;
+        float *d = plan->body_damping + 2 * b;
+        d[0] = kind == PBD_DAMPING_POINT ? k : 0.0f;
+        d[1] = kind == PBD_DAMPING_RIGID ? k : 0.0f;
+        plan->damping_per_body |= d[0] != plan->body_damping[0] || d[1] != plan->body_damping[1];
+    }
+    int per = plan->damping_per_body;
+    plan->point_damping = per ? 0.0f : plan->body_damping[0];
+    plan->rigid_damping = per ? 0.0f : plan->body_damping[1];
 }
 
 /* Whether a mesh of `num_particles` is one block: too small for two. */
@@ -1247,8 +1268,6 @@ pbd_status pbd_plan_build(const pbd_model *m, const pbd_config *cfg, pbd_variant
     plan->h = cfg->dt / (float)cfg->substeps;
     plan->inv_h = 1.0f / plan->h;
     plan->inv_h2 = plan->inv_h * plan->inv_h;
-    plan->point_damping = cfg->damping == PBD_DAMPING_POINT ? cfg->damping_k : 0.0f;
-    plan->rigid_damping = cfg->damping == PBD_DAMPING_RIGID ? cfg->damping_k : 0.0f;
 
     int *dist_ends = NULL;
     for (int t = 0; t < PBD_CONSTRAINT_COUNT && st == PBD_OK; ++t) {
@@ -1268,11 +1287,12 @@ pbd_status pbd_plan_build(const pbd_model *m, const pbd_config *cfg, pbd_variant
     plan->body_ref = malloc(((size_t)m->num_bodies + 1) * sizeof *plan->body_ref);
     plan->body_segments = malloc(((size_t)m->num_bodies + 1) * sizeof *plan->body_segments);
     plan->body_flags = calloc((size_t)m->num_bodies + 1, sizeof *plan->body_flags);
+    plan->body_damping = calloc(2 * (size_t)m->num_bodies + 2, sizeof *plan->body_damping);
     plan->body_material = malloc(((size_t)m->num_bodies + 1) * sizeof *plan->body_material);
     plan->colliders0 = malloc(((size_t)m->num_colliders + 1) * sizeof *plan->colliders0);
     plan->collider_t0 = calloc((size_t)m->num_colliders + 1, sizeof *plan->collider_t0);
     if (!plan->colliders || !plan->body_ref || !plan->body_segments || !plan->body_flags ||
-        !plan->body_material || !plan->colliders0 || !plan->collider_t0) {
+        !plan->body_damping || !plan->body_material || !plan->colliders0 || !plan->collider_t0) {
         st = pbd_error_set(err, PBD_ERR_MEMORY, "out of memory preparing the solver");
         goto fail;
     }
@@ -1342,8 +1362,10 @@ pbd_status pbd_plan_build(const pbd_model *m, const pbd_config *cfg, pbd_variant
             plan->momentum_active = 1;
         }
     }
-    if (cfg->damping == PBD_DAMPING_RIGID && cfg->damping_k > 0.0f)
-        plan->momentum_active = 1;
+    plan_damping(m, cfg, plan);
+    for (int b = 0; b < m->num_bodies; ++b)
+        if (plan->body_damping[2 * b + 1] > 0.0f)
+            plan->momentum_active = 1; /* rigid damping needs the body's rigid motion */
     /* Collision and attachment displacements are recorded only where there is something
      * external to record. */
     plan->track = plan->momentum_active && plan->external;
@@ -1834,6 +1856,10 @@ uint64_t pbd_model_fingerprint(const pbd_model *m)
         int head[4] = {bd->first, bd->count, bd->pinned, bd->momentum};
         h = fnv(h, head, sizeof head);
         h = fnv(h, bd->name, strnlen(bd->name, sizeof bd->name));
+        if (bd->damping >= 0 || bd->damping_k >= 0.0f) { /* its own damping, as the run's */
+            float d[2] = {(float)bd->damping, bd->damping_k};
+            h = fnv(h, d, sizeof d);
+        }
         if (bd->shape_cluster_spacing > 0.0f) { /* which clusters the rotations belong to */
             float cl[2] = {bd->shape_cluster_spacing, bd->shape_cluster_radius};
             h = fnv(h, cl, sizeof cl);
@@ -2128,7 +2154,8 @@ pbd_status pbd_solver_load_state(pbd_solver *s, const void *data, size_t size, c
             }
     }
     for (size_t b = 0; b < nb && st == PBD_OK; ++b) {
-        int used = (s->plan.body_flags[b] & PBD_BODY_MOMENTUM) || s->plan.rigid_damping > 0.0f;
+        int used =
+            (s->plan.body_flags[b] & PBD_BODY_MOMENTUM) || s->plan.body_damping[2 * b + 1] > 0.0f;
         const double *bx = box + 6 * b;
         double diag = 0.0, far = 0.0;
         for (int k = 0; k < 3; ++k) {

@@ -169,8 +169,14 @@ typedef struct pbd_plan {
                                               pressure_pairs[2 off[i] .. 2 off[i + 1]) */
     int *pressure_pairs;                   /* per (particle, triangle): the triangle's other
                                               two particles, counter-clockwise after i */
-    float point_damping; /* fraction for the velocity update (point damping), else 0 */
-    float rigid_damping; /* fraction for momentum_apply (rigid damping), else 0 */
+    /* Damping: where every body damps alike (damping_per_body 0), the fractions for the
+     * velocity update (point damping) and for momentum_apply (rigid damping), else 0; where
+     * bodies differ (pbd_body's own damping), both 0 and body_damping holds each body's pair
+     * (point, rigid), which the kernels read through the particle's body. */
+    float point_damping;
+    float rigid_damping;
+    int damping_per_body;
+    float *body_damping; /* 2 num_bodies */
     /* Particle contacts (pbd_contacts): on when a body has a particle radius. */
     int contacts;
     int table_size;           /* hash table entries, a power of two >= the particles */

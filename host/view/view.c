@@ -284,7 +284,7 @@ static int sim_init(sim *s, const pbd_view_options *o)
         return -1;
     }
     if (o->tweak)
-        o->tweak(o->ctx, &s->scene.config);
+        o->tweak(o->ctx, &s->scene);
     s->cfg = s->scene.config;
     s->desc = o->desc;
     s->grab = -1;

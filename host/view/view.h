@@ -8,7 +8,7 @@
 typedef struct pbd_view_options {
     const char *scene;
     pbd_solver_desc desc;
-    void (*tweak)(const void *ctx, pbd_config *c); /* the command line's overrides */
+    void (*tweak)(const void *ctx, pbd_scene *s); /* the command line's overrides */
     const void *ctx;
     long frames;            /* > 0: stop after this many frames (with screenshot / bench) */
     const char *screenshot; /* write a PNG of the last frame, then exit */

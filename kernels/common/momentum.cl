@@ -97,11 +97,13 @@ __kernel void body_solve_serial(__global const int *body_segments,
 __kernel void momentum_apply(__global const pbd_float4 *particle_x, __global pbd_float4 *particle_v,
                              __global const int *particle_body,
                              __global const pbd_float4 *body_apply, float rigid_k,
+                             __global const float *body_damping, int damping_per_body,
                              int num_particles)
 {
     int i = get_global_id(0);
     if (i >= num_particles)
         return;
+    float k = pbd_particle_damping(i, particle_body, body_damping, damping_per_body, 1, rigid_k);
     particle_v[i] = pbd_apply_rigid(particle_x[i], particle_v[i],
-                                    body_apply + particle_body[i] * PBD_APPLY_COUNT, rigid_k);
+                                    body_apply + particle_body[i] * PBD_APPLY_COUNT, k);
 }

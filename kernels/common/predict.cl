@@ -10,13 +10,16 @@ static void predict_one(int i, __global const pbd_float4 *particle_x,
                         __global const pbd_float4 *particle_xp,
                         __global const pbd_float4 *particle_vp, __global pbd_float4 *particle_dx,
                         __global const int *particle_body, __global const pbd_float4 *body_apply,
-                        float rigid_k, int apply, int keep_v, float gx, float gy, float gz, float h,
-                        int bdf2, int track)
+                        float rigid_k, __global const float *body_damping, int damping_per_body,
+                        int apply, int keep_v, float gx, float gy, float gz, float h, int bdf2,
+                        int track)
 {
     pbd_float4 x = particle_x[i];
     pbd_float4 v = particle_v[i];
     if (apply) {
-        v = pbd_apply_rigid(x, v, body_apply + particle_body[i] * PBD_APPLY_COUNT, rigid_k);
+        float k =
+            pbd_particle_damping(i, particle_body, body_damping, damping_per_body, 1, rigid_k);
+        v = pbd_apply_rigid(x, v, body_apply + particle_body[i] * PBD_APPLY_COUNT, k);
         /* First order: update_velocity recomputes v from positions (which used the corrected
          * v), so only BDF2, which keeps v, needs it stored. */
         if (keep_v)

@@ -78,8 +78,9 @@ __kernel void predict_runs(__global const pbd_float4 *particle_x, __global pbd_f
                            __global pbd_float4 *particle_v, __global const pbd_float4 *particle_xp,
                            __global const pbd_float4 *particle_vp, __global pbd_float4 *particle_dx,
                            __global const int *particle_body, __global const pbd_float4 *body_apply,
-                           float rigid_k, int apply, int keep_v, float gx, float gy, float gz,
-                           float h, int bdf2, int track, int num_particles)
+                           float rigid_k, __global const float *body_damping, int damping_per_body,
+                           int apply, int keep_v, float gx, float gy, float gz, float h, int bdf2,
+                           int track, int num_particles)
 {
     int first = PBD_PARTICLE_RUN * get_global_id(0);
     int end = min(first + PBD_PARTICLE_RUN, num_particles);
@@ -90,7 +91,8 @@ __kernel void predict_runs(__global const pbd_float4 *particle_x, __global pbd_f
     one.c = one.u = one.w = one.ur = one.wr = (float16)(0.0f);
     int cached = -1;
     int i = first;
-    for (; i + 8 <= end; i += 8) {
+    /* Bodies that damp differently, with a correction to apply: one by one (predict_one). */
+    for (; i + 8 <= end && !(apply && damping_per_body); i += 8) {
         rec4 b0 = one, b1 = one;
         if (apply) {
             int body = particle_body[i];
@@ -115,5 +117,6 @@ __kernel void predict_runs(__global const pbd_float4 *particle_x, __global pbd_f
     }
     for (; i < end; ++i)
         predict_one(i, particle_x, particle_p, particle_v, particle_xp, particle_vp, particle_dx,
-                    particle_body, body_apply, rigid_k, apply, keep_v, gx, gy, gz, h, bdf2, track);
+                    particle_body, body_apply, rigid_k, body_damping, damping_per_body, apply,
+                    keep_v, gx, gy, gz, h, bdf2, track);
 }
