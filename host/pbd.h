@@ -89,7 +89,8 @@ typedef struct pbd_body {
      * them, counter-clockwise from outside): the volume inside is kept at `pressure` times
      * the initial one, > 0; 0 (default): none. */
     float pressure;
-    float pressure_compliance; /* its XPBD compliance, m^3/Pa, >= 0 (0: hard) */
+    float pressure_compliance; /* its XPBD compliance, m^3/Pa, >= 0 (0: hard), or a PBD
+                                  stiffness k in (0, 1] as -k */
     /* Particle contacts: each particle of the body is a sphere of this radius (m, >= 0;
      * 0, the default: the body takes no part in particle contacts). Particles of two bodies
      * that both have a radius push each other apart; within one body only with

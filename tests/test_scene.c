@@ -330,6 +330,15 @@ static const bad_scene bad[] = {
     {"pressure_range.json", "bodies[0].pressure: found -1, expected a number in (0, 1000]"},
     {"pressure_compliance_alone.json",
      "bodies[0].pressure_compliance: found without \"pressure\", expected both or neither"},
+    {"bending_stiffness_and_compliance.json",
+     "bodies[0].bending_stiffness: found together with bending_compliance, expected only one of "
+     "bending_compliance and bending_stiffness"},
+    {"tether_stiffness_alone.json",
+     "bodies[0].tether_stiffness: found without \"tethers\": true, expected both or neither"},
+    {"pressure_stiffness_range.json",
+     "bodies[0].pressure_stiffness: found 0, expected a number in (0, 1]"},
+    {"volume_stiffness_alone.json",
+     "bodies[0].volume_stiffness: found without \"volume\": true, expected both or neither"},
     {"body_damping.json",
      "bodies[0].damping: found \"strong\", expected one of: none, point, rigid"},
     {"body_damping_k_range.json", "bodies[0].damping_k: found 1.5, expected a number in [0, 1]"},
@@ -424,6 +433,27 @@ static void parse_string(void **state)
     st = pbd_scene_parse("", "empty", &s, &err);
     expect(st == PBD_ERR_SCENE && strstr(err.message, "empty: line 1, column 1: JSON syntax"),
            "status %d: %s", (int)st, err.message);
+
+    /* The PBD stiffness forms, stored as -k (the plan makes them per iteration). */
+    st = pbd_scene_parse("{\"bodies\": [{\"type\": \"cloth\", \"resolution\": [3, 3], \"pin\": "
+                         "\"edge\", \"bending\": \"dihedral\", \"bending_stiffness\": 0.5, "
+                         "\"tethers\": true, \"tether_stiffness\": 0.25}, {\"type\": \"tet_box\", "
+                         "\"cells\": [1, 1, 1], \"volume\": true, \"volume_stiffness\": 0.75, "
+                         "\"pressure\": 1.5, \"pressure_stiffness\": 0.125}]}",
+                         "inline", &s, &err);
+    expect(st == PBD_OK, "status %d: %s", (int)st, err.message);
+    int nd = 0, nt = 0, nv = 0;
+    const pbd_dihedral *dh = pbd_model_constraints(&s.model, PBD_CONSTRAINT_DIHEDRAL, &nd);
+    const pbd_tether *th = pbd_model_constraints(&s.model, PBD_CONSTRAINT_TETHER, &nt);
+    const pbd_volume *vo = pbd_model_constraints(&s.model, PBD_CONSTRAINT_VOLUME, &nv);
+    expect(nd > 0 && nt > 0 && nv > 0 && dh[nd - 1].compliance == -0.5f &&
+               th[nt - 1].compliance == -0.25f && vo[nv - 1].compliance == -0.75f &&
+               s.model.bodies[1].pressure_compliance == -0.125f,
+           "%d dihedral, %d tethers, %d volumes; stiffness as %g, %g, %g, pressure %g", nd, nt, nv,
+           nd ? (double)dh[nd - 1].compliance : 0.0, nt ? (double)th[nt - 1].compliance : 0.0,
+           nv ? (double)vo[nv - 1].compliance : 0.0,
+           (double)s.model.bodies[s.model.num_bodies - 1].pressure_compliance);
+    pbd_scene_free(&s);
 
     /* A body's own damping: the model, the fraction, or neither (-1: the scene's). */
     st = pbd_scene_parse("{\"damping\": \"point\", \"damping_k\": 0.01, \"bodies\": ["

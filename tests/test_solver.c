@@ -2496,24 +2496,108 @@ static void bending_holds_shape(void **state)
            "compliant bending: %g, %g m", droop[3], droop[4]);
 }
 
-/* Runs `json` on the CPU reference for its frames and returns the positions (malloc'd). */
-static pbd_float4 *settle(const char *json, int *n)
+/* Positions after `frames` frames (< 0: the scene's) of scene text `json` on `backend`
+ * (malloc'd); the CPU reference adds its sums in the order of the last OpenCL run. */
+static pbd_float4 *run_text(const char *json, pbd_backend_kind backend, int frames, int *n)
 {
-    pbd_scene sc = {0};
+    pbd_scene s = {0};
     pbd_error err = {0};
-    if (pbd_scene_parse(json, "settle", &sc, &err) != PBD_OK) {
+    if (pbd_scene_parse(json, "inline", &s, &err) != PBD_OK) {
         print_error("%s\n", err.message);
         fail();
     }
-    pbd_solver *sv = make_solver(&sc, PBD_BACKEND_CPU);
-    assert_int_equal(pbd_solver_step(sv, sc.config.frames, &err), PBD_OK);
-    *n = sc.model.num_particles;
+    pbd_solver_desc desc = {.backend = backend, .sums = last_cl_sums};
+    pbd_solver *sv = NULL;
+    if (test_solver_create(&s.model, &s.config, &desc, &sv, &err) != PBD_OK ||
+        pbd_solver_step(sv, frames < 0 ? s.config.frames : frames, &err) != PBD_OK) {
+        print_error("%s\n", err.message);
+        fail();
+    }
+    if (backend == PBD_BACKEND_CL) {
+        last_cl_sums = pbd_solver_sum_layout(sv);
+        last_cl_exact = pbd_test_exact(sv);
+    }
+    *n = s.model.num_particles;
     pbd_float4 *x = malloc((size_t)*n * sizeof *x);
     assert_non_null(x);
     assert_int_equal(pbd_solver_read(sv, x, NULL, &err), PBD_OK);
     pbd_solver_destroy(sv);
-    pbd_scene_free(&sc);
+    pbd_scene_free(&s);
     return x;
+}
+
+/* Every type's PBD stiffness form is a scene's choice beside its XPBD compliance: the tet
+ * volume, dihedral and isometric bending, tethers and pressure. A stiffness of 1 is a
+ * compliance of 0, bit for bit (the PBD step -C / sum w |grad C|^2 taken whole is XPBD's
+ * with alpha = 0); a stiffness of 0.3 gives way measurably. On the CPU reference and the
+ * device, which agree (pbd_test_exact). */
+static void stiffness_forms(void **state)
+{
+    (void)state;
+    static const char *const floor = "\"planes\": [{\"normal\": [0, 1, 0], \"offset\": 0}], ";
+    static const struct {
+        const char *name, *body, *key; /* key: "<key>_compliance" or "<key>_stiffness" */
+    } cases[] = {
+        {"volume",
+         "\"type\": \"tet_box\", \"cells\": [3, 3, 3], \"size\": [0.3, 0.3, 0.3], \"center\": [0, "
+         "0.2, 0], \"compliance\": 1e-3, \"volume\": true, \"angular_velocity\": [1, 2, 0]",
+         "volume"},
+        {"dihedral",
+         "\"type\": \"cloth\", \"resolution\": [8, 8], \"size\": [0.5, 0.5], \"center\": [0, 0.5, "
+         "0], \"pin\": \"corners\", \"bending\": \"dihedral\"",
+         "bending"},
+        {"isometric",
+         "\"type\": \"cloth\", \"resolution\": [8, 8], \"size\": [0.5, 0.5], \"center\": [0, 0.5, "
+         "0], \"pin\": \"corners\", \"bending\": \"isometric\"",
+         "bending"},
+        {"tether",
+         "\"type\": \"cloth\", \"resolution\": [8, 8], \"size\": [0.5, 0.5], \"center\": [0, 0.6, "
+         "0], \"orientation\": \"xy\", \"pin\": \"edge\", \"compliance\": 1e-2, \"tethers\": true",
+         "tether"},
+        {"pressure",
+         "\"type\": \"tet_box\", \"cells\": [2, 2, 2], \"size\": [0.3, 0.3, 0.3], \"center\": [0, "
+         "0.2, 0], \"compliance\": 1e-2, \"pressure\": 1.3",
+         "pressure"},
+    };
+    const char *forms[3] = {"compliance\": 0", "stiffness\": 1", "stiffness\": 0.3"};
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; ++k) {
+        pbd_float4 *x[2][3] = {{NULL}};
+        int n = 0;
+        for (int backend = PBD_BACKEND_CL; backend <= PBD_BACKEND_CPU; ++backend) {
+            for (int f = 0; f < 3; ++f) {
+                char json[1024];
+                snprintf(json, sizeof json,
+                         "{\"iterations\": 5, \"substeps\": 2, %s\"bodies\": [{%s, \"%s_%s}]}",
+                         floor, cases[k].body, cases[k].key, forms[f]);
+                x[backend][f] = run_text(json, (pbd_backend_kind)backend, 20, &n);
+            }
+            size_t bytes = (size_t)n * sizeof(pbd_float4);
+            double give = 0.0;
+            for (int i = 0; i < n; ++i)
+                give = fmax(give, fabs((double)x[backend][2][i].x - x[backend][0][i].x) +
+                                      fabs((double)x[backend][2][i].y - x[backend][0][i].y) +
+                                      fabs((double)x[backend][2][i].z - x[backend][0][i].z));
+            print_message("%s (%s): stiffness 1 %s compliance 0; stiffness 0.3 moves a particle "
+                          "by up to %.3g m\n",
+                          cases[k].name, backend == PBD_BACKEND_CL ? "device" : "reference",
+                          memcmp(x[backend][0], x[backend][1], bytes) ? "differs from" : "is",
+                          give);
+            assert_int_equal(memcmp(x[backend][0], x[backend][1], bytes), 0);
+            assert_true(give > 1e-3);
+            if (backend == PBD_BACKEND_CPU && last_cl_exact)
+                for (int f = 0; f < 3; ++f)
+                    assert_int_equal(memcmp(x[PBD_BACKEND_CL][f], x[PBD_BACKEND_CPU][f], bytes), 0);
+        }
+        for (int b = 0; b < 2; ++b)
+            for (int f = 0; f < 3; ++f)
+                free(x[b][f]);
+    }
+}
+
+/* Runs `json` on the CPU reference for its frames and returns the positions (malloc'd). */
+static pbd_float4 *settle(const char *json, int *n)
+{
+    return run_text(json, PBD_BACKEND_CPU, -1, n);
 }
 
 /* The iterations and substeps (runs[r][0], runs[r][1]) at which the XPBD tests must settle
@@ -2976,6 +3060,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(paper_two_particles_momentum_cpu),
     pbd_device_test(paper_two_particles_momentum_cl),
     pbd_device_test(lists_same_bits),
+    pbd_device_test(stiffness_forms),
     pbd_device_test(unconstrained_collide),
     pbd_device_test(hash_repeats),
     cmocka_unit_test(attachment_pull_cpu),

@@ -433,10 +433,11 @@ pbd_status pbd_model_validate(const pbd_model *m, pbd_error *err)
                                  b, (double)bd->shape_cluster_spacing,
                                  (double)bd->shape_cluster_radius, (double)PBD_MAX_CLUSTER_REACH);
         if (!(bd->pressure >= 0.0f && bd->pressure <= 1e3f) ||
-            !(bd->pressure_compliance >= 0.0f && bd->pressure_compliance <= PBD_MAX_COMPLIANCE))
+            !(bd->pressure_compliance >= -1.0f && bd->pressure_compliance <= PBD_MAX_COMPLIANCE))
             return pbd_error_set(err, PBD_ERR_MODEL,
                                  "body %d: pressure %g, pressure_compliance %g "
-                                 "(expected [0, 1000] and [0, %g]; 0: none)",
+                                 "(expected [0, 1000], 0: none; and a compliance in [0, %g] or a "
+                                 "stiffness k in (0, 1] as -k)",
                                  b, (double)bd->pressure, (double)bd->pressure_compliance,
                                  (double)PBD_MAX_COMPLIANCE);
         if (!contact_ok(bd))

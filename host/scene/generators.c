@@ -248,7 +248,7 @@ void pbd_cloth_counts(const pbd_cloth_desc *d, int64_t *particles, int64_t *cons
 /* Tethers every free particle of a cloth to a pinned one: the first reached by a
  * breadth-first walk over the grid from all the pins at once (O(particles)), at the distance
  * they start apart. 0, or 1 on an allocation failure. */
-static int add_tethers(build *b, int nu, int nv)
+static int add_tethers(build *b, int nu, int nv, float compliance)
 {
     int n = nu * nv, head = 0, tail = 0, failures = 0;
     int *queue = malloc((size_t)n * sizeof *queue), *pin = malloc((size_t)n * sizeof *pin);
@@ -279,7 +279,7 @@ static int add_tethers(build *b, int nu, int nv)
         const pbd_float4 *p = &x[i], *q = &x[pin[i]];
         double dx = (double)p->x - q->x, dy = (double)p->y - q->y, dz = (double)p->z - q->z;
         pbd_tether t = {b->first + i, b->first + pin[i], (float)sqrt(dx * dx + dy * dy + dz * dz),
-                        0.0f};
+                        compliance};
         failures += pbd_model_add_constraint(b->m, PBD_CONSTRAINT_TETHER, &t) != 0;
     }
     free(queue);
@@ -468,6 +468,9 @@ pbd_status pbd_scene_add_cloth(pbd_model *m, const pbd_cloth_desc *d, pbd_error 
         return bad(err, "pin", d->pin, "none, corners or edge");
     if ((st = check_bending(d->bending, d->bending_compliance, err)) != PBD_OK)
         return st;
+    if (!(d->tether_compliance >= -1.0f && d->tether_compliance <= PBD_MAX_COMPLIANCE))
+        return bad(err, "tether_compliance", d->tether_compliance,
+                   "a compliance in [0, 1e20] or a stiffness in (0, 1]");
     float bend = isnan(d->bending_compliance) ? d->common.compliance : d->bending_compliance;
     int64_t np, nc;
     pbd_cloth_counts(d, &np, &nc);
@@ -517,7 +520,7 @@ pbd_status pbd_scene_add_cloth(pbd_model *m, const pbd_cloth_desc *d, pbd_error 
             rollback(&b, NULL);
             return bad(err, "tethers", 1, "a pinned particle to tether to (pin or pinned)");
         }
-        failures += add_tethers(&b, nu, nv);
+        failures += add_tethers(&b, nu, nv, d->tether_compliance);
     }
     /* The surface: two triangles a quad. */
     for (int j = 0; j + 1 < nv; ++j)

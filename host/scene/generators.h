@@ -89,6 +89,7 @@ typedef struct pbd_cloth_desc {
     pbd_cloth_pin pin;        /* added to common.pinned (union) */
     int tethers; /* 1: each free particle tethered to a pinned one (the nearest along the
                     grid), no farther than it starts (pbd_tether); needs a pin */
+    float tether_compliance; /* the tethers' (>= 0 XPBD, < 0 -k PBD); 0 (default): hard */
 } pbd_cloth_desc;
 
 /* A chain of segments + 1 particles from start to end. */

@@ -321,11 +321,23 @@ static int check_keys(ctx *c, const cJSON *obj, const char *parent, const char *
 /* Pairs of keys of which a body may give one. */
 static const char *const exclusive[][2] = {
     {"compliance", "stiffness"},
+    {"bending_compliance", "bending_stiffness"},
+    {"volume_compliance", "volume_stiffness"},
+    {"pressure_compliance", "pressure_stiffness"},
+    {"tether_compliance", "tether_stiffness"},
     {"mass", "density"},
     {"mass", "masses"},
     {"velocity", "velocities"},
     {"angular_velocity", "velocities"},
 };
+
+/* The first of keys a and b that obj has, or NULL. */
+static const char *either(const cJSON *obj, const char *a, const char *b)
+{
+    return cJSON_GetObjectItemCaseSensitive(obj, a)   ? a
+           : cJSON_GetObjectItemCaseSensitive(obj, b) ? b
+                                                      : NULL;
+}
 
 static int check_exclusive(ctx *c, const cJSON *obj, const char *parent)
 {
@@ -399,6 +411,7 @@ static const char *const common_keys[] = {"type",
                                           "shape_matching",
                                           "pressure",
                                           "pressure_compliance",
+                                          "pressure_stiffness",
                                           "particle_radius",
                                           "self_collision",
                                           NULL};
@@ -432,6 +445,7 @@ static const field body_opt_fields[] = {
      0,
      {0.0, PBD_MAX_COMPLIANCE, 0, 0, 0},
      offsetof(body_opts, pressure_compliance)},
+    {"pressure_stiffness", 'k', 0, {0.0, 1.0, 1, 0, 0}, offsetof(body_opts, pressure_compliance)},
     {"particle_radius", 'f', 0, {0.0, 1e3, 1, 0, 0}, offsetof(body_opts, radius)},
     {"self_collision", 'b', 0, ANY_FLOAT, offsetof(body_opts, self_collision)},
 };
@@ -492,14 +506,15 @@ static int read_shape_matching(ctx *c, const cJSON *obj, const char *key, body_o
 }
 static const char *const type_keys[][16] = {
     [CLOTH] = {"density", "resolution", "size", "center", "orientation", "shear", "bending",
-               "bending_compliance", "pin", "tethers", NULL},
+               "bending_compliance", "bending_stiffness", "pin", "tethers", "tether_compliance",
+               "tether_stiffness", NULL},
     [ROPE] = {"density", "segments", "start", "end", "bending", NULL},
     [TET_BOX] = {"density", "cells", "size", "center", "volume", "volume_compliance",
-                 "young_modulus", "poisson_ratio", NULL},
+                 "volume_stiffness", "young_modulus", "poisson_ratio", NULL},
     [PARTICLES] = {"positions", "masses", "velocities", "constraints", NULL},
-    [MESH] = {"density", "file", "as", "bending", "bending_compliance", "volume",
-              "volume_compliance", "young_modulus", "poisson_ratio", "scale", "rotate", "translate",
-              NULL},
+    [MESH] = {"density", "file", "as", "bending", "bending_compliance", "bending_stiffness",
+              "volume", "volume_compliance", "volume_stiffness", "young_modulus", "poisson_ratio",
+              "scale", "rotate", "translate", NULL},
 };
 
 #define STIFFNESS                                                                                  \
@@ -522,7 +537,10 @@ static const field cloth_fields[] = {
     {"center", 'f', 3, ANY_FLOAT, offsetof(pbd_cloth_desc, center)},
     {"shear", 'b', 0, ANY_FLOAT, offsetof(pbd_cloth_desc, shear)},
     {"bending_compliance", 'f', 0, NON_NEGATIVE, offsetof(pbd_cloth_desc, bending_compliance)},
+    {"bending_stiffness", 'k', 0, STIFFNESS, offsetof(pbd_cloth_desc, bending_compliance)},
     {"tethers", 'b', 0, ANY_FLOAT, offsetof(pbd_cloth_desc, tethers)},
+    {"tether_compliance", 'f', 0, NON_NEGATIVE, offsetof(pbd_cloth_desc, tether_compliance)},
+    {"tether_stiffness", 'k', 0, STIFFNESS, offsetof(pbd_cloth_desc, tether_compliance)},
 };
 static const field rope_fields[] = {
     {"segments", 'i', 0, INT_IN(1, PBD_ROPE_SEGMENTS_MAX), offsetof(pbd_rope_desc, segments)},
@@ -536,16 +554,19 @@ static const field tet_box_fields[] = {
     {"center", 'f', 3, ANY_FLOAT, offsetof(pbd_tet_box_desc, center)},
     {"volume", 'b', 0, ANY_FLOAT, offsetof(pbd_tet_box_desc, volume)},
     {"volume_compliance", 'f', 0, NON_NEGATIVE, offsetof(pbd_tet_box_desc, volume_compliance)},
+    {"volume_stiffness", 'k', 0, STIFFNESS, offsetof(pbd_tet_box_desc, volume_compliance)},
     {"young_modulus", 'd', 0, {0.0, 1e15, 1, 0, 0}, offsetof(pbd_tet_box_desc, young_modulus)},
     {"poisson_ratio", 'd', 0, {0.0, 0.49, 0, 0, 0}, offsetof(pbd_tet_box_desc, poisson_ratio)},
 };
 
 static const field mesh_fields[] = {
     {"bending_compliance", 'f', 0, NON_NEGATIVE, offsetof(pbd_mesh_desc, bending_compliance)},
+    {"bending_stiffness", 'k', 0, STIFFNESS, offsetof(pbd_mesh_desc, bending_compliance)},
     {"young_modulus", 'd', 0, {0.0, 1e15, 1, 0, 0}, offsetof(pbd_mesh_desc, young_modulus)},
     {"poisson_ratio", 'd', 0, {0.0, 0.49, 0, 0, 0}, offsetof(pbd_mesh_desc, poisson_ratio)},
     {"volume", 'b', 0, ANY_FLOAT, offsetof(pbd_mesh_desc, volume)},
     {"volume_compliance", 'f', 0, NON_NEGATIVE, offsetof(pbd_mesh_desc, volume_compliance)},
+    {"volume_stiffness", 'k', 0, STIFFNESS, offsetof(pbd_mesh_desc, volume_compliance)},
     {"rotate", 'f', 3, ANY_FLOAT, offsetof(pbd_mesh_desc, rotate)},
     {"translate", 'f', 3, ANY_FLOAT, offsetof(pbd_mesh_desc, translate)},
 };
@@ -659,8 +680,8 @@ static const field *const type_fields[] = {cloth_fields, rope_fields, tet_box_fi
 static const int type_field_counts[] = {COUNT(cloth_fields), COUNT(rope_fields),
                                         COUNT(tet_box_fields), 0, COUNT(mesh_fields)};
 
-/* "bending": a name, or true (springs) or false (none); and "bending_compliance" only with
- * some bending. */
+/* "bending": a name, or true (springs) or false (none); and "bending_compliance" or
+ * "bending_stiffness" only with some bending. */
 static int read_bending(ctx *c, const cJSON *obj, const char *key, pbd_bending *out)
 {
     static const char *const bendings[] = {"none", "springs", "dihedral", "isometric", NULL};
@@ -675,8 +696,9 @@ static int read_bending(ctx *c, const cJSON *obj, const char *key, pbd_bending *
     if (b && cJSON_IsString(b) && opt_enum(c, obj, key, "bending", bendings, &bending) < 0)
         return -1;
     *out = (pbd_bending)bending;
-    if (*out == PBD_BENDING_NONE && cJSON_GetObjectItemCaseSensitive(obj, "bending_compliance"))
-        return fail(c, PBD_ERR_SCENE, join(sub, key, "bending_compliance"),
+    const char *bk = either(obj, "bending_compliance", "bending_stiffness");
+    if (*out == PBD_BENDING_NONE && bk)
+        return fail(c, PBD_ERR_SCENE, join(sub, key, bk),
                     "found with no bending, expected \"bending\" too");
     return 0;
 }
@@ -722,9 +744,10 @@ static pbd_gen_common *body_common(body_read *b)
 static int read_mesh(ctx *c, const cJSON *obj, const char *key, body_read *b)
 {
     static const char *const kinds[] = {"cloth", "soft", NULL};
-    static const char *const soft_only[] = {"volume", "volume_compliance", "young_modulus",
-                                            "poisson_ratio", NULL};
-    static const char *const cloth_only[] = {"bending", "bending_compliance", NULL};
+    static const char *const soft_only[] = {
+        "volume", "volume_compliance", "volume_stiffness", "young_modulus", "poisson_ratio", NULL};
+    static const char *const cloth_only[] = {"bending", "bending_compliance", "bending_stiffness",
+                                             NULL};
     char sub[KEY_MAX];
     const char *file = NULL;
     int as = 0;
@@ -743,8 +766,9 @@ static int read_mesh(ctx *c, const cJSON *obj, const char *key, body_read *b)
         if (as && cJSON_GetObjectItemCaseSensitive(obj, *k))
             return fail(c, PBD_ERR_SCENE, join(sub, key, *k),
                         "found with \"as\": \"soft\", expected it only with \"as\": \"cloth\"");
-    if (as && !d->volume && cJSON_GetObjectItemCaseSensitive(obj, "volume_compliance"))
-        return fail(c, PBD_ERR_SCENE, join(sub, key, "volume_compliance"),
+    const char *vk = either(obj, "volume_compliance", "volume_stiffness");
+    if (as && !d->volume && vk)
+        return fail(c, PBD_ERR_SCENE, join(sub, key, vk),
                     "found without \"volume\": true, expected both or neither");
     if (as && !(d->young_modulus > 0.0) && cJSON_GetObjectItemCaseSensitive(obj, "poisson_ratio"))
         return fail(c, PBD_ERR_SCENE, join(sub, key, "poisson_ratio"),
@@ -755,9 +779,9 @@ static int read_mesh(ctx *c, const cJSON *obj, const char *key, body_read *b)
                     "keeps its volume through poisson_ratio)");
     if (!as && read_bending(c, obj, key, &d->bending))
         return -1;
-    if (!as && d->bending == PBD_BENDING_SPRINGS &&
-        cJSON_GetObjectItemCaseSensitive(obj, "bending_compliance"))
-        return fail(c, PBD_ERR_SCENE, join(sub, key, "bending_compliance"),
+    const char *bk = either(obj, "bending_compliance", "bending_stiffness");
+    if (!as && d->bending == PBD_BENDING_SPRINGS && bk)
+        return fail(c, PBD_ERR_SCENE, join(sub, key, bk),
                     "found with \"bending\": springs, expected dihedral or isometric (a mesh's "
                     "bending springs take the body's compliance)");
     const cJSON *scale = cJSON_GetObjectItemCaseSensitive(obj, "scale");
@@ -855,14 +879,18 @@ static int read_body(ctx *c, const cJSON *obj, const char *key, body_read *b)
         r = fail(c, PBD_ERR_SCENE, join(sub, key, "volume"),
                  "found with \"young_modulus\", expected one of them (a Neo-Hookean solid "
                  "keeps its volume through poisson_ratio)");
-    if (r == 0 && type == TET_BOX && !b->tet.volume &&
-        cJSON_GetObjectItemCaseSensitive(obj, "volume_compliance"))
-        r = fail(c, PBD_ERR_SCENE, join(sub, key, "volume_compliance"),
+    const char *vk = either(obj, "volume_compliance", "volume_stiffness");
+    if (r == 0 && type == TET_BOX && !b->tet.volume && vk)
+        r = fail(c, PBD_ERR_SCENE, join(sub, key, vk),
                  "found without \"volume\": true, expected both or neither");
-    if (r == 0 && !(b->opts.pressure > 0.0f) &&
-        cJSON_GetObjectItemCaseSensitive(obj, "pressure_compliance"))
-        r = fail(c, PBD_ERR_SCENE, join(sub, key, "pressure_compliance"),
+    const char *pk = either(obj, "pressure_compliance", "pressure_stiffness");
+    if (r == 0 && !(b->opts.pressure > 0.0f) && pk)
+        r = fail(c, PBD_ERR_SCENE, join(sub, key, pk),
                  "found without \"pressure\", expected both or neither");
+    const char *tk = either(obj, "tether_compliance", "tether_stiffness");
+    if (r == 0 && type == CLOTH && !b->cloth.tethers && tk)
+        r = fail(c, PBD_ERR_SCENE, join(sub, key, tk),
+                 "found without \"tethers\": true, expected both or neither");
     if (r == 0 && com->name && (strlen(com->name) < 1 || strlen(com->name) > 63))
         r = fail(c, PBD_ERR_SCENE, join(sub, key, "name"),
                  "found a string of %zu characters, expected 1 to 63", strlen(com->name));

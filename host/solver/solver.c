@@ -1165,7 +1165,7 @@ static pbd_status plan_body_constraints(const pbd_model *m, const pbd_config *cf
                                    b, bd->name, vol);
             bc->flags |= PBD_BODY_PRESSURE;
             bc->volume = (float)(vol * bd->pressure);
-            bc->compliance = bd->pressure_compliance;
+            bc->compliance = plan_compliance(bd->pressure_compliance, cfg->iterations);
         }
     }
     /* Shape matching's pieces: their constant sums m q, which the CPU devices' reduction
