@@ -231,10 +231,11 @@ pbd_status pbd_color_constraints(int num_particles, const int *ends, int arity, 
         free(count2);
     }
 
-    /* Balance: move a constraint from a colour above the mean size to the smallest colour
-     * that is free for it, when that makes the two sizes closer. Two passes are plenty on
-     * meshes; the colour count never grows. */
-    int target = num_colors ? (count_in + num_colors - 1) / num_colors : 0;
+    /* Balance: move a constraint from a colour above the mean size (of the coloured ones,
+     * the overflow set aside) to the smallest colour that is free for it, when that makes
+     * the two sizes closer. Two passes are plenty on meshes; the colour count never grows. */
+    int colored = count_in - overflow;
+    int target = num_colors ? (colored + num_colors - 1) / num_colors : 0;
     for (int pass = 0; pass < 2; ++pass)
         for (int j = 0; j < count_in; ++j) {
             int c = subset ? subset[j] : j;
@@ -253,6 +254,24 @@ pbd_status pbd_color_constraints(int num_particles, const int *ends, int arity, 
                 color[c] = best;
             }
         }
+    /* The moves may have freed a colour for a constraint of the overflow set: it takes the
+     * smallest such colour, and the serial set shrinks. */
+    for (int j = 0; j < count_in && overflow > 0; ++j) {
+        int c = subset ? subset[j] : j;
+        if (color[c] != -2)
+            continue;
+        int tag = 3 * n + c;
+        mark_neighbours(ends, arity, c, color, off, slots, shared, near, stamp, tag);
+        int best = -1;
+        for (int k = 0; k < num_colors; ++k)
+            if (stamp[k] != tag && (best < 0 || count[k] < count[best]))
+                best = k;
+        if (best >= 0) {
+            count[best]++;
+            color[c] = best;
+            overflow--;
+        }
+    }
 
     /* Bucket by colour; within a colour, constraints keep their model order (memory order).
      * The overflow set is the last colour. */
