@@ -459,6 +459,11 @@ static void project_sample(int type, const pbd_float4 *rest, pbd_float4 *p, int 
         pbd_distance_project(p, dx, &r, lambda, 0, 100.0f, 1, 0);
         break;
     }
+    case PBD_CONSTRAINT_ATTACHMENT: { /* particle 0 to the point rest[1] */
+        pbd_attachment r = {0, compliance, 0, 0, F4(rest[1].x, rest[1].y, rest[1].z, 0.0f)};
+        pbd_attachment_project(p, dx, &r, lambda, 0, 100.0f, 1, 0);
+        break;
+    }
     case PBD_CONSTRAINT_TETHER: {
         pbd_tether r = {0, 1, 0.5f * len, compliance};
         pbd_tether_project(p, dx, &r, lambda, 0, 100.0f, 1, 0);
@@ -533,15 +538,16 @@ static void correction_sums(const pbd_float4 *before, const pbd_float4 *after, i
  * deformation) a projection keeps linear momentum (sum m dx = 0) and angular momentum
  * (sum m x x dx = 0 about the centre of mass), to float rounding of the correction, and it
  * rotates with the body: the corrections of a rotated and moved sample are the rotated
- * corrections. The attachment (the world pulls) is the one type exempt. */
+ * corrections, to 1e-4 of their size (measured: 1.4e-5 at worst, the rotated sample being
+ * rounded to float). The attachment, where the world pulls, is exempt from the momenta; it
+ * rotates with its target. */
 static void projection_invariants(void **state)
 {
     (void)state;
     unsigned long long seed = 12345;
     int checked = 0;
     for (int type = 0; type < PBD_CONSTRAINT_COUNT; ++type) {
-        if (pbd_constraint_types[type].world)
-            continue;
+        int world = pbd_constraint_types[type].world;
         double worst_lin = 0.0, worst_ang = 0.0, worst_rot = 0.0;
         for (int sample = 0; sample < 200; ++sample) {
             pbd_float4 rest[4], p[4], q[4];
@@ -619,14 +625,19 @@ static void projection_invariants(void **state)
             }
             double l = sqrt(lin[0] * lin[0] + lin[1] * lin[1] + lin[2] * lin[2]) / round;
             double a = sqrt(ang[0] * ang[0] + ang[1] * ang[1] + ang[2] * ang[2]) / (round * rmax);
-            worst_lin = fmax(worst_lin, l);
-            worst_ang = fmax(worst_ang, a);
+            worst_lin = world ? 0.0 : fmax(worst_lin, l);
+            worst_ang = world ? 0.0 : fmax(worst_ang, a);
             /* the rotated sample is itself rounded to float: allow that, relative and absolute */
-            worst_rot = fmax(worst_rot, rot / (1e-3 * scale + 1e-5));
+            worst_rot = fmax(worst_rot, rot / (1e-4 * scale + 1e-6));
         }
-        print_message("%-10s in units of float rounding: |sum m dx| %.2f, |sum m r x dx| %.2f; "
-                      "rotated corrections off by %.2f of the allowance\n",
-                      pbd_constraint_types[type].name, worst_lin, worst_ang, worst_rot);
+        if (world)
+            print_message("%-10s (the world pulls: no momenta to keep); rotated corrections off "
+                          "by %.2f of the allowance\n",
+                          pbd_constraint_types[type].name, worst_rot);
+        else
+            print_message("%-10s in units of float rounding: |sum m dx| %.2f, |sum m r x dx| "
+                          "%.2f; rotated corrections off by %.2f of the allowance\n",
+                          pbd_constraint_types[type].name, worst_lin, worst_ang, worst_rot);
         expect(worst_lin <= 1.0, "%s: linear momentum off by %g roundings",
                pbd_constraint_types[type].name, worst_lin);
         expect(worst_ang <= 1.0, "%s: angular momentum off by %g roundings",
@@ -634,7 +645,7 @@ static void projection_invariants(void **state)
         expect(worst_rot <= 1.0, "%s: not invariant under rotation (%g of the allowance)",
                pbd_constraint_types[type].name, worst_rot);
     }
-    expect(checked > 800, "only %d samples had a correction", checked);
+    expect(checked > 1000, "only %d samples had a correction", checked);
 }
 
 /* A random unit quaternion's rotation matrix. */
