@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""Writes the surfaces that scenes/meshes/make_assets.sh meshes: torus.off (a closed torus
-for TetGen) and tablecloth.obj (a round cloth, with texture coordinates split along a seam).
-Deterministic: the same files every run."""
+"""Writes the surfaces that scenes/meshes/make_assets.sh meshes or ships: torus.off (a
+closed torus for TetGen), tablecloth.obj (a round cloth, with texture coordinates split
+along a seam) and balloon.obj (a closed sphere for the balloon). Deterministic: the same
+files every run."""
 import math
 
 # A torus about the y axis: ring radius R, tube radius r, n segments around the ring and m
