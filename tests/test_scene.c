@@ -619,6 +619,47 @@ static void tet_volumes(void **state)
            err.message);
 }
 
+/* Young's modulus and Poisson's ratio become each Neo-Hookean element's compliances: Lame's
+ * mu = E / (2 (1 + nu)) for the deviatoric part, and for the hydrostatic part the model's
+ * lambda, the linear one plus mu (the stable Neo-Hookean energy's linearisation at rest has
+ * lambda - mu where linear elasticity has lambda: Smith et al. 2018, Macklin and Mueller
+ * 2021), over each element's volume; gamma = 1 + mu / lambda. At Poisson 0, 0.3 and 0.45. */
+static void neo_hookean_moduli(void **state)
+{
+    (void)state;
+    const double E = 2e4, nus[3] = {0.0, 0.3, 0.45};
+    for (int k = 0; k < 3; ++k) {
+        char json[256];
+        snprintf(json, sizeof json,
+                 "{\"bodies\": [{\"type\": \"tet_box\", \"cells\": [2, 1, 1], \"size\": [1, "
+                 "0.5, 0.5], \"young_modulus\": %g, \"poisson_ratio\": %g}]}",
+                 E, nus[k]);
+        pbd_scene s = {0};
+        pbd_error err = {0};
+        assert_int_equal(pbd_scene_parse(json, "moduli", &s, &err), PBD_OK);
+        double nu = nus[k], mu = E / (2.0 * (1.0 + nu));
+        double lambda = E * nu / ((1.0 + nu) * (1.0 - 2.0 * nu)) + mu, total = 0.0;
+        assert_int_equal(s.model.num_neo_hookean, 12);
+        for (int e = 0; e < s.model.num_neo_hookean; ++e) {
+            const pbd_neo_hookean *r = &s.model.neo_hookean[e];
+            const float *d = r->dm_inv; /* the volume: 1 / (6 |det Dm^-1|) */
+            double det = d[0] * ((double)d[4] * d[8] - (double)d[5] * d[7]) -
+                         d[1] * ((double)d[3] * d[8] - (double)d[5] * d[6]) +
+                         d[2] * ((double)d[3] * d[7] - (double)d[4] * d[6]);
+            double vol = 1.0 / (6.0 * fabs(det));
+            total += vol;
+            expect(fabs(r->compliance * mu * vol - 1.0) < 1e-5 &&
+                       fabs(r->compliance_h * lambda * vol - 1.0) < 1e-5 &&
+                       fabs(r->gamma - (1.0 + mu / lambda)) < 1e-6,
+                   "nu %g, element %d: compliances %g, %g (expected %g, %g), gamma %g", nu, e,
+                   (double)r->compliance, (double)r->compliance_h, 1.0 / (mu * vol),
+                   1.0 / (lambda * vol), (double)r->gamma);
+        }
+        expect(fabs(total - 0.25) < 1e-5, "the elements fill %g m^3 of 0.25", total);
+        pbd_scene_free(&s);
+    }
+}
+
 /* "tethers": every free particle of a pinned cloth gets one tether to a pinned particle, at
  * the distance they start apart; a cloth with nothing pinned is refused. */
 static void cloth_tethers(void **state)
@@ -1032,6 +1073,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(tet_box),
     cmocka_unit_test(surfaces),
     cmocka_unit_test(tet_volumes),
+    cmocka_unit_test(neo_hookean_moduli),
     cmocka_unit_test(cloth_tethers),
     cmocka_unit_test(rope),
     cmocka_unit_test(angular_velocity),
