@@ -2564,8 +2564,8 @@ static pbd_float4 *run_text(const char *json, pbd_backend_kind backend, int fram
     return x;
 }
 
-/* Every type's PBD stiffness form is a scene's choice beside its XPBD compliance: the tet
- * volume, dihedral and isometric bending, tethers and pressure. A stiffness of 1 is a
+/* Every type's PBD stiffness form is a scene's choice beside its XPBD compliance: distance,
+ * the tet volume, dihedral and isometric bending, tethers and pressure. A stiffness of 1 is a
  * compliance of 0, bit for bit (the PBD step -C / sum w |grad C|^2 taken whole is XPBD's
  * with alpha = 0); a stiffness of 0.3 gives way measurably. On the CPU reference and the
  * device, which agree (pbd_test_exact). */
@@ -2574,28 +2574,32 @@ static void stiffness_forms(void **state)
     (void)state;
     static const char *const floor = "\"planes\": [{\"normal\": [0, 1, 0], \"offset\": 0}], ";
     static const struct {
-        const char *name, *body, *key; /* key: "<key>_compliance" or "<key>_stiffness" */
+        const char *name, *body, *key; /* "<key>compliance" or "<key>stiffness" */
     } cases[] = {
+        {"distance",
+         "\"type\": \"cloth\", \"resolution\": [8, 8], \"size\": [0.5, 0.5], \"center\": [0, 0.5, "
+         "0], \"pin\": \"corners\"",
+         ""},
         {"volume",
          "\"type\": \"tet_box\", \"cells\": [3, 3, 3], \"size\": [0.3, 0.3, 0.3], \"center\": [0, "
          "0.2, 0], \"compliance\": 1e-3, \"volume\": true, \"angular_velocity\": [1, 2, 0]",
-         "volume"},
+         "volume_"},
         {"dihedral",
          "\"type\": \"cloth\", \"resolution\": [8, 8], \"size\": [0.5, 0.5], \"center\": [0, 0.5, "
          "0], \"pin\": \"corners\", \"bending\": \"dihedral\"",
-         "bending"},
+         "bending_"},
         {"isometric",
          "\"type\": \"cloth\", \"resolution\": [8, 8], \"size\": [0.5, 0.5], \"center\": [0, 0.5, "
          "0], \"pin\": \"corners\", \"bending\": \"isometric\"",
-         "bending"},
+         "bending_"},
         {"tether",
          "\"type\": \"cloth\", \"resolution\": [8, 8], \"size\": [0.5, 0.5], \"center\": [0, 0.6, "
          "0], \"orientation\": \"xy\", \"pin\": \"edge\", \"compliance\": 1e-2, \"tethers\": true",
-         "tether"},
+         "tether_"},
         {"pressure",
          "\"type\": \"tet_box\", \"cells\": [2, 2, 2], \"size\": [0.3, 0.3, 0.3], \"center\": [0, "
          "0.2, 0], \"compliance\": 1e-2, \"pressure\": 1.3",
-         "pressure"},
+         "pressure_"},
     };
     const char *forms[3] = {"compliance\": 0", "stiffness\": 1", "stiffness\": 0.3"};
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; ++k) {
@@ -2605,7 +2609,7 @@ static void stiffness_forms(void **state)
             for (int f = 0; f < 3; ++f) {
                 char json[1024];
                 snprintf(json, sizeof json,
-                         "{\"iterations\": 5, \"substeps\": 2, %s\"bodies\": [{%s, \"%s_%s}]}",
+                         "{\"iterations\": 5, \"substeps\": 2, %s\"bodies\": [{%s, \"%s%s}]}",
                          floor, cases[k].body, cases[k].key, forms[f]);
                 x[backend][f] = run_text(json, (pbd_backend_kind)backend, 20, &n);
             }
