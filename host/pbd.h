@@ -62,7 +62,7 @@ typedef struct pbd_body {
     int momentum; /* 1 (default): preserve the body's momentum when the run does; 0: opt out.
                      A body with pinned particles is held by the world and never corrected. */
     /* The body's own damping (pbd_config's damping and damping_k): a pbd_damping_kind, or -1
-     * (default): the run's; a fraction per substep in [0, 1], or < 0 (default): the run's. */
+     * (default): the run's; a fraction per substep in [0, 1], or -1 (default): the run's. */
     int damping;
     float damping_k;
     /* The body's surface against colliders, mixed with each collider's as Box2D does:

@@ -342,6 +342,10 @@ static const bad_scene bad[] = {
     {"body_damping.json",
      "bodies[0].damping: found \"strong\", expected one of: none, point, rigid"},
     {"body_damping_k_range.json", "bodies[0].damping_k: found 1.5, expected a number in [0, 1]"},
+    {"body_damping_no_k.json", "bodies[0].damping: found \"point\" with no \"damping_k\" on the "
+                               "body or the scene, expected a fraction per substep for it"},
+    {"damping_no_k.json", ": damping: found \"rigid\" with no \"damping_k\" on the body or the "
+                          "scene, expected a fraction per substep for it"},
     {"body_damping_k_unused.json",
      "bodies[1].damping_k: found 0.05 with damping \"none\", expected \"damping\": \"point\" or "
      "\"rigid\" on the body or the scene"},

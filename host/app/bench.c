@@ -84,7 +84,9 @@ int pbd_cli_profile(const pbd_scene *s, const pbd_solver_desc *desc, int frames,
     c_off.momentum = 0;
     c_off.damping = c_off.damping == PBD_DAMPING_RIGID ? PBD_DAMPING_NONE : c_off.damping;
     /* The correction runs when a body is preserved or damps rigidly (pbd_plan_build); the
-     * runs without it are of a copy whose bodies damp rigidly no more. */
+     * runs without it are of a copy whose bodies damp rigidly no more. (Where that leaves
+     * all bodies damping alike, what their differing cost the update and the prediction
+     * counts as the correction's.) */
     int active = preserved_bodies(s) > 0, nb = s->model.num_bodies;
     pbd_scene s_off = *s;
     pbd_body *b_off = malloc(((size_t)nb + 1) * sizeof *b_off);

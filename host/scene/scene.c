@@ -420,7 +420,7 @@ static const char *const common_keys[] = {"type",
 typedef struct body_opts {
     int momentum;           /* 0: opt out of momentum preservation */
     int damping;            /* the body's own damping model (pbd_body): -1 the scene's */
-    float damping_k;        /* its fraction per substep: < 0 the scene's */
+    float damping_k;        /* its fraction per substep: -1 the scene's */
     float friction;         /* the body's surface (pbd_body): < 0 unset */
     float friction_kinetic; /* < 0: the static one */
     float restitution;
@@ -1368,11 +1368,20 @@ static int parse_root(ctx *c, const cJSON *root, pbd_scene *out)
                     "body");
     if (parse_bodies(c, bodies, &out->model) || parse_attachments(c, root, &out->model))
         return -1;
-    /* A body's damping fraction with no damping model to use it would be ignored. */
+    /* A body's damping fraction with no damping model to use it would be ignored, and so
+     * would a model with no fraction (0 by default) on the body or the scene. */
+    int scene_k = cJSON_GetObjectItemCaseSensitive(root, "damping_k") != NULL;
+    static const char *const names[] = {"none", "point", "rigid"};
     for (int b = 0; b < out->model.num_bodies && b < cJSON_GetArraySize(bodies); ++b) {
         const pbd_body *bd = &out->model.bodies[b];
         char key[KEY_MAX], sub[KEY_MAX];
         at_index(key, "bodies", b);
+        int kind = bd->damping >= 0 ? bd->damping : (int)out->config.damping;
+        if (kind != PBD_DAMPING_NONE && bd->damping_k < 0.0f && !scene_k)
+            return fail(c, PBD_ERR_SCENE, bd->damping >= 0 ? join(sub, key, "damping") : "damping",
+                        "found \"%s\" with no \"damping_k\" on the body or the scene, expected "
+                        "a fraction per substep for it",
+                        names[kind]);
         if (bd->damping_k >= 0.0f &&
             (bd->damping >= 0 ? bd->damping : (int)out->config.damping) == PBD_DAMPING_NONE)
             return fail(c, PBD_ERR_SCENE, join(sub, key, "damping_k"),
