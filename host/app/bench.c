@@ -96,8 +96,8 @@ int pbd_cli_profile(const pbd_scene *s, const pbd_solver_desc *desc, int frames,
     }
     for (int b = 0; b < nb; ++b) {
         const pbd_body *bd = &s->model.bodies[b];
-        int kind = bd->damping >= 0 ? bd->damping : (int)s->config.damping;
-        float k = bd->damping_k >= 0.0f ? bd->damping_k : s->config.damping_k;
+        float k;
+        pbd_damping_kind kind = pbd_body_damping(bd, &s->config, &k);
         active |= kind == PBD_DAMPING_RIGID && k > 0.0f;
         b_off[b] = *bd;
         if (bd->damping == PBD_DAMPING_RIGID)

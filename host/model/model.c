@@ -544,3 +544,10 @@ pbd_config pbd_config_default(void)
     c.serial_color_size = 64;
     return c;
 }
+
+pbd_damping_kind pbd_body_damping(const pbd_body *b, const pbd_config *c, float *k)
+{
+    if (k)
+        *k = b->damping_k >= 0.0f ? b->damping_k : c->damping_k;
+    return b->damping >= 0 ? (pbd_damping_kind)b->damping : c->damping;
+}

@@ -1376,14 +1376,13 @@ static int parse_root(ctx *c, const cJSON *root, pbd_scene *out)
         const pbd_body *bd = &out->model.bodies[b];
         char key[KEY_MAX], sub[KEY_MAX];
         at_index(key, "bodies", b);
-        int kind = bd->damping >= 0 ? bd->damping : (int)out->config.damping;
+        pbd_damping_kind kind = pbd_body_damping(bd, &out->config, NULL);
         if (kind != PBD_DAMPING_NONE && bd->damping_k < 0.0f && !scene_k)
             return fail(c, PBD_ERR_SCENE, bd->damping >= 0 ? join(sub, key, "damping") : "damping",
                         "found \"%s\" with no \"damping_k\" on the body or the scene, expected "
                         "a fraction per substep for it",
                         names[kind]);
-        if (bd->damping_k >= 0.0f &&
-            (bd->damping >= 0 ? bd->damping : (int)out->config.damping) == PBD_DAMPING_NONE)
+        if (bd->damping_k >= 0.0f && kind == PBD_DAMPING_NONE)
             return fail(c, PBD_ERR_SCENE, join(sub, key, "damping_k"),
                         "found %g with damping \"none\", expected \"damping\": \"point\" or "
                         "\"rigid\" on the body or the scene",

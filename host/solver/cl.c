@@ -1737,8 +1737,8 @@ double pbd_device_memory_estimate(const pbd_model *m, const pbd_config *cfg, dou
     int momentum = 0;
     for (int b = 0; b < m->num_bodies; ++b) {
         const pbd_body *bd = &m->bodies[b];
-        int kind = bd->damping >= 0 ? bd->damping : (int)cfg->damping;
-        float k = bd->damping_k >= 0.0f ? bd->damping_k : cfg->damping_k;
+        float k;
+        pbd_damping_kind kind = pbd_body_damping(bd, cfg, &k);
         momentum |= (cfg->momentum && bd->momentum && bd->pinned == 0) ||
                     (kind == PBD_DAMPING_RIGID && k > 0.0f);
     }

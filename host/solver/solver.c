@@ -473,8 +473,8 @@ static void plan_damping(const pbd_model *m, const pbd_config *cfg, pbd_plan *pl
     plan->damping_per_body = 0;
     for (int b = 0; b < m->num_bodies; ++b) {
         const pbd_body *bd = &m->bodies[b];
-        int kind = bd->damping >= 0 ? bd->damping : (int)cfg->damping;
-        float k = bd->damping_k >= 0.0f ? bd->damping_k : cfg->damping_k;
+        float k;
+        pbd_damping_kind kind = pbd_body_damping(bd, cfg, &k);
         float *d = plan->body_damping + 2 * b;
         d[0] = kind == PBD_DAMPING_POINT ? k : 0.0f;
         d[1] = kind == PBD_DAMPING_RIGID ? k : 0.0f;
