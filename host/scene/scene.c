@@ -1371,7 +1371,6 @@ static int parse_root(ctx *c, const cJSON *root, pbd_scene *out)
     /* A body's damping fraction with no damping model to use it would be ignored, and so
      * would a model with no fraction (0 by default) on the body or the scene. */
     int scene_k = cJSON_GetObjectItemCaseSensitive(root, "damping_k") != NULL;
-    static const char *const names[] = {"none", "point", "rigid"};
     for (int b = 0; b < out->model.num_bodies && b < cJSON_GetArraySize(bodies); ++b) {
         const pbd_body *bd = &out->model.bodies[b];
         char key[KEY_MAX], sub[KEY_MAX];
@@ -1381,7 +1380,7 @@ static int parse_root(ctx *c, const cJSON *root, pbd_scene *out)
             return fail(c, PBD_ERR_SCENE, bd->damping >= 0 ? join(sub, key, "damping") : "damping",
                         "found \"%s\" with no \"damping_k\" on the body or the scene, expected "
                         "a fraction per substep for it",
-                        names[kind]);
+                        dampings[kind]);
         if (bd->damping_k >= 0.0f && kind == PBD_DAMPING_NONE)
             return fail(c, PBD_ERR_SCENE, join(sub, key, "damping_k"),
                         "found %g with damping \"none\", expected \"damping\": \"point\" or "
