@@ -273,6 +273,10 @@ typedef struct pbd_config {
  * a type, types of colours of 64 constraints or fewer in one launch on the CPU variant. */
 pbd_config pbd_config_default(void);
 
+/* Whether a run of `c` preserves body b's momentum: the run's and the body's momentum on,
+ * and no pinned particle (the world, holding it, exchanges momentum with it). */
+int pbd_body_preserved(const pbd_body *b, const pbd_config *c);
+
 /* Body b's damping in a run of `c`: its own model and fraction per substep (in *k, when k is
  * not NULL), each where it has one, else the run's. */
 pbd_damping_kind pbd_body_damping(const pbd_body *b, const pbd_config *c, float *k);

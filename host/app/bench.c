@@ -61,7 +61,7 @@ static int preserved_bodies(const pbd_scene *s)
 {
     int n = 0;
     for (int b = 0; b < s->model.num_bodies; ++b)
-        n += s->config.momentum && s->model.bodies[b].momentum && s->model.bodies[b].pinned == 0;
+        n += pbd_body_preserved(&s->model.bodies[b], &s->config);
     return n;
 }
 

@@ -897,7 +897,7 @@ static int cmd_run(const options *o)
         static const char *const damping_names[] = {"none", "point", "rigid"};
         int preserved = 0;
         for (int b = 0; b < m->num_bodies; ++b)
-            preserved += c->momentum && m->bodies[b].momentum && m->bodies[b].pinned == 0;
+            preserved += pbd_body_preserved(&m->bodies[b], c);
         printf("momentum     %s (%d of %d bod%s preserved; a body with pinned particles is held "
                "by the world)\n",
                c->momentum ? "on" : "off", preserved, m->num_bodies,

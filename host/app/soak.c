@@ -78,8 +78,7 @@ static int soak_scene(const char *path, const pbd_solver_desc *desc, long frames
         pbd_solver_stats(sv, st0, &err) != PBD_OK)
         goto done;
     for (int b = 0; b < nb; ++b)
-        r->preserved +=
-            s.config.momentum && s.model.bodies[b].momentum && s.model.bodies[b].pinned == 0;
+        r->preserved += pbd_body_preserved(&s.model.bodies[b], &s.config);
     double t0 = now_s();
     for (long f = 0; f < frames && r->finite;) {
         int n = (int)(frames - f < SOAK_SAMPLE ? frames - f : SOAK_SAMPLE);
@@ -97,7 +96,7 @@ static int soak_scene(const char *path, const pbd_solver_desc *desc, long frames
             const pbd_body_stats *a = &st[b], *z = &st0[b];
             double sum = a->kinetic_energy + len3(a->com) + len3(a->p) + len3(a->l);
             r->finite &= isfinite(sum);
-            if (s.config.momentum && s.model.bodies[b].momentum && s.model.bodies[b].pinned == 0) {
+            if (pbd_body_preserved(&s.model.bodies[b], &s.config)) {
                 double dp = norm3(a->p, z->p);
                 double dl = norm3(a->l, z->l) / (len3(z->l) > 0.0 ? len3(z->l) : 1.0);
                 r->dp = dp > r->dp ? dp : r->dp;

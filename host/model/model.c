@@ -545,6 +545,11 @@ pbd_config pbd_config_default(void)
     return c;
 }
 
+int pbd_body_preserved(const pbd_body *b, const pbd_config *c)
+{
+    return c->momentum && b->momentum && b->pinned == 0;
+}
+
 pbd_damping_kind pbd_body_damping(const pbd_body *b, const pbd_config *c, float *k)
 {
     if (k)

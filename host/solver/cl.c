@@ -1739,8 +1739,7 @@ double pbd_device_memory_estimate(const pbd_model *m, const pbd_config *cfg, dou
         const pbd_body *bd = &m->bodies[b];
         float k;
         pbd_damping_kind kind = pbd_body_damping(bd, cfg, &k);
-        momentum |= (cfg->momentum && bd->momentum && bd->pinned == 0) ||
-                    (kind == PBD_DAMPING_RIGID && k > 0.0f);
+        momentum |= pbd_body_preserved(bd, cfg) || (kind == PBD_DAMPING_RIGID && k > 0.0f);
     }
     if (momentum)
         per_particle += f4;

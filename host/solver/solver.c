@@ -1357,7 +1357,7 @@ pbd_status pbd_plan_build(const pbd_model *m, const pbd_config *cfg, pbd_variant
         plan->body_ref[b] = (pbd_float4){r.x, r.y, r.z, 0.0f};
         /* A pinned particle is held by the world, which exchanges momentum with the body
          * through it: the body's momentum is not conserved, so it is not corrected. */
-        if (cfg->momentum && bd->momentum && bd->pinned == 0) {
+        if (pbd_body_preserved(bd, cfg)) {
             plan->body_flags[b] = PBD_BODY_MOMENTUM;
             plan->momentum_active = 1;
         }
