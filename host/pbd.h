@@ -256,8 +256,8 @@ typedef struct pbd_config {
     pbd_damping_kind damping;
     float damping_k; /* damping fraction per substep, [0, 1] */
     pbd_velocity_update velocity_update;
-    int max_colors; /* colours per constraint type (but distance) before the rest go to a
-                       serial overflow set (pbd_color_options); 0: no bound */
+    int max_colors; /* colours per constraint type before the rest go to a serial overflow
+                       set (pbd_color_options); 0: no bound */
     /* The CPU kernel variant (CPU devices' default): a constraint type (but distance) of two
      * colours or more whose colours hold this many constraints or fewer on average is
      * projected in one launch, one work-item taking its colours in order (the same results);

@@ -56,6 +56,24 @@ check @boxes-4x8 --frames 3 --damping rigid --damping-k 0.1
 check "$scenes/cloth_sphere.json" --frames 2
 # Tethers sharing their pinned anchors within a colour, and a serial overflow set.
 check "$scenes/../tests/shared_overflow.json" --frames 2
+# Distance constraints past the bound: a spinning wheel of 40 spokes under a bound of 8
+# colours, its other 32 spokes a serial overflow set (the GPU variant's work-group takes it
+# on one work-item; the CPU variant's block in runs).
+awk 'BEGIN {
+    n = 40
+    printf "{\"substeps\": 2, \"iterations\": 3, \"max_colors\": 8, "
+    printf "\"planes\": [{\"normal\": [0, 1, 0], \"offset\": 0}], \"bodies\": [{"
+    printf "\"type\": \"particles\", \"angular_velocity\": [0, 3, 1], \"positions\": [[0, 0.6, 0]"
+    for (i = 0; i < n; ++i)
+        printf ", [%.6f, 0.6, %.6f]", 0.5 * cos(6.283185307 * i / n), 0.5 * sin(6.283185307 * i / n)
+    printf "], \"constraints\": ["
+    for (i = 0; i < n; ++i)
+        printf "%s[0, %d], [%d, %d]", i ? ", " : "", i + 1, i + 1, (i + 1) % n + 1
+    printf "]}]}\n"
+}' >wheel.json
+"$pbd" run wheel.json --frames 1 | grep -q "distance (9 colours, the last 32 serial)" ||
+    fail "wheel.json: not 8 distance colours and 32 serial"
+check wheel.json --frames 3
 check "$scenes/jelly.json" --frames 2
 check "$scenes/jelly_bar.json" --frames 2
 check "$scenes/balloon.json" --frames 2 --solver jacobi
@@ -210,6 +228,7 @@ check elements.json --frames 1 --variant cpu --solver jacobi
 check elements_one_launch.json --frames 1 --variant cpu
 check elements_one_launch.json --frames 1 --variant cpu --solver jacobi
 check elements_overflow.json --frames 1 --variant cpu
+check wheel.json --frames 3 --variant cpu
 check uv_balloon.json --frames 2 --variant cpu
 check cluster_sets.json --frames 1 --variant cpu
 check element_blocks.json --frames 1 --variant cpu

@@ -321,13 +321,13 @@ static pbd_status cl_project_colors(cl_impl *c, int type, int first, int last, i
     ARG(k, "offset", offset);
     ARG(k, "count", count);
     ARG(k, "reset_lambda", r);
-    if (type != PBD_CONSTRAINT_DISTANCE) /* never serial */
-        ARG(k, "serial", one);
+    ARG(k, "serial", one);
     size_t items = serial ? 1 : (size_t)count;
     /* CPU devices launch distance colours only for a mesh of one block, with no boundary
      * colours: colour k is the block's whole part, sorted into runs (pbd_blocks.block_runs);
-     * project_distance_gs16 takes sixteen constraints a work-item. */
-    if (cpu_variant(c) && type == PBD_CONSTRAINT_DISTANCE) {
+     * project_distance_gs16 takes sixteen constraints a work-item (the overflow set: one
+     * work-item, in order). */
+    if (cpu_variant(c) && type == PBD_CONSTRAINT_DISTANCE && !serial) {
         const int *runs = pt->blocks.block_runs + 2 * first;
         ARG(k, "pairs", runs[0]);
         ARG(k, "rest", runs[1]);
@@ -1395,7 +1395,7 @@ static pbd_status create_buffers(cl_impl *c, const pbd_model *m, const pbd_plan 
     jacobi_rows_free(&rows);
     BUF(colliders, ((size_t)plan->num_colliders + 1) * sizeof(pbd_collider), plan->colliders);
     const pbd_blocks *db = &plan->type[PBD_CONSTRAINT_DISTANCE].blocks;
-    size_t nic = (size_t)(plan->type[PBD_CONSTRAINT_DISTANCE].num_colors - db->boundary_colors);
+    size_t nic = (size_t)db->block_colors; /* an overflow set's runs included */
     BUF(block_offsets, nic * ((size_t)db->num_blocks + 1) * sizeof(int), db->block_offsets);
     BUF(block_runs, nic * 2 * (size_t)db->num_blocks * sizeof(int), db->block_runs);
     size_t nbcol = (size_t)db->boundary_colors, ncut = (size_t)db->num_cuts;
@@ -1594,8 +1594,11 @@ static pbd_status bind_exceptions(cl_impl *c, const pbd_plan *plan, pbd_error *e
         ARG(&c->kernels[PBD_STAGE_PROJECT_JACOBI], "count", ndist);
     if (c->fused)
         ARG(&c->kernels[PBD_STAGE_UPDATE], "body_out", c->out_step);
-    if (c->gs_group.k) /* every distance colour (num_colors is the interior ones' elsewhere) */
+    cl_int dover = plan->type[PBD_CONSTRAINT_DISTANCE].overflow;
+    if (c->gs_group.k) { /* every distance colour (num_colors is the blocks' elsewhere) */
         ARG(&c->gs_group, "num_colors", ndc);
+        ARG(&c->gs_group, "serial", dover);
+    }
     for (int t = 0; t < PBD_CONSTRAINT_COUNT && status == PBD_OK; ++t) {
         const pbd_blocks *bl = &plan->type[t].blocks;
         cl_int ncol = t == c->collide_type ? plan->num_colliders : 0;
@@ -1632,7 +1635,7 @@ static pbd_status bind_arguments(cl_impl *c, const pbd_plan *plan, pbd_error *er
     cl_int nsets = plan->num_sets;
     cl_int keep_v = plan->cfg.velocity_update == PBD_VELOCITY_BDF2;
     cl_int track = plan->track, external = plan->external, materials = plan->materials;
-    cl_int ninterior = dist->num_colors - dist->blocks.boundary_colors;
+    cl_int ninterior = dist->blocks.block_colors; /* an overflow set's runs included */
     cl_int nblocks = dist->blocks.num_blocks;
     const float *g = plan->cfg.gravity;
     cl_float gx = g[0], gy = g[1], gz = g[2], h = plan->h, inv_h = plan->inv_h;

@@ -38,13 +38,13 @@ static const char *const project_blocks_params[] = {
 PARAMS(project_distance_jacobi, "particle_p", "distance_records", "distance_lambda",
        "distance_gain", "count", "inv_h2", "reset_lambda")
 PARAMS(project_distance_gs16, "particle_p", "distance_records", "distance_lambda", "offset",
-       "count", "inv_h2", "reset_lambda", "pairs", "rest")
+       "count", "inv_h2", "reset_lambda", "pairs", "rest", "serial")
 PARAMS(project_gs_blocks, "particle_p", "distance_records", "distance_lambda", "block_offsets",
        "block_runs", "num_colors", "block_first", "num_blocks", "inv_h2", "reset_lambda",
        "colliders", "num_colliders", "particle_dx", "particle_x", "track", "particle_body",
        "body_material", "materials")
 PARAMS(project_distance_group, "particle_p", "particle_dx", "distance_records", "distance_lambda",
-       "color_offsets", "num_colors", "inv_h2", "reset_lambda", "track", "particle_x",
+       "color_offsets", "num_colors", "serial", "inv_h2", "reset_lambda", "track", "particle_x",
        "particle_body", "body_material", "materials", "colliders", "num_colliders", "num_particles")
 PARAMS(collide, "particle_p", "particle_dx", "particle_x", "particle_body", "body_material",
        "materials", "colliders", "num_colliders", "track", "num_particles")

@@ -278,22 +278,24 @@ static int overflow_runs(int np, const int *ends, int arity, const unsigned char
 }
 
 /* Buckets each colour of `src` by part (part[c] of constraint c, model index, in
- * [0, parts)), keeping the colouring's order within a part, into order[j ..], and with `runs`
- * (distance) sorts each part into runs (sort_runs). Writes colour k's start to
- * color_offsets[k], its parts' starts to offsets[k (parts + 1) ..] and their runs to
- * runs[2 (k parts + p) ..]; returns the end. tmp holds 2 n ints. */
+ * [0, parts)), keeping the colouring's order within a part, into order[j ..], and with
+ * `runs` (distance) sorts each part into runs (sort_runs), but an overflow set's. Writes
+ * colour k's start to color_offsets[k], its parts' starts to offsets[k (parts + 1) ..] and
+ * their runs to runs[2 (k parts + p) ..]; returns the end. tmp holds 2 n ints. */
 static int bucket_colors(const int *d, const pbd_coloring *src, const int *part, int parts,
                          int *order, int j, int *color_offsets, int *offsets, int *runs, int *tmp)
 {
     for (int k = 0; k < src->num_colors; ++k) {
         int *o = offsets + (size_t)k * ((size_t)parts + 1);
+        /* an overflow set keeps its order: its constraints share particles */
+        int sort = runs && !(src->overflow && k == src->num_colors - 1);
         color_offsets[k] = j;
         for (int p = 0; p < parts; ++p) {
             o[p] = j;
             for (int s = src->offsets[k]; s < src->offsets[k + 1]; ++s)
                 if (part[src->order[s]] == p)
                     order[j++] = src->order[s];
-            if (runs)
+            if (sort)
                 sort_runs(d, order, o[p], j, tmp,
                           runs + 2 * ((size_t)k * (size_t)parts + (size_t)p));
         }
@@ -306,16 +308,16 @@ static int bucket_colors(const int *d, const pbd_coloring *src, const int *part,
  * particles lie in different blocks (first) and those inside one block (then, each colour
  * sorted by block) into `col`, with `opt`'s shared particles and bound on colours. Distance
  * constraints (arity 2, `runs`) also get their runs. Meshes numbered without locality would
- * put most constraints on the boundary; they get one block, which is the plain colouring. A
- * colouring of two blocks or more that overflows `opt`'s bound in either part is not
- * blocked: neither blocks (bl->num_blocks 0) nor a colouring are returned. One block keeps
- * its overflow set as its last colour (col->overflow), which its work-item takes in runs
- * (overflow_runs). */
+ * put most constraints on the boundary; they get one block, which is the plain colouring, as
+ * they do with `one`. A colouring of two blocks or more that overflows `opt`'s bound in
+ * either part is not blocked: neither blocks (bl->num_blocks 0) nor a colouring are
+ * returned. One block keeps its overflow set as its last colour (col->overflow), which its
+ * work-item takes in runs (overflow_runs), each a part of its own. */
 static pbd_status block_coloring(int np, const int *ends, int arity, int n,
-                                 const pbd_color_options *opt, int runs, pbd_blocks *bl,
+                                 const pbd_color_options *opt, int runs, int one, pbd_blocks *bl,
                                  pbd_coloring *col, pbd_error *err)
 {
-    int nb = np / PBD_BLOCK_PARTICLES;
+    int nb = one ? 1 : np / PBD_BLOCK_PARTICLES;
     nb = nb < 1 ? 1 : nb > PBD_MAX_BLOCKS ? PBD_MAX_BLOCKS : nb;
     const unsigned char *shared = opt ? opt->shared : NULL;
     int *block = malloc(((size_t)np + 1) * sizeof *block);
@@ -377,7 +379,7 @@ static pbd_status block_coloring(int np, const int *ends, int arity, int n,
     if (runs) {
         bl->cut_runs = malloc((2 * (size_t)nbc * (size_t)ng + 1) * sizeof *bl->cut_runs);
         bl->block_runs =
-            malloc((2 * (size_t)ci.num_colors * (size_t)nb + 1) * sizeof *bl->block_runs);
+            malloc((2 * (size_t)(ci.num_colors + over) * (size_t)nb + 1) * sizeof *bl->block_runs);
     }
     col->num_colors = nc;
     col->overflow = ci.overflow;
@@ -412,6 +414,9 @@ static pbd_status block_coloring(int np, const int *ends, int arity, int n,
     if (ci.overflow) /* nb is 1 here */
         bl->block_colors = overflow_runs(np, ends, arity, shared, col->order, col->offsets[nc - 1],
                                          j, ci.num_colors - 1, touch, bl->block_offsets);
+    /* a run of the overflow set holds neither runs of consecutive particles nor pairs */
+    for (int k = ci.num_colors - ci.overflow; runs && k < bl->block_colors; ++k)
+        bl->block_runs[2 * k] = bl->block_runs[2 * k + 1] = bl->block_offsets[2 * k];
 done:
     if (st != PBD_OK) {
         pbd_coloring_free(col);
@@ -527,9 +532,9 @@ static pbd_status plan_type(const pbd_model *m, const pbd_config *cfg, int type,
                            info->name);
         goto done;
     }
-    /* Distance constraints have kernels of their own (blocks, runs) and are coloured
-     * without a bound. The others may share pinned particles, which their projections never
-     * write, and what finds no colour under the bound is projected serially. */
+    /* What finds no colour under the bound is projected serially. The types but distance
+     * may share pinned particles, which their projections never write (the distance
+     * kernels write both ends). */
     if (type != PBD_CONSTRAINT_DISTANCE && !(shared = malloc((size_t)m->num_particles + 1))) {
         st = pbd_error_set(err, PBD_ERR_MEMORY, "out of memory colouring %d %s constraints", n,
                            info->name);
@@ -539,10 +544,14 @@ static pbd_status plan_type(const pbd_model *m, const pbd_config *cfg, int type,
         shared[i] = m->x[i].w == 0.0f;
     pbd_color_options opt = {.shared = shared, .max_colors = cfg->max_colors};
     pbd_blocks *bl = &pt->blocks;
-    if (type == PBD_CONSTRAINT_DISTANCE)
-        st = block_coloring(m->num_particles, ends, 2, n, NULL, 1, bl, &col, err);
-    else if (blocked_type(plan, type, n, m->num_particles))
-        st = block_coloring(m->num_particles, ends, arity, n, &opt, 0, bl, &col, err);
+    if (type == PBD_CONSTRAINT_DISTANCE) {
+        st = block_coloring(m->num_particles, ends, 2, n, &opt, 1, 0, bl, &col, err);
+        /* an overflow in blocks: one block, whose work-item takes the overflow set */
+        if (st == PBD_OK && bl->num_blocks < 1)
+            st = block_coloring(m->num_particles, ends, 2, n, &opt, 1, 1, bl, &col, err);
+    } else if (blocked_type(plan, type, n, m->num_particles)) {
+        st = block_coloring(m->num_particles, ends, arity, n, &opt, 0, 0, bl, &col, err);
+    }
     /* no blocks, or one block of a large mesh (numbered without locality): the plain
      * colouring, a launch a colour on every core */
     if (st == PBD_OK && type != PBD_CONSTRAINT_DISTANCE &&

@@ -143,14 +143,20 @@ static inline void pbd_gs_part(__global float4 *particle_p, __global const int *
 }
 
 /* One colour, constraints [offset, offset + count), of which [offset, pairs) are runs of
- * consecutive particles and [pairs, rest) interleaved pairs: work-item j takes sixteen. */
+ * consecutive particles and [pairs, rest) interleaved pairs: work-item j takes sixteen. With
+ * `serial` (the overflow set, whose constraints share particles) one work-item projects them
+ * one after another. */
 __kernel void project_distance_gs16(__global pbd_float4 *particle_p,
                                     __global const int *distance_records,
                                     __global float *distance_lambda, int offset, int count,
-                                    float inv_h2, int reset_lambda, int pairs, int rest)
+                                    float inv_h2, int reset_lambda, int pairs, int rest, int serial)
 {
     int k = 16 * (int)get_global_id(0), c = offset + k;
-    if (c < pairs)
+    if (serial) {
+        __global const pbd_distance *dist = (__global const pbd_distance *)distance_records;
+        for (int j = offset; k == 0 && j < offset + count; ++j)
+            pbd_gs_project(particle_p, dist, distance_lambda, j, inv_h2, reset_lambda);
+    } else if (c < pairs)
         pbd_gs16(particle_p, distance_records, distance_lambda, c, inv_h2, reset_lambda,
                  PBD_RUN_CONSECUTIVE);
     else if (c < rest)
