@@ -92,6 +92,9 @@ cat >body_damping.json <<'EOF'
   {"type": "rope", "segments": 6, "start": [0.8, 0.3, 0], "end": [1.1, 0.3, 0], "mass": 0.1}]}
 EOF
 check body_damping.json --frames 3
+# A bouncing floor (the update with restitution, which reads the corrected velocity).
+sed 's/"offset": 0}]/"offset": 0, "restitution": 0.5}]/' body_damping.json >bounce.json
+check bounce.json --frames 6
 # Particle contacts: two boxes pressed together on a floor with friction, and a cloth with
 # self-collision (the hash's atomics, the candidate lists, the Jacobi gather), both solvers.
 cat >contacts.json <<'EOF'
@@ -229,6 +232,7 @@ check elements_one_launch.json --frames 1 --variant cpu
 check elements_one_launch.json --frames 1 --variant cpu --solver jacobi
 check elements_overflow.json --frames 1 --variant cpu
 check wheel.json --frames 3 --variant cpu
+check bounce.json --frames 6 --variant cpu
 check uv_balloon.json --frames 2 --variant cpu
 check cluster_sets.json --frames 1 --variant cpu
 check element_blocks.json --frames 1 --variant cpu

@@ -1633,7 +1633,8 @@ static pbd_status bind_arguments(cl_impl *c, const pbd_plan *plan, pbd_error *er
     cl_int nbodies = plan->num_bodies, nseg = plan->num_segments, zero = 0;
     cl_int nbcseg = plan->num_body_constraint_segments, nbcons = plan->num_body_constraints;
     cl_int nsets = plan->num_sets;
-    cl_int keep_v = plan->cfg.velocity_update == PBD_VELOCITY_BDF2;
+    /* predict stores the corrected v where a later stage reads it (pbd_keeps_v) */
+    cl_int keep_v = pbd_keeps_v(plan);
     cl_int track = plan->track, external = plan->external, materials = plan->materials;
     cl_int ninterior = dist->blocks.block_colors; /* an overflow set's runs included */
     cl_int nblocks = dist->blocks.num_blocks;

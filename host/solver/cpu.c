@@ -67,8 +67,8 @@ static pbd_status cpu_predict(void *impl, int bdf2, pbd_error *err)
     const pbd_plan *pl = c->plan;
     double t0 = now_ms();
     const float *g = pl->cfg.gravity;
-    /* As the device: the corrected v is stored only for BDF2, which keeps it. */
-    int keep_v = pl->cfg.velocity_update == PBD_VELOCITY_BDF2;
+    /* As the device: the corrected v is stored only where a later stage reads it. */
+    int keep_v = pbd_keeps_v(pl);
     for (int i = 0; i < pl->num_particles; ++i) {
         pbd_float4 v = c->pending ? applied(c, i) : c->v[i];
         if (c->pending && keep_v)

@@ -1401,6 +1401,11 @@ fail:
     return st;
 }
 
+int pbd_keeps_v(const pbd_plan *plan)
+{
+    return plan->cfg.velocity_update == PBD_VELOCITY_BDF2 || plan->bounce;
+}
+
 int pbd_plan_num_colors(const pbd_plan *plan)
 {
     int n = 0;

@@ -194,6 +194,12 @@ pbd_status pbd_plan_build(const pbd_model *m, const pbd_config *cfg, pbd_variant
                           pbd_plan *plan, pbd_error *err);
 /* Colours of every constraint type together. */
 int pbd_plan_num_colors(const pbd_plan *plan);
+/* Whether predict stores the velocity with the previous substep's momentum correction
+ * applied: where a stage after it reads the v the substep began with (BDF2 keeps it; the
+ * bounce measures the approach speed with it). Elsewhere the update recomputes v from the
+ * positions, so the correction need not be stored, and reading the state between frames
+ * (which applies it) changes nothing. */
+int pbd_keeps_v(const pbd_plan *plan);
 /* Pressure's rings of neighbours for the CPU devices' reduction (cpu/body_constraint.cl's
  * body_pressure_reduce16), malloc'd: with *steps the most triangles around a particle, rows
  * s = 0 .. *steps - 1 of num_particles ints, row s holding each particle's neighbour n_s of

@@ -21,7 +21,8 @@ static void predict_one(int i, __global const pbd_float4 *particle_x,
             pbd_particle_damping(i, particle_body, body_damping, damping_per_body, 1, rigid_k);
         v = pbd_apply_rigid(x, v, body_apply + particle_body[i] * PBD_APPLY_COUNT, k);
         /* First order: update_velocity recomputes v from positions (which used the corrected
-         * v), so only BDF2, which keeps v, needs it stored. */
+         * v), so only BDF2, which keeps v, and the bounce, which reads the v the substep began
+         * with, need it stored (keep_v). */
         if (keep_v)
             particle_v[i] = v;
     }
