@@ -411,9 +411,11 @@ pbd_status pbd_solver_step(pbd_solver *s, int frames, pbd_error *err);
  * no other constraint of its colour touches the new ones (an attachment moved to another
  * particle: a mouse drag) and, for a type run in blocks (distance constraints; the
  * four-particle types on the CPU variant, pbd_solver_type_blocks), the new ones lie in the
- * constraint's block, and a constraint between blocks keeps its particles. PBD_ERR_ARGUMENT
- * when the new particles break those rules or an index is out of range, PBD_ERR_MODEL for
- * invalid values. */
+ * constraint's block, and a constraint between blocks keeps its particles. (On the CPU
+ * variant a distance constraint's new particles end the fast runs of consecutive particles
+ * of its block's part of its colour at its group of sixteen: the rest is gathered.)
+ * PBD_ERR_ARGUMENT when the new particles break those rules or an index is out of range,
+ * PBD_ERR_MODEL for invalid values. */
 pbd_status pbd_solver_update_constraint(pbd_solver *s, int type, int index, const void *record,
                                         pbd_error *err);
 /* Replaces collider `index` between steps: a kinematic collider moved through the API (its

@@ -1610,6 +1610,96 @@ static uint64_t hash_of(pbd_solver *sv)
     return h;
 }
 
+/* A distance constraint given new particles keeps the CPU reference's bits on the device:
+ * the CPU variant's blocks take a group of sixteen constraints sorted into a run of
+ * consecutive particles, or of pairs, by its first constraint's particles, so the group's
+ * block gathers from it on. On the 64 x 64 cloth (two blocks) and the 32 x 32 one (one
+ * block), an interior constraint in a run and one in pairs each take a pair of particles of
+ * their block that their colour leaves free; then 5 frames on the reference and both
+ * variants. */
+static void update_keeps_runs(void **state)
+{
+    (void)state;
+    const char *const scenes[2] = {"@cloth-64", "@cloth-32"};
+    for (int v = 0; v < 2; ++v) {
+        pbd_scene s = {0};
+        pbd_error err = {0};
+        assert_int_equal(pbd_scene_load(scenes[v], &s, &err), PBD_OK);
+        pbd_plan plan;
+        assert_int_equal(pbd_plan_build(&s.model, &s.config, PBD_VARIANT_CPU, &plan, &err), PBD_OK);
+        const pbd_plan_type *dist = &plan.type[PBD_CONSTRAINT_DISTANCE];
+        const pbd_blocks *bl = &dist->blocks;
+        const int nb = bl->num_blocks, nbc = bl->boundary_colors;
+        int *model = malloc((size_t)dist->count * sizeof *model); /* record -> model index */
+        assert_non_null(model);
+        for (int c = 0; c < dist->count; ++c)
+            model[dist->position[c]] = c;
+        /* the fourth constraint of block 0's first run and first pairs, in any interior colour */
+        int pick[2] = {-1, -1}, color[2] = {-1, -1};
+        for (int k = 0; k < bl->block_colors; ++k)
+            for (int kind = 0; kind < 2; ++kind) {
+                const int *r = bl->block_runs + 2 * (size_t)k * (size_t)nb;
+                int lo = kind ? r[0] : bl->block_offsets[(size_t)k * ((size_t)nb + 1)];
+                int hi = kind ? r[1] : r[0];
+                if (pick[kind] < 0 && hi - lo >= 16) {
+                    pick[kind] = lo + 3;
+                    color[kind] = nbc + k;
+                }
+            }
+        print_message("%s: %d blocks; a run's constraint at %d, a pair's at %d\n", scenes[v], nb,
+                      pick[0], pick[1]);
+        assert_true(pick[0] >= 0 && pick[1] >= 0);
+        pbd_distance moved[2];
+        for (int kind = 0; kind < 2; ++kind) { /* a pair of block 0 that the colour leaves free */
+            const int k = color[kind], first = bl->block_first[0], end = bl->block_first[1];
+            int q = first;
+            for (int used = 1; used && q + 1 < end; q += used) {
+                /* and apart from the first moved constraint */
+                used = kind == 1 && q + 1 >= moved[0].a && q <= moved[0].b;
+                for (int c = dist->color_offsets[k]; c < dist->color_offsets[k + 1]; ++c) {
+                    const pbd_distance *o = &dist->distance[c];
+                    used |= c != pick[kind] &&
+                            (o->a == q || o->b == q || o->a == q + 1 || o->b == q + 1);
+                }
+            }
+            assert_true(q + 1 < end);
+            moved[kind] = dist->distance[pick[kind]];
+            moved[kind].a = q;
+            moved[kind].b = q + 1;
+        }
+        expect(moved[0].a != moved[1].a && moved[0].a != moved[1].b && moved[0].b != moved[1].a,
+               "the two moved constraints share a particle");
+        for (int variant = 0; variant < 2; ++variant) {
+            pbd_solver *sv[2];
+            pbd_solver_desc dc = {.backend = PBD_BACKEND_CL,
+                                  .variant = variant ? PBD_VARIANT_GPU : PBD_VARIANT_AUTO};
+            assert_int_equal(test_solver_create(&s.model, &s.config, &dc, &sv[1], &err), PBD_OK);
+            pbd_solver_desc dr = {.backend = PBD_BACKEND_CPU, .sums = pbd_solver_sum_layout(sv[1])};
+            assert_int_equal(test_solver_create(&s.model, &s.config, &dr, &sv[0], &err), PBD_OK);
+            for (int j = 0; j < 2; ++j) {
+                for (int kind = 0; kind < 2; ++kind) {
+                    pbd_status st = pbd_solver_update_constraint(
+                        sv[j], PBD_CONSTRAINT_DISTANCE, model[pick[kind]], &moved[kind], &err);
+                    if (st != PBD_OK)
+                        fail_msg("%s", err.message);
+                }
+                assert_int_equal(pbd_solver_step(sv[j], 5, &err), PBD_OK);
+            }
+            uint64_t h0 = hash_of(sv[0]), h1 = hash_of(sv[1]);
+            print_message("  %s kernels: reference %016llx, device %016llx\n",
+                          variant ? "GPU" : "the device's", (unsigned long long)h0,
+                          (unsigned long long)h1);
+            if (pbd_test_exact(sv[1]))
+                assert_true(h0 == h1);
+            pbd_solver_destroy(sv[0]);
+            pbd_solver_destroy(sv[1]);
+        }
+        free(model);
+        pbd_plan_free(&plan);
+        pbd_scene_free(&s);
+    }
+}
+
 /* 30 frames straight, and 12 frames, a checkpoint, a new solver that loads it and 18 frames,
  * end in the same bits: both solvers, BDF2, rigid damping, momentum preservation, colliders,
  * and shape matching (whose last rotation starts the next polar decomposition) and pressure. */
@@ -3159,6 +3249,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(plan_element_blocks),
     cmocka_unit_test(plan_overflow_runs),
     cmocka_unit_test(update_respects_blocks),
+    pbd_device_test(update_keeps_runs),
     pbd_device_test(blocked_elements_same_bits),
     pbd_device_test(element_update_same_bits),
     pbd_device_test(jacobi_same_bits),

@@ -885,6 +885,13 @@ static pbd_status cl_update_constraint(void *impl, int type, int position, pbd_e
     PBD_CL_CHECK(clEnqueueWriteBuffer(c->cl.queue, c->records[type], CL_TRUE,
                                       (size_t)position * size, size, rec + (size_t)position * size,
                                       0, NULL, NULL));
+    /* a distance constraint's new particles may have ended its block's runs (the plan's
+     * end_runs_before) */
+    const pbd_blocks *bl = &c->plan->type[type].blocks;
+    size_t runs = 2 * (size_t)bl->block_colors * (size_t)bl->num_blocks * sizeof(int);
+    if (type == PBD_CONSTRAINT_DISTANCE && runs > 0)
+        PBD_CL_CHECK(clEnqueueWriteBuffer(c->cl.queue, c->block_runs, CL_TRUE, 0, runs,
+                                          bl->block_runs, 0, NULL, NULL));
 cleanup:
     return status;
 }

@@ -1548,6 +1548,28 @@ static pbd_status check_block(const pbd_blocks *bl, int k, int pos, const int *w
     return PBD_OK;
 }
 
+/* A distance constraint given new particles in interior colour k (at record pos) may no
+ * longer continue the run of consecutive particles or of pairs that its group of sixteen was
+ * sorted into (sort_runs), which the CPU variant's kernel reads from the group's first
+ * constraint. Its block's runs then end before that group: the group and those after it are
+ * gathered by their own indices, as any constraints are. (A constraint between blocks keeps
+ * its particles: check_block.) */
+static void end_runs_before(pbd_blocks *bl, int k, int pos)
+{
+    const int nb = bl->num_blocks, row = k - bl->boundary_colors;
+    if (row < 0 || row >= bl->block_colors)
+        return;
+    const int *off = bl->block_offsets + (size_t)row * ((size_t)nb + 1);
+    for (int b = 0; b < nb; ++b) {
+        int *r = bl->block_runs + 2 * ((size_t)row * (size_t)nb + (size_t)b);
+        if (pos < off[b] || pos >= off[b + 1] || pos >= r[1])
+            continue;
+        int group = off[b] + (pos - off[b]) / 16 * 16; /* runs, then pairs, in sixteens */
+        r[0] = r[0] < group ? r[0] : group;
+        r[1] = group;
+    }
+}
+
 pbd_status pbd_solver_update_constraint(pbd_solver *s, int type, int index, const void *record,
                                         pbd_error *err)
 {
@@ -1585,6 +1607,8 @@ pbd_status pbd_solver_update_constraint(pbd_solver *s, int type, int index, cons
         st = check_block(&pt->blocks, k, pos, want, info, index, err);
         if (st != PBD_OK)
             return st;
+        if (type == PBD_CONSTRAINT_DISTANCE)
+            end_runs_before(&pt->blocks, k, pos);
     }
     memcpy(dst, record, info->size);
     float *compliance = compliance_of(type, dst);
