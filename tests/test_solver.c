@@ -1700,6 +1700,87 @@ static void update_keeps_runs(void **state)
     }
 }
 
+/* Distance constraints changed between steps act as changed with both solvers: a new rest
+ * length and compliance on the 32 x 32 cloth give the CPU reference's bits on both variants
+ * (Jacobi on CPU devices keeps both in its rows); and a spring moved from two particles
+ * flying apart (-1 and +1 m/s) to two at rest 1 m apart, with rest length 0.5 m, frees the
+ * first two (2 m apart after half a second, to 1e-5 m) and pulls the others to 0.5 m (to
+ * 1e-4), the reference's bits too (each particle's list of constraints, Jacobi's gather,
+ * follows the move). */
+static void update_acts(void **state)
+{
+    (void)state;
+    for (int run = 0; run < 6; ++run) {
+        int jacobi = run & 1, kernels = run / 2; /* the reference alone, the device's, GPU */
+        pbd_scene s = {0};
+        pbd_error err = {0};
+        assert_int_equal(pbd_scene_load("@cloth-32", &s, &err), PBD_OK);
+        s.config.solver = jacobi ? PBD_SOLVER_JACOBI : PBD_SOLVER_GS;
+        const char *wheel = "{\"momentum\": false, \"gravity\": [0, 0, 0], \"bodies\": [{\"type\": "
+                            "\"particles\", \"positions\": [[0, 0, 0], [1, 0, 0], [0, 1, 0], "
+                            "[1, 1, 0], [0, 2, 0], [1, 2, 0]], \"velocities\": [[0, 0, 0], "
+                            "[0, 0, 0], [-1, 0, 0], [1, 0, 0], [0, 0, 0], [0, 0, 0]], "
+                            "\"constraints\": [[0, 1], [2, 3]]}]}";
+        pbd_scene w = {0};
+        assert_int_equal(pbd_scene_parse(wheel, "springs", &w, &err), PBD_OK);
+        w.config.solver = s.config.solver;
+        pbd_solver *sv[2][2] = {{NULL, NULL}, {NULL, NULL}}; /* [scene][reference, device] */
+        pbd_solver_desc dc = {.backend = PBD_BACKEND_CL,
+                              .variant = kernels == 2 ? PBD_VARIANT_GPU : PBD_VARIANT_AUTO};
+        for (int k = 0; k < 2; ++k) {
+            const pbd_scene *sc = k ? &w : &s;
+            pbd_solver_desc dr = {.backend = PBD_BACKEND_CPU};
+            if (kernels > 0) {
+                assert_int_equal(test_solver_create(&sc->model, &sc->config, &dc, &sv[k][1], &err),
+                                 PBD_OK);
+                dr.sums = pbd_solver_sum_layout(sv[k][1]);
+            }
+            assert_int_equal(test_solver_create(&sc->model, &sc->config, &dr, &sv[k][0], &err),
+                             PBD_OK);
+        }
+        pbd_distance rest = s.model.distance[100], soft = s.model.distance[200];
+        rest.rest *= 0.5f;
+        soft.compliance = 1e-3f;
+        const pbd_distance moved = {.a = 4, .b = 5, .rest = 0.5f};
+        for (int j = 0; j < 2; ++j) {
+            if (!sv[0][j])
+                continue;
+            assert_int_equal(
+                pbd_solver_update_constraint(sv[0][j], PBD_CONSTRAINT_DISTANCE, 100, &rest, &err),
+                PBD_OK);
+            assert_int_equal(
+                pbd_solver_update_constraint(sv[0][j], PBD_CONSTRAINT_DISTANCE, 200, &soft, &err),
+                PBD_OK);
+            assert_int_equal(
+                pbd_solver_update_constraint(sv[1][j], PBD_CONSTRAINT_DISTANCE, 1, &moved, &err),
+                PBD_OK);
+            assert_int_equal(pbd_solver_step(sv[0][j], 5, &err), PBD_OK);
+            assert_int_equal(pbd_solver_step(sv[1][j], 30, &err), PBD_OK);
+        }
+        pbd_float4 x[6], v[6];
+        assert_int_equal(pbd_solver_read(sv[1][0], x, v, &err), PBD_OK);
+        double free_apart = x[3].x - x[2].x;
+        double pulled = sqrt(((double)x[5].x - x[4].x) * ((double)x[5].x - x[4].x) +
+                             ((double)x[5].y - x[4].y) * ((double)x[5].y - x[4].y) +
+                             ((double)x[5].z - x[4].z) * ((double)x[5].z - x[4].z));
+        const char *const names[3] = {"the reference", "the device's kernels", "GPU kernels"};
+        print_message("%s, %s: the freed pair %.6f m apart, the pulled one %.6f m\n",
+                      jacobi ? "jacobi" : "gs", names[kernels], free_apart, pulled);
+        assert_true(fabs(free_apart - 2.0) < 1e-5 && fabs(pulled - 0.5) < 1e-4);
+        for (int k = 0; kernels > 0 && k < 2; ++k) {
+            uint64_t h0 = hash_of(sv[k][0]), h1 = hash_of(sv[k][1]);
+            if (pbd_test_exact(sv[k][1]))
+                expect(h0 == h1, "%s: the device %016llx, the reference %016llx",
+                       k ? "springs" : "cloth", (unsigned long long)h1, (unsigned long long)h0);
+        }
+        for (int k = 0; k < 2; ++k)
+            for (int j = 0; j < 2; ++j)
+                pbd_solver_destroy(sv[k][j]);
+        pbd_scene_free(&w);
+        pbd_scene_free(&s);
+    }
+}
+
 /* 30 frames straight, and 12 frames, a checkpoint, a new solver that loads it and 18 frames,
  * end in the same bits: both solvers, BDF2, rigid damping, momentum preservation, colliders,
  * and shape matching (whose last rotation starts the next polar decomposition) and pressure. */
@@ -3250,6 +3331,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(plan_overflow_runs),
     cmocka_unit_test(update_respects_blocks),
     pbd_device_test(update_keeps_runs),
+    pbd_device_test(update_acts),
     pbd_device_test(blocked_elements_same_bits),
     pbd_device_test(element_update_same_bits),
     pbd_device_test(jacobi_same_bits),

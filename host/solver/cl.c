@@ -44,8 +44,11 @@ typedef struct cl_impl {
     cl_mem x, p, v, xp, vp, dx, csr_offsets, csr_slots, colliders;
     cl_mem records[PBD_CONSTRAINT_COUNT], lambda[PBD_CONSTRAINT_COUNT];
     cl_mem p_next, gain, csr_other; /* Jacobi */
-    /* Jacobi on CPU devices (jacobi_fused16): its rows, sixteen particles a group */
+    /* Jacobi on CPU devices (jacobi_fused16): its rows, sixteen particles a group; the
+     * groups' first entries and the entries, as on the host, for cl_update_constraint */
     cl_mem ell_start, ell_other, ell_code, ell_rest, ell_compliance, ell_lambda;
+    int *ell_first;
+    size_t ell_entries;
     int jacobi_reset; /* CPU devices: the iteration's reset flag, for jacobi_fused16 */
     /* Jacobi: the gather writes the other position buffer, so the iterate alternates between
      * p (0) and p_next (1). The prediction goes into the one (`jacobi_start`) from which the
@@ -867,35 +870,6 @@ static pbd_status tile_records(cl_impl *c, const pbd_plan_type *pt, uint32_t **t
 /* Writes the plan's record `position` of `type` to the device (a blocking write: the plan's
  * copy may change again before a queued one would have run); a tiled record, its group's
  * tile. */
-static pbd_status cl_update_constraint(void *impl, int type, int position, pbd_error *err)
-{
-    cl_impl *c = impl;
-    pbd_status status = PBD_OK;
-    size_t size = pbd_constraint_types[type].size;
-    const char *rec = c->plan->type[type].records;
-    if (type == PBD_CONSTRAINT_NEO_HOOKEAN && c->tile_first) {
-        uint32_t tile[16 * 16];
-        int first = c->tile_first[position], g = c->tile_size[position];
-        tile_group((const uint32_t *)(rec + (size_t)first * size), g, tile);
-        PBD_CL_CHECK(clEnqueueWriteBuffer(c->cl.queue, c->records[type], CL_TRUE,
-                                          (size_t)first * size, (size_t)g * size, tile, 0, NULL,
-                                          NULL));
-        return PBD_OK;
-    }
-    PBD_CL_CHECK(clEnqueueWriteBuffer(c->cl.queue, c->records[type], CL_TRUE,
-                                      (size_t)position * size, size, rec + (size_t)position * size,
-                                      0, NULL, NULL));
-    /* a distance constraint's new particles may have ended its block's runs (the plan's
-     * end_runs_before) */
-    const pbd_blocks *bl = &c->plan->type[type].blocks;
-    size_t runs = 2 * (size_t)bl->block_colors * (size_t)bl->num_blocks * sizeof(int);
-    if (type == PBD_CONSTRAINT_DISTANCE && runs > 0)
-        PBD_CL_CHECK(clEnqueueWriteBuffer(c->cl.queue, c->block_runs, CL_TRUE, 0, runs,
-                                          bl->block_runs, 0, NULL, NULL));
-cleanup:
-    return status;
-}
-
 static pbd_status cl_update_colliders(void *impl, pbd_error *err)
 {
     cl_impl *c = impl;
@@ -1017,6 +991,7 @@ static void cl_destroy(void *impl)
     }
     pbd_cl_close(&c->cl);
     free(c->tile_first);
+    free(c->ell_first);
     free(c->tile_size);
     free(c);
 }
@@ -1107,6 +1082,133 @@ static pbd_status jacobi_rows_build(const pbd_plan *pl, jacobi_rows *r, pbd_erro
                 r->compliance[e] = d ? d->compliance : 0.0f;
             }
     return PBD_OK;
+}
+
+/* Writes `bytes` of `host` into buffer *mem of `name`, or where the size differs
+ * (`old_bytes`), makes it anew and binds it to the gather (jacobi_fused16, its one user). */
+static pbd_status rewrite_buffer(cl_impl *c, cl_mem *mem, const char *name, size_t old_bytes,
+                                 size_t bytes, const void *host, pbd_error *err)
+{
+    pbd_status status = PBD_OK;
+    if (bytes == old_bytes) {
+        if (bytes > 0)
+            PBD_CL_CHECK(
+                clEnqueueWriteBuffer(c->cl.queue, *mem, CL_TRUE, 0, bytes, host, 0, NULL, NULL));
+        return PBD_OK;
+    }
+    clReleaseMemObject(*mem);
+    *mem = NULL;
+    status = buffer(c, mem, name, bytes, host, err);
+    if (status == PBD_OK)
+        ARG(&c->kernels[PBD_STAGE_GATHER], name, *mem);
+cleanup:
+    return status;
+}
+
+/* Jacobi on CPU devices: a distance constraint's new rest length or compliance in its two
+ * row entries (found through the plan's lists), or with new particles (`moved`) every row
+ * again, whose length may change; their multipliers start again at the next substep. */
+static pbd_status update_jacobi_rows(cl_impl *c, int position, int moved, pbd_error *err)
+{
+    pbd_status status = PBD_OK;
+    const pbd_plan *pl = c->plan;
+    const pbd_distance *d = &pl->type[PBD_CONSTRAINT_DISTANCE].distance[position];
+    if (!moved) {
+        for (int end = 0; end < 2; ++end) {
+            int i = end ? d->b : d->a, j = i / 16;
+            for (int s = pl->csr_offsets[i]; s < pl->csr_offsets[i + 1]; ++s) {
+                if (pl->csr_slots[s] != (position << 1 | end))
+                    continue;
+                size_t e = 16 * ((size_t)c->ell_first[j] + (size_t)(s - pl->csr_offsets[i])) +
+                           (size_t)(i % 16);
+                PBD_CL_CHECK(clEnqueueWriteBuffer(c->cl.queue, c->ell_rest, CL_TRUE,
+                                                  e * sizeof(float), sizeof(float), &d->rest, 0,
+                                                  NULL, NULL));
+                PBD_CL_CHECK(clEnqueueWriteBuffer(c->cl.queue, c->ell_compliance, CL_TRUE,
+                                                  e * sizeof(float), sizeof(float), &d->compliance,
+                                                  0, NULL, NULL));
+            }
+        }
+        return PBD_OK;
+    }
+    jacobi_rows rows = {0};
+    status = jacobi_rows_build(pl, &rows, err);
+    size_t groups = ((size_t)pl->num_particles + 15) / 16 + 1;
+    size_t was = 16 * c->ell_entries, now = 16 * rows.entries;
+    float *zero = status == PBD_OK ? calloc(now + 1, sizeof *zero) : NULL;
+    if (status == PBD_OK && !zero)
+        status = pbd_error_set(err, PBD_ERR_MEMORY, "out of memory for the Jacobi rows");
+    if (status == PBD_OK)
+        status = rewrite_buffer(c, &c->ell_start, "ell_start", groups * sizeof(int),
+                                groups * sizeof(int), rows.start, err);
+    if (status == PBD_OK)
+        status = rewrite_buffer(c, &c->ell_other, "ell_other", was * sizeof(int), now * sizeof(int),
+                                rows.other, err);
+    if (status == PBD_OK)
+        status = rewrite_buffer(c, &c->ell_code, "ell_code", was * sizeof(int), now * sizeof(int),
+                                rows.code, err);
+    if (status == PBD_OK)
+        status = rewrite_buffer(c, &c->ell_rest, "ell_rest", was * sizeof(float),
+                                now * sizeof(float), rows.rest, err);
+    if (status == PBD_OK)
+        status = rewrite_buffer(c, &c->ell_compliance, "ell_compliance", was * sizeof(float),
+                                now * sizeof(float), rows.compliance, err);
+    if (status == PBD_OK)
+        status = rewrite_buffer(c, &c->ell_lambda, "ell_lambda", was * sizeof(float),
+                                now * sizeof(float), zero, err);
+    if (status == PBD_OK) {
+        memcpy(c->ell_first, rows.start, groups * sizeof(int));
+        c->ell_entries = rows.entries;
+    }
+    free(zero);
+    jacobi_rows_free(&rows);
+    return status;
+cleanup:
+    return status;
+}
+
+static pbd_status cl_update_constraint(void *impl, int type, int position, int moved,
+                                       pbd_error *err)
+{
+    cl_impl *c = impl;
+    pbd_status status = PBD_OK;
+    size_t size = pbd_constraint_types[type].size;
+    const char *rec = c->plan->type[type].records;
+    if (type == PBD_CONSTRAINT_NEO_HOOKEAN && c->tile_first) {
+        uint32_t tile[16 * 16];
+        int first = c->tile_first[position], g = c->tile_size[position];
+        tile_group((const uint32_t *)(rec + (size_t)first * size), g, tile);
+        PBD_CL_CHECK(clEnqueueWriteBuffer(c->cl.queue, c->records[type], CL_TRUE,
+                                          (size_t)first * size, (size_t)g * size, tile, 0, NULL,
+                                          NULL));
+        return PBD_OK;
+    }
+    PBD_CL_CHECK(clEnqueueWriteBuffer(c->cl.queue, c->records[type], CL_TRUE,
+                                      (size_t)position * size, size, rec + (size_t)position * size,
+                                      0, NULL, NULL));
+    /* a distance constraint's new particles may have ended its block's runs (the plan's
+     * end_runs_before) */
+    const pbd_blocks *bl = &c->plan->type[type].blocks;
+    size_t runs = 2 * (size_t)bl->block_colors * (size_t)bl->num_blocks * sizeof(int);
+    if (type == PBD_CONSTRAINT_DISTANCE && runs > 0)
+        PBD_CL_CHECK(clEnqueueWriteBuffer(c->cl.queue, c->block_runs, CL_TRUE, 0, runs,
+                                          bl->block_runs, 0, NULL, NULL));
+    /* new particles: the particles' lists of constraints (the statistics, Jacobi's gather) */
+    const pbd_plan *pl = c->plan;
+    size_t np = (size_t)pl->num_particles, nc = (size_t)pl->type[type].count;
+    if (type == PBD_CONSTRAINT_DISTANCE && moved) {
+        PBD_CL_CHECK(clEnqueueWriteBuffer(c->cl.queue, c->csr_offsets, CL_TRUE, 0,
+                                          (np + 1) * sizeof(int), pl->csr_offsets, 0, NULL, NULL));
+        PBD_CL_CHECK(clEnqueueWriteBuffer(c->cl.queue, c->csr_slots, CL_TRUE, 0,
+                                          2 * nc * sizeof(int), pl->csr_slots, 0, NULL, NULL));
+        if (pl->csr_other && c->kernels[PBD_STAGE_PROJECT_JACOBI].k) /* GPUs' gather */
+            PBD_CL_CHECK(clEnqueueWriteBuffer(c->cl.queue, c->csr_other, CL_TRUE, 0,
+                                              2 * nc * sizeof(int), pl->csr_other, 0, NULL, NULL));
+    }
+    if (type == PBD_CONSTRAINT_DISTANCE && c->ell_first)
+        status = update_jacobi_rows(c, position, moved, err);
+cleanup:
+    return status;
 }
 
 /* Creates kernel `name` with its parameter table. */
@@ -1392,6 +1494,7 @@ static pbd_status create_buffers(cl_impl *c, const pbd_model *m, const pbd_plan 
     jacobi_rows rows = {0};
     if (st == PBD_OK && jacobi && cpu_variant(c))
         st = jacobi_rows_build(plan, &rows, err);
+    c->ell_entries = rows.entries;
     size_t nell = 16 * rows.entries, ngroups = rows.start ? (np + 15) / 16 + 1 : 0;
     BUF(ell_start, ngroups * sizeof(int), rows.start);
     BUF(ell_other, nell * sizeof(int), rows.other);
@@ -1399,6 +1502,8 @@ static pbd_status create_buffers(cl_impl *c, const pbd_model *m, const pbd_plan 
     BUF(ell_rest, nell * sizeof(float), rows.rest);
     BUF(ell_compliance, nell * sizeof(float), rows.compliance);
     BUF(ell_lambda, nell * sizeof(float), NULL);
+    c->ell_first = rows.start; /* kept */
+    rows.start = NULL;
     jacobi_rows_free(&rows);
     BUF(colliders, ((size_t)plan->num_colliders + 1) * sizeof(pbd_collider), plan->colliders);
     const pbd_blocks *db = &plan->type[PBD_CONSTRAINT_DISTANCE].blocks;

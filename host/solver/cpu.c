@@ -670,12 +670,14 @@ pbd_status pbd_cpu_create(const pbd_model *m, pbd_plan *plan, const pbd_solver_d
     return PBD_OK;
 }
 
-/* The reference steps on the plan's records: nothing to copy. */
-static pbd_status cpu_update_constraint(void *impl, int type, int position, pbd_error *err)
+/* The reference steps on the plan's records and lists: nothing to copy. */
+static pbd_status cpu_update_constraint(void *impl, int type, int position, int moved,
+                                        pbd_error *err)
 {
     (void)impl;
     (void)type;
     (void)position;
+    (void)moved;
     (void)err;
     return PBD_OK;
 }

@@ -1570,6 +1570,36 @@ static void end_runs_before(pbd_blocks *bl, int k, int pos)
     }
 }
 
+/* The distance constraints' lists of each particle's constraints (csr_*: the statistics'
+ * errors, Jacobi's gather) again, with record `pos` now `record`'s particles; the plan
+ * unchanged where it fails. */
+static pbd_status plan_distance_lists(pbd_plan *plan, int pos, const pbd_distance *record,
+                                      pbd_error *err)
+{
+    const pbd_plan_type *pt = &plan->type[PBD_CONSTRAINT_DISTANCE];
+    int n = pt->count, *off = NULL, *slots = NULL, *other = NULL;
+    int *ends = malloc((2 * (size_t)n + 1) * sizeof *ends);
+    if (!ends)
+        return pbd_error_set(err, PBD_ERR_MEMORY, "out of memory updating a distance constraint");
+    for (int j = 0; j < n; ++j) {
+        const pbd_distance *d = j == pos ? record : &pt->distance[j];
+        ends[2 * j] = d->a;
+        ends[2 * j + 1] = d->b;
+    }
+    pbd_status st = pbd_csr_build(plan->num_particles, ends, 2, n, &off, &slots,
+                                  plan->csr_other ? &other : NULL, err);
+    free(ends);
+    if (st != PBD_OK)
+        return st;
+    free(plan->csr_offsets);
+    free(plan->csr_slots);
+    free(plan->csr_other);
+    plan->csr_offsets = off;
+    plan->csr_slots = slots;
+    plan->csr_other = other;
+    return PBD_OK;
+}
+
 pbd_status pbd_solver_update_constraint(pbd_solver *s, int type, int index, const void *record,
                                         pbd_error *err)
 {
@@ -1610,10 +1640,16 @@ pbd_status pbd_solver_update_constraint(pbd_solver *s, int type, int index, cons
         if (type == PBD_CONSTRAINT_DISTANCE)
             end_runs_before(&pt->blocks, k, pos);
     }
+    int moved = memcmp(dst, record, (size_t)info->arity * sizeof(int)) != 0;
+    if (moved && type == PBD_CONSTRAINT_DISTANCE) { /* the particles' lists, before any change */
+        st = plan_distance_lists(&s->plan, pos, record, err);
+        if (st != PBD_OK)
+            return st;
+    }
     memcpy(dst, record, info->size);
     float *compliance = compliance_of(type, dst);
     *compliance = plan_compliance(*compliance, s->plan.cfg.iterations);
-    return s->ops->update_constraint(s->impl, type, pt->position[index], err);
+    return s->ops->update_constraint(s->impl, type, pt->position[index], moved, err);
 }
 
 pbd_status pbd_solver_state_hash(pbd_solver *s, uint64_t *hash, pbd_error *err)

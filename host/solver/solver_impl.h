@@ -274,8 +274,9 @@ typedef struct pbd_backend_ops {
     pbd_status (*gl_attach)(void *impl, unsigned buffer, pbd_error *err);
     pbd_status (*gl_positions)(void *impl, pbd_error *err);
     /* Copies record `position` of constraint `type` from the plan to where the solver
-     * steps (the plan's copy has changed). */
-    pbd_status (*update_constraint)(void *impl, int type, int position, pbd_error *err);
+     * steps (the plan's copy has changed); `moved`: its particles changed, and with a
+     * distance constraint the plan's particle lists (csr_*) are new. */
+    pbd_status (*update_constraint)(void *impl, int type, int position, int moved, pbd_error *err);
     /* Copies the plan's colliders to where the solver steps (they moved). */
     pbd_status (*update_colliders)(void *impl, pbd_error *err);
     /* Checkpoints: copy the state out of, or into, where the solver steps. */
