@@ -257,7 +257,8 @@ typedef struct pbd_config {
     float damping_k; /* damping fraction per substep, [0, 1] */
     pbd_velocity_update velocity_update;
     int max_colors; /* colours per constraint type before the rest go to a serial overflow
-                       set (pbd_color_options); 0: no bound */
+                       set (pbd_color_options), but the CPU variant's distance constraints in
+                       blocks (all their colours one launch); 0: no bound */
     /* The CPU kernel variant (CPU devices' default): a constraint type (but distance) of two
      * colours or more whose colours hold this many constraints or fewer on average is
      * projected in one launch, one work-item taking its colours in order (the same results);
@@ -415,7 +416,8 @@ pbd_status pbd_solver_step(pbd_solver *s, int frames, pbd_error *err);
  * variant a distance constraint's new particles end the fast runs of consecutive particles
  * of its block's part of its colour at its group of sixteen: the rest is gathered.)
  * PBD_ERR_ARGUMENT when the new particles break those rules or an index is out of range,
- * PBD_ERR_MODEL for invalid values. */
+ * PBD_ERR_MODEL for invalid values. Where the device fails to take the change (out of
+ * memory), the solver refuses to step on: make it again. */
 pbd_status pbd_solver_update_constraint(pbd_solver *s, int type, int index, const void *record,
                                         pbd_error *err);
 /* Replaces collider `index` between steps: a kinematic collider moved through the API (its

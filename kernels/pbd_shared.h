@@ -78,10 +78,13 @@ PBD_INLINE int pbd_sum_lane(int k, int count)
 /* How the CPU devices' Gauss-Seidel kernel (pbd_gs16) moves the 32 particles of sixteen
  * constraints: one by one; as two runs of consecutive particles (a, a + 1, ...; b, b + 1,
  * ...); as interleaved pairs ((a, a + 1), (a + 2, a + 3), ...). The plan sorts each block's
- * part of a colour in this order (pbd_blocks.block_runs). */
+ * part of a colour in this order (pbd_blocks.block_runs). A part of an overflow set, whose
+ * constraints share particles, is marked PBD_RUN_SERIAL instead: no kernel takes it in runs
+ * (the CPU variant launches its set on one work-item; its blocks are not bounded). */
 #define PBD_RUN_NONE        0
 #define PBD_RUN_CONSECUTIVE 1
 #define PBD_RUN_PAIRS       2
+#define PBD_RUN_SERIAL      (-1)
 
 /* Bodies of at most this many segments are summed by one work-item each in body_solve (one
  * launch covers 64 bodies); larger ones get a work-group and a tree. */

@@ -1185,65 +1185,102 @@ static pbd_solver *make_solver(const pbd_scene *s, pbd_backend_kind backend)
     return sv;
 }
 
-/* Distance constraints under the bound on colours: a wheel of 200 spokes from a hub to a
- * ring needs a colour a spoke. Under the default bound of 32 the first 32 spokes of each
- * wheel take the colours and the other 168 are the overflow set, projected serially; the
- * rings fit in the colours. Every kernel path that takes the set: one wheel is one block on
- * the CPU variant and one work-group on the GPU variant, 100 wheels (40,000 constraints)
- * are a launch a colour on both. The CPU reference's bits on both variants (which a set
- * left out or taken side by side would not give), and a frame takes the bounded colours'
- * launches (it took a launch a spoke). */
+/* Distance constraints under the bound on colours: a wheel of n spokes from a hub to a ring
+ * needs a colour a spoke. Where the colours are launched one by one, the first 32 spokes of
+ * each wheel take the default bound's colours and the other n - 32 are the overflow set,
+ * projected serially; the rings fit in the colours. The GPU variant's plan is bounded: one
+ * wheel of 200 spokes and eight of 511 (4,096 particles) are one work-group, whose first
+ * work-item takes the set; 100 wheels of 200 (40,000 constraints), their particles shuffled,
+ * a launch a colour and one for the set. The CPU variant's plan is bounded only for the
+ * shuffled wheels (one block of more than 32,768: a launch a colour); the others are one
+ * block and two, whose work-items take every colour in one launch, unbounded. The CPU
+ * reference's bits on both variants (which a set left out or taken side by side would not
+ * give), and a frame takes the bounded colours' launches (it took a launch a spoke). */
 static void distance_overflow(void **state)
 {
     (void)state;
-    const int n = 200, wheels[2] = {1, 100};
-    for (int v = 0; v < 4; ++v) {
-        int nw = wheels[v % 2];
-        pbd_variant variant = v < 2 ? PBD_VARIANT_AUTO : PBD_VARIANT_GPU;
-        size_t cap = 256 + (size_t)nw * (size_t)(n + 1) * 96;
+    const int spokes[3] = {200, 511, 200}, wheels[3] = {1, 8, 100}, blocks[3] = {1, 2, 1};
+    for (int v = 0; v < 3; ++v) {
+        int n = spokes[v], nw = wheels[v], np = nw * (n + 1);
+        int *at = malloc((size_t)np * sizeof *at); /* particle i is written as at[i] */
+        assert_non_null(at);
+        for (int i = 0; i < np; ++i)
+            at[i] = i;
+        unsigned lcg = 12345u;
+        for (int i = np - 1; v == 2 && i > 0; --i) { /* Fisher-Yates */
+            lcg = lcg * 1664525u + 1013904223u;
+            int j = (int)((lcg >> 8) % (unsigned)(i + 1)), t = at[i];
+            at[i] = at[j];
+            at[j] = t;
+        }
+        double *xz = malloc(2 * (size_t)np * sizeof *xz);
+        assert_non_null(xz);
+        for (int w = 0; w < nw; ++w) { /* wheel w: its hub, then its ring */
+            double cx = 1.5 * (w % 10), cz = 1.5 * (w / 10);
+            int h = w * (n + 1);
+            xz[2 * at[h]] = cx;
+            xz[2 * at[h] + 1] = cz;
+            for (int i = 0; i < n; ++i) {
+                double a = 2.0 * 3.14159265358979323846 * i / n;
+                xz[2 * at[h + i + 1]] = cx + 0.5 * cos(a);
+                xz[2 * at[h + i + 1] + 1] = cz + 0.5 * sin(a);
+            }
+        }
+        size_t cap = 256 + (size_t)np * 96;
         char *json = malloc(cap);
         assert_non_null(json);
         int len = snprintf(json, cap,
                            "{\"substeps\": 2, \"iterations\": 5, \"bodies\": [{\"type\": "
                            "\"particles\", \"angular_velocity\": [0, 3, 0], \"positions\": [");
-        for (int w = 0; w < nw; ++w) { /* wheel w: its hub, then its ring */
-            double cx = 1.5 * (w % 10), cz = 1.5 * (w / 10);
-            len += snprintf(json + len, cap - (size_t)len, "%s[%g, 1, %g]", w ? ", " : "", cx, cz);
-            for (int i = 0; i < n; ++i) {
-                double a = 2.0 * 3.14159265358979323846 * i / n;
-                len += snprintf(json + len, cap - (size_t)len, ", [%.9f, 1, %.9f]",
-                                cx + 0.5 * cos(a), cz + 0.5 * sin(a));
-            }
-        }
+        for (int i = 0; i < np; ++i)
+            len += snprintf(json + len, cap - (size_t)len, "%s[%.9f, 1, %.9f]", i ? ", " : "",
+                            xz[2 * i], xz[2 * i + 1]);
         len += snprintf(json + len, cap - (size_t)len, "], \"constraints\": [");
         for (int w = 0; w < nw; ++w) {
             int h = w * (n + 1);
             for (int i = 0; i < n; ++i)
                 len += snprintf(json + len, cap - (size_t)len, "%s[%d, %d], [%d, %d]",
-                                w || i ? ", " : "", h, h + i + 1, h + i + 1, h + (i + 1) % n + 1);
+                                w || i ? ", " : "", at[h], at[h + i + 1], at[h + i + 1],
+                                at[h + (i + 1) % n + 1]);
         }
         len += snprintf(json + len, cap - (size_t)len, "]}]}");
         assert_true((size_t)len < cap);
+        free(at);
+        free(xz);
         pbd_scene s = {0};
         pbd_error err = {0};
         if (pbd_scene_parse(json, "hub", &s, &err) != PBD_OK)
             fail_msg("%s", err.message);
         free(json);
         assert_int_equal(s.config.max_colors, 32);
-        pbd_solver *ref = make_solver(&s, PBD_BACKEND_CPU);
-        int colors = pbd_solver_type_colors(ref, PBD_CONSTRAINT_DISTANCE);
-        int serial = pbd_solver_type_serial(ref, PBD_CONSTRAINT_DISTANCE);
-        pbd_solver_destroy(ref);
-        pair_result pr = run_pair_variant(&s.model, &s.config, 10, variant);
-        print_message("%d wheels, %s kernels: %d colours, the last %d serial; %ld values differ; "
-                      "%ld launches a frame\n",
-                      nw, v < 2 ? "the device's" : "GPU", colors, serial, pr.differ,
-                      pr.launches[1]);
-        assert_int_equal(colors, 33);
-        assert_int_equal(serial, nw * (n - 32));
-        /* a launch a colour, a collide and a few a substep's ends: 2 x 5 x 36 at most */
-        assert_true(pr.launches[1] <= 2 * 5 * 36);
-        pair_check_free(&pr);
+        for (int gpu = 0; gpu < 2; ++gpu) {
+            pbd_plan plan;
+            assert_int_equal(pbd_plan_build(&s.model, &s.config,
+                                            gpu ? PBD_VARIANT_GPU : PBD_VARIANT_CPU, &plan, &err),
+                             PBD_OK);
+            const pbd_plan_type *dist = &plan.type[PBD_CONSTRAINT_DISTANCE];
+            int colors = dist->num_colors, bounded = gpu || v == 2,
+                serial = dist->overflow ? dist->count - dist->color_offsets[colors - 1] : 0;
+            print_message("%d wheels of %d spokes, the %s variant's plan: %d blocks, %d colours, "
+                          "the last %d serial\n",
+                          nw, n, gpu ? "GPU" : "CPU", dist->blocks.num_blocks, colors, serial);
+            if (!gpu)
+                assert_int_equal(dist->blocks.num_blocks, blocks[v]);
+            if (bounded) {
+                assert_int_equal(colors, 33);
+                assert_int_equal(serial, nw * (n - 32));
+            } else {
+                assert_true(colors >= n && serial == 0);
+            }
+            pbd_plan_free(&plan);
+            pair_result pr =
+                run_pair_variant(&s.model, &s.config, 10, gpu ? PBD_VARIANT_GPU : PBD_VARIANT_AUTO);
+            print_message("  %s kernels: %ld values differ; %ld launches a frame\n",
+                          gpu ? "GPU" : "the device's", pr.differ, pr.launches[1]);
+            /* a launch a colour, a collide and a few a substep's ends: 2 x 5 x 36 at most */
+            assert_true(pr.launches[1] <= 2 * 5 * 36);
+            pair_check_free(&pr);
+        }
         pbd_scene_free(&s);
     }
 }
@@ -1610,6 +1647,29 @@ static uint64_t hash_of(pbd_solver *sv)
     return h;
 }
 
+/* The device `dev` agrees with the reference `ref` (n particles): the same bits where
+ * pbd_test_exact asks for them, else every position and velocity within 1e-4. */
+static void expect_agree(pbd_solver *ref, pbd_solver *dev, int n, const char *what)
+{
+    uint64_t h0 = hash_of(ref), h1 = hash_of(dev);
+    if (pbd_test_exact(dev)) {
+        expect(h0 == h1, "%s: the device %016llx, the reference %016llx", what,
+               (unsigned long long)h1, (unsigned long long)h0);
+        return;
+    }
+    pbd_float4 *a = malloc(4 * (size_t)n * sizeof *a);
+    pbd_error err = {0};
+    assert_non_null(a);
+    assert_int_equal(pbd_solver_read(ref, a, a + n, &err), PBD_OK);
+    assert_int_equal(pbd_solver_read(dev, a + 2 * n, a + 3 * n, &err), PBD_OK);
+    double worst = 0.0;
+    for (int i = 0; i < 2 * n; ++i)
+        for (int c = 0; c < 3; ++c)
+            worst = fmax(worst, fabs((double)(&a[i].x)[c] - (double)(&a[2 * n + i].x)[c]));
+    free(a);
+    expect(worst <= 1e-4, "%s: the device differs from the reference by %g", what, worst);
+}
+
 /* A distance constraint given new particles keeps the CPU reference's bits on the device:
  * the CPU variant's blocks take a group of sixteen constraints sorted into a run of
  * consecutive particles, or of pairs, by its first constraint's particles, so the group's
@@ -1685,12 +1745,8 @@ static void update_keeps_runs(void **state)
                 }
                 assert_int_equal(pbd_solver_step(sv[j], 5, &err), PBD_OK);
             }
-            uint64_t h0 = hash_of(sv[0]), h1 = hash_of(sv[1]);
-            print_message("  %s kernels: reference %016llx, device %016llx\n",
-                          variant ? "GPU" : "the device's", (unsigned long long)h0,
-                          (unsigned long long)h1);
-            if (pbd_test_exact(sv[1]))
-                assert_true(h0 == h1);
+            expect_agree(sv[0], sv[1], s.model.num_particles,
+                         variant ? "GPU kernels" : "the device's kernels");
             pbd_solver_destroy(sv[0]);
             pbd_solver_destroy(sv[1]);
         }
@@ -1705,8 +1761,9 @@ static void update_keeps_runs(void **state)
  * (Jacobi on CPU devices keeps both in its rows); and a spring moved from two particles
  * flying apart (-1 and +1 m/s) to two at rest 1 m apart, with rest length 0.5 m, frees the
  * first two (2 m apart after half a second, to 1e-5 m) and pulls the others to 0.5 m (to
- * 1e-4), the reference's bits too (each particle's list of constraints, Jacobi's gather,
- * follows the move). */
+ * 1e-4), on the reference and the device, in the reference's bits (each particle's list of
+ * constraints, Jacobi's gather, follows the move; springs moved off a hub of three and onto
+ * another shorten and lengthen the rows of Jacobi on CPU devices, which are made anew). */
 static void update_acts(void **state)
 {
     (void)state;
@@ -1716,11 +1773,14 @@ static void update_acts(void **state)
         pbd_error err = {0};
         assert_int_equal(pbd_scene_load("@cloth-32", &s, &err), PBD_OK);
         s.config.solver = jacobi ? PBD_SOLVER_JACOBI : PBD_SOLVER_GS;
-        const char *wheel = "{\"momentum\": false, \"gravity\": [0, 0, 0], \"bodies\": [{\"type\": "
-                            "\"particles\", \"positions\": [[0, 0, 0], [1, 0, 0], [0, 1, 0], "
-                            "[1, 1, 0], [0, 2, 0], [1, 2, 0]], \"velocities\": [[0, 0, 0], "
-                            "[0, 0, 0], [-1, 0, 0], [1, 0, 0], [0, 0, 0], [0, 0, 0]], "
-                            "\"constraints\": [[0, 1], [2, 3]]}]}";
+        /* particles 6-9: a hub of three springs at rest, one of which moves off it */
+        const char *wheel =
+            "{\"momentum\": false, \"gravity\": [0, 0, 0], \"bodies\": [{\"type\": "
+            "\"particles\", \"positions\": [[0, 0, 0], [1, 0, 0], [0, 1, 0], "
+            "[1, 1, 0], [0, 2, 0], [1, 2, 0], [0, 4, 0], [1, 4, 0], [0, 5, 0], "
+            "[0, 4, 1]], \"velocities\": [[0, 0, 0], [0, 0, 0], [-1, 0, 0], "
+            "[1, 0, 0], [0, 0, 0], [0, 0, 0], [0, 0, 0], [0, 0, 0], [0, 0, 0], "
+            "[0, 0, 0]], \"constraints\": [[0, 1], [2, 3], [6, 7], [6, 8], [6, 9]]}]}";
         pbd_scene w = {0};
         assert_int_equal(pbd_scene_parse(wheel, "springs", &w, &err), PBD_OK);
         w.config.solver = s.config.solver;
@@ -1741,7 +1801,12 @@ static void update_acts(void **state)
         pbd_distance rest = s.model.distance[100], soft = s.model.distance[200];
         rest.rest *= 0.5f;
         soft.compliance = 1e-3f;
+        /* the second spring moves from the pair flying apart to a pair at rest; a hub spring
+         * moves off the hub, so the rows of Jacobi on CPU devices get shorter (3 -> 2), and
+         * after 15 frames another makes particle 7 a hub (2 -> 3) */
         const pbd_distance moved = {.a = 4, .b = 5, .rest = 0.5f};
+        const pbd_distance off_hub = {.a = 7, .b = 8, .rest = 1.0f};
+        const pbd_distance new_hub = {.a = 7, .b = 9, .rest = 1.0f};
         for (int j = 0; j < 2; ++j) {
             if (!sv[0][j])
                 continue;
@@ -1754,25 +1819,35 @@ static void update_acts(void **state)
             assert_int_equal(
                 pbd_solver_update_constraint(sv[1][j], PBD_CONSTRAINT_DISTANCE, 1, &moved, &err),
                 PBD_OK);
+            pbd_status st =
+                pbd_solver_update_constraint(sv[1][j], PBD_CONSTRAINT_DISTANCE, 4, &off_hub, &err);
+            if (st != PBD_OK)
+                fail_msg("%s", err.message);
             assert_int_equal(pbd_solver_step(sv[0][j], 5, &err), PBD_OK);
-            assert_int_equal(pbd_solver_step(sv[1][j], 30, &err), PBD_OK);
+            assert_int_equal(pbd_solver_step(sv[1][j], 15, &err), PBD_OK);
+            /* particle 7 a hub of three: the rows longer again */
+            st = pbd_solver_update_constraint(sv[1][j], PBD_CONSTRAINT_DISTANCE, 3, &new_hub, &err);
+            if (st != PBD_OK)
+                fail_msg("%s", err.message);
+            assert_int_equal(pbd_solver_step(sv[1][j], 15, &err), PBD_OK);
         }
-        pbd_float4 x[6], v[6];
-        assert_int_equal(pbd_solver_read(sv[1][0], x, v, &err), PBD_OK);
-        double free_apart = x[3].x - x[2].x;
-        double pulled = sqrt(((double)x[5].x - x[4].x) * ((double)x[5].x - x[4].x) +
-                             ((double)x[5].y - x[4].y) * ((double)x[5].y - x[4].y) +
-                             ((double)x[5].z - x[4].z) * ((double)x[5].z - x[4].z));
         const char *const names[3] = {"the reference", "the device's kernels", "GPU kernels"};
-        print_message("%s, %s: the freed pair %.6f m apart, the pulled one %.6f m\n",
-                      jacobi ? "jacobi" : "gs", names[kernels], free_apart, pulled);
-        assert_true(fabs(free_apart - 2.0) < 1e-5 && fabs(pulled - 0.5) < 1e-4);
-        for (int k = 0; kernels > 0 && k < 2; ++k) {
-            uint64_t h0 = hash_of(sv[k][0]), h1 = hash_of(sv[k][1]);
-            if (pbd_test_exact(sv[k][1]))
-                expect(h0 == h1, "%s: the device %016llx, the reference %016llx",
-                       k ? "springs" : "cloth", (unsigned long long)h1, (unsigned long long)h0);
+        for (int j = 0; j < 2; ++j) {
+            if (!sv[1][j])
+                continue;
+            pbd_float4 x[10], v[10];
+            assert_int_equal(pbd_solver_read(sv[1][j], x, v, &err), PBD_OK);
+            double free_apart = x[3].x - x[2].x;
+            double pulled = sqrt(((double)x[5].x - x[4].x) * ((double)x[5].x - x[4].x) +
+                                 ((double)x[5].y - x[4].y) * ((double)x[5].y - x[4].y) +
+                                 ((double)x[5].z - x[4].z) * ((double)x[5].z - x[4].z));
+            print_message("%s, %s: the freed pair %.6f m apart, the pulled one %.6f m\n",
+                          jacobi ? "jacobi" : "gs", names[j ? kernels : 0], free_apart, pulled);
+            assert_true(fabs(free_apart - 2.0) < 1e-5 && fabs(pulled - 0.5) < 1e-4);
         }
+        for (int k = 0; kernels > 0 && k < 2; ++k)
+            expect_agree(sv[k][0], sv[k][1], (k ? &w : &s)->model.num_particles,
+                         k ? "springs" : "cloth");
         for (int k = 0; k < 2; ++k)
             for (int j = 0; j < 2; ++j)
                 pbd_solver_destroy(sv[k][j]);

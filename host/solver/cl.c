@@ -14,13 +14,6 @@
 /* Profiling events are harvested in batches of this many, so memory stays bounded. */
 #define EVENT_BATCH 2048
 
-/* A mesh of one block (too small for two, or numbered without locality) with up to this
- * many constraints runs in one work-item, one launch an iteration, rather than a launch a
- * colour and one for the collisions: on PoCL a launch costs about as much as 1,000
- * projections on one core, and a 60 x 60 cloth (14,042 constraints, 13 colours) steps in
- * 0.87 instead of 1.55 ms. */
-#define PBD_ONE_BLOCK 32768
-
 /* On GPUs, a mesh with up to this many distance constraints runs its Gauss-Seidel colours
  * and collisions in one work-group, one launch an iteration (project_distance_group), rather
  * than a launch a colour and one for the collisions. A launch costs about 5 us on an H100,
@@ -1098,6 +1091,7 @@ static pbd_status rewrite_buffer(cl_impl *c, cl_mem *mem, const char *name, size
     }
     clReleaseMemObject(*mem);
     *mem = NULL;
+    c->bytes -= old_bytes;
     status = buffer(c, mem, name, bytes, host, err);
     if (status == PBD_OK)
         ARG(&c->kernels[PBD_STAGE_GATHER], name, *mem);

@@ -18,6 +18,9 @@ struct pbd_solver {
     void *impl;
     long substeps_done;
     uint64_t fingerprint; /* of the model the solver was made from */
+    /* a constraint change that the backend failed to take (its record and the plan's lists
+     * already new): -1 while none, else the constraint type; steps are refused */
+    int stale_type, stale_index;
 };
 
 static void pbd_blocks_free(pbd_blocks *bl)
@@ -279,7 +282,8 @@ static int overflow_runs(int np, const int *ends, int arity, const unsigned char
 
 /* Buckets each colour of `src` by part (part[c] of constraint c, model index, in
  * [0, parts)), keeping the colouring's order within a part, into order[j ..], and with
- * `runs` (distance) sorts each part into runs (sort_runs), but an overflow set's. Writes
+ * `runs` (distance) sorts each part into runs (sort_runs), but an overflow set's (marked
+ * PBD_RUN_SERIAL). Writes
  * colour k's start to color_offsets[k], its parts' starts to offsets[k (parts + 1) ..] and
  * their runs to runs[2 (k parts + p) ..]; returns the end. tmp holds 2 n ints. */
 static int bucket_colors(const int *d, const pbd_coloring *src, const int *part, int parts,
@@ -287,17 +291,20 @@ static int bucket_colors(const int *d, const pbd_coloring *src, const int *part,
 {
     for (int k = 0; k < src->num_colors; ++k) {
         int *o = offsets + (size_t)k * ((size_t)parts + 1);
-        /* an overflow set keeps its order: its constraints share particles */
-        int sort = runs && !(src->overflow && k == src->num_colors - 1);
+        /* an overflow set keeps its order, its parts marked to go one by one (PBD_RUN_SERIAL):
+         * its constraints share particles */
+        int over = src->overflow && k == src->num_colors - 1, sort = runs && !over;
         color_offsets[k] = j;
         for (int p = 0; p < parts; ++p) {
             o[p] = j;
             for (int s = src->offsets[k]; s < src->offsets[k + 1]; ++s)
                 if (part[src->order[s]] == p)
                     order[j++] = src->order[s];
+            int *r = runs ? runs + 2 * ((size_t)k * (size_t)parts + (size_t)p) : NULL;
             if (sort)
-                sort_runs(d, order, o[p], j, tmp,
-                          runs + 2 * ((size_t)k * (size_t)parts + (size_t)p));
+                sort_runs(d, order, o[p], j, tmp, r);
+            else if (runs)
+                r[0] = r[1] = PBD_RUN_SERIAL;
         }
         o[parts] = j;
     }
@@ -363,8 +370,10 @@ static pbd_status block_coloring(int np, const int *ends, int arity, int n,
         (st = pbd_color_constraints(np, ends, arity, n, list + nbound, n - nbound, opt, &ci,
                                     err)) != PBD_OK)
         goto done;
-    if (cb.overflow || (ci.overflow && nb > 1))
-        goto done; /* no blocks, no colouring: the caller colours plainly */
+    /* no blocks, no colouring: the caller colours plainly (distance constraints: as one
+     * block); each block takes its part of an interior overflow set one by one (runs) */
+    if (cb.overflow || (ci.overflow && nb > 1 && !runs))
+        goto done;
     int nc = cb.num_colors + ci.num_colors, nbc = cb.num_colors;
     int ng = group_cuts(np, ends, arity, block, shared, list, nbound, nb, touch, part);
     bl->num_blocks = nb;
@@ -373,13 +382,13 @@ static pbd_status block_coloring(int np, const int *ends, int arity, int n,
     bl->cut_offsets = malloc(((size_t)nbc * ((size_t)ng + 1) + 1) * sizeof *bl->cut_offsets);
     bl->block_first = malloc(((size_t)nb + 1) * sizeof *bl->block_first);
     /* one block ending in an overflow set: room for the set's runs, up to one a constraint */
-    int over = ci.overflow ? ci.offsets[ci.num_colors] - ci.offsets[ci.num_colors - 1] : 0;
+    int over = ci.overflow && !runs ? ci.offsets[ci.num_colors] - ci.offsets[ci.num_colors - 1] : 0;
     bl->block_offsets =
         malloc(((size_t)(ci.num_colors + over) * ((size_t)nb + 1) + 1) * sizeof *bl->block_offsets);
     if (runs) {
         bl->cut_runs = malloc((2 * (size_t)nbc * (size_t)ng + 1) * sizeof *bl->cut_runs);
         bl->block_runs =
-            malloc((2 * (size_t)(ci.num_colors + over) * (size_t)nb + 1) * sizeof *bl->block_runs);
+            malloc((2 * (size_t)ci.num_colors * (size_t)nb + 1) * sizeof *bl->block_runs);
     }
     col->num_colors = nc;
     col->overflow = ci.overflow;
@@ -411,12 +420,9 @@ static pbd_status block_coloring(int np, const int *ends, int arity, int n,
                       bl->block_runs, tmp);
     col->offsets[nc] = j;
     bl->block_colors = ci.num_colors;
-    if (ci.overflow) /* nb is 1 here */
+    if (ci.overflow && !runs) /* nb is 1 here */
         bl->block_colors = overflow_runs(np, ends, arity, shared, col->order, col->offsets[nc - 1],
                                          j, ci.num_colors - 1, touch, bl->block_offsets);
-    /* a run of the overflow set holds neither runs of consecutive particles nor pairs */
-    for (int k = ci.num_colors - ci.overflow; runs && k < bl->block_colors; ++k)
-        bl->block_runs[2 * k] = bl->block_runs[2 * k + 1] = bl->block_offsets[2 * k];
 done:
     if (st != PBD_OK) {
         pbd_coloring_free(col);
@@ -545,9 +551,21 @@ static pbd_status plan_type(const pbd_model *m, const pbd_config *cfg, int type,
     pbd_color_options opt = {.shared = shared, .max_colors = cfg->max_colors};
     pbd_blocks *bl = &pt->blocks;
     if (type == PBD_CONSTRAINT_DISTANCE) {
-        st = block_coloring(m->num_particles, ends, 2, n, &opt, 1, 0, bl, &col, err);
-        /* an overflow in blocks: one block, whose work-item takes the overflow set */
-        if (st == PBD_OK && bl->num_blocks < 1)
+        /* The CPU variant's blocks take all their colours in one launch, where the bound
+         * would only make a chain of the overflow set; it bounds the colours that are
+         * launched one by one: the GPU variant's, and those of one block of more than
+         * PBD_ONE_BLOCK constraints. */
+        int cpu = plan->variant == PBD_VARIANT_CPU;
+        pbd_color_options unbounded = {.shared = NULL, .max_colors = 0};
+        st = block_coloring(m->num_particles, ends, 2, n, cpu ? &unbounded : &opt, 1, 0, bl, &col,
+                            err);
+        int launched = cpu && st == PBD_OK && bl->num_blocks < 2 && n > PBD_ONE_BLOCK;
+        if (launched) {
+            pbd_blocks_free(bl);
+            pbd_coloring_free(&col);
+        }
+        /* or an overflow among the constraints between blocks: one block */
+        if (launched || (st == PBD_OK && bl->num_blocks < 1))
             st = block_coloring(m->num_particles, ends, 2, n, &opt, 1, 1, bl, &col, err);
     } else if (blocked_type(plan, type, n, m->num_particles)) {
         st = block_coloring(m->num_particles, ends, arity, n, &opt, 0, 0, bl, &col, err);
@@ -1462,6 +1480,7 @@ pbd_status pbd_solver_create(const pbd_model *m, const pbd_config *cfg, const pb
         return st;
     }
     s->fingerprint = pbd_model_fingerprint(m);
+    s->stale_type = -1;
     *out = s;
     return PBD_OK;
 }
@@ -1479,6 +1498,11 @@ void pbd_solver_destroy(pbd_solver *s)
 pbd_status pbd_solver_step(pbd_solver *s, int frames, pbd_error *err)
 {
     pbd_plan *pl = &s->plan;
+    if (s->stale_type >= 0)
+        return pbd_error_set(err, PBD_ERR_ARGUMENT,
+                             "%s constraint %d: the device did not take its change; expected a "
+                             "solver made again",
+                             pbd_constraint_types[s->stale_type].name, s->stale_index);
     for (int f = 0; f < frames; ++f) {
         pbd_status st = pbd_step_frame(s->ops, s->impl, pl, &s->substeps_done, err);
         if (st != PBD_OK)
@@ -1649,7 +1673,12 @@ pbd_status pbd_solver_update_constraint(pbd_solver *s, int type, int index, cons
     memcpy(dst, record, info->size);
     float *compliance = compliance_of(type, dst);
     *compliance = plan_compliance(*compliance, s->plan.cfg.iterations);
-    return s->ops->update_constraint(s->impl, type, pt->position[index], moved, err);
+    st = s->ops->update_constraint(s->impl, type, pt->position[index], moved, err);
+    if (st != PBD_OK) {
+        s->stale_type = type;
+        s->stale_index = index;
+    }
+    return st;
 }
 
 pbd_status pbd_solver_state_hash(pbd_solver *s, uint64_t *hash, pbd_error *err)
