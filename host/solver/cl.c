@@ -1184,7 +1184,7 @@ static pbd_status cl_update_constraint(void *impl, int type, int position, int m
      * end_runs_before) */
     const pbd_blocks *bl = &c->plan->type[type].blocks;
     size_t runs = 2 * (size_t)bl->block_colors * (size_t)bl->num_blocks * sizeof(int);
-    if (type == PBD_CONSTRAINT_DISTANCE && runs > 0)
+    if (type == PBD_CONSTRAINT_DISTANCE && moved && cpu_variant(c) && runs > 0)
         PBD_CL_CHECK(clEnqueueWriteBuffer(c->cl.queue, c->block_runs, CL_TRUE, 0, runs,
                                           bl->block_runs, 0, NULL, NULL));
     /* new particles: the particles' lists of constraints (the statistics, Jacobi's gather) */
