@@ -283,9 +283,9 @@ static int overflow_runs(int np, const int *ends, int arity, const unsigned char
 /* Buckets each colour of `src` by part (part[c] of constraint c, model index, in
  * [0, parts)), keeping the colouring's order within a part, into order[j ..], and with
  * `runs` (distance) sorts each part into runs (sort_runs), but an overflow set's (marked
- * PBD_RUN_SERIAL). Writes
- * colour k's start to color_offsets[k], its parts' starts to offsets[k (parts + 1) ..] and
- * their runs to runs[2 (k parts + p) ..]; returns the end. tmp holds 2 n ints. */
+ * PBD_RUN_SERIAL). Writes colour k's start to color_offsets[k], its parts' starts to
+ * offsets[k (parts + 1) ..] and their runs to runs[2 (k parts + p) ..]; returns the end.
+ * tmp holds 2 n ints. */
 static int bucket_colors(const int *d, const pbd_coloring *src, const int *part, int parts,
                          int *order, int j, int *color_offsets, int *offsets, int *runs, int *tmp)
 {
@@ -317,9 +317,10 @@ static int bucket_colors(const int *d, const pbd_coloring *src, const int *part,
  * constraints (arity 2, `runs`) also get their runs. Meshes numbered without locality would
  * put most constraints on the boundary; they get one block, which is the plain colouring, as
  * they do with `one`. A colouring of two blocks or more that overflows `opt`'s bound in
- * either part is not blocked: neither blocks (bl->num_blocks 0) nor a colouring are
- * returned. One block keeps its overflow set as its last colour (col->overflow), which its
- * work-item takes in runs (overflow_runs), each a part of its own. */
+ * either part (distance constraints: between blocks) is not blocked: neither blocks
+ * (bl->num_blocks 0) nor a colouring are returned. The overflow set is the last colour
+ * (col->overflow): distance constraints keep each block's part of it in its order; one block
+ * of another type takes it in runs (overflow_runs), each a part of its own. */
 static pbd_status block_coloring(int np, const int *ends, int arity, int n,
                                  const pbd_color_options *opt, int runs, int one, pbd_blocks *bl,
                                  pbd_coloring *col, pbd_error *err)
@@ -371,7 +372,7 @@ static pbd_status block_coloring(int np, const int *ends, int arity, int n,
                                     err)) != PBD_OK)
         goto done;
     /* no blocks, no colouring: the caller colours plainly (distance constraints: as one
-     * block); each block takes its part of an interior overflow set one by one (runs) */
+     * block) */
     if (cb.overflow || (ci.overflow && nb > 1 && !runs))
         goto done;
     int nc = cb.num_colors + ci.num_colors, nbc = cb.num_colors;
@@ -1642,7 +1643,8 @@ pbd_status pbd_solver_update_constraint(pbd_solver *s, int type, int index, cons
         return st;
     /* New particles keep the colouring valid only where no other constraint of the colour
      * touches them. */
-    if (memcmp(dst, record, (size_t)info->arity * sizeof(int)) != 0) {
+    int moved = memcmp(dst, record, (size_t)info->arity * sizeof(int)) != 0;
+    if (moved) {
         int k = 0;
         while (k + 1 < pt->num_colors && pt->color_offsets[k + 1] <= pos)
             ++k;
@@ -1661,14 +1663,12 @@ pbd_status pbd_solver_update_constraint(pbd_solver *s, int type, int index, cons
         st = check_block(&pt->blocks, k, pos, want, info, index, err);
         if (st != PBD_OK)
             return st;
+        /* distance: the particles' lists (the one step that may fail first), and the runs */
+        if (type == PBD_CONSTRAINT_DISTANCE &&
+            (st = plan_distance_lists(&s->plan, pos, record, err)) != PBD_OK)
+            return st;
         if (type == PBD_CONSTRAINT_DISTANCE)
             end_runs_before(&pt->blocks, k, pos);
-    }
-    int moved = memcmp(dst, record, (size_t)info->arity * sizeof(int)) != 0;
-    if (moved && type == PBD_CONSTRAINT_DISTANCE) { /* the particles' lists, before any change */
-        st = plan_distance_lists(&s->plan, pos, record, err);
-        if (st != PBD_OK)
-            return st;
     }
     memcpy(dst, record, info->size);
     float *compliance = compliance_of(type, dst);
