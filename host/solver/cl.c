@@ -1501,7 +1501,7 @@ static pbd_status create_buffers(cl_impl *c, const pbd_model *m, const pbd_plan 
     jacobi_rows_free(&rows);
     BUF(colliders, ((size_t)plan->num_colliders + 1) * sizeof(pbd_collider), plan->colliders);
     const pbd_blocks *db = &plan->type[PBD_CONSTRAINT_DISTANCE].blocks;
-    size_t nic = (size_t)db->block_colors; /* an overflow set's runs included */
+    size_t nic = (size_t)db->block_colors; /* the interior colours */
     BUF(block_offsets, nic * ((size_t)db->num_blocks + 1) * sizeof(int), db->block_offsets);
     BUF(block_runs, nic * 2 * (size_t)db->num_blocks * sizeof(int), db->block_runs);
     size_t nbcol = (size_t)db->boundary_colors, ncut = (size_t)db->num_cuts;
@@ -1742,7 +1742,7 @@ static pbd_status bind_arguments(cl_impl *c, const pbd_plan *plan, pbd_error *er
     /* predict stores the corrected v where a later stage reads it (pbd_keeps_v) */
     cl_int keep_v = pbd_keeps_v(plan);
     cl_int track = plan->track, external = plan->external, materials = plan->materials;
-    cl_int ninterior = dist->blocks.block_colors; /* an overflow set's runs included */
+    cl_int ninterior = dist->blocks.block_colors; /* the interior colours */
     cl_int nblocks = dist->blocks.num_blocks;
     const float *g = plan->cfg.gravity;
     cl_float gx = g[0], gy = g[1], gz = g[2], h = plan->h, inv_h = plan->inv_h;
