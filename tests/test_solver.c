@@ -1346,8 +1346,8 @@ static void lists_same_bits(void **state)
         assert_int_equal(s.model.num_neo_hookean, 48);
         assert_int_equal(s.model.num_colliders, 2);
         /* Under a bound of 3 colours, every type but the attachments (3 constraints) has an
-         * overflow set, the distance constraints too (the 64 x 64 cloth's two blocks are then
-         * one); tethers share their pinned anchors: 1 colour. */
+         * overflow set in the reference's plan (the GPU kernels' order), the distance
+         * constraints too; tethers share their pinned anchors: 1 colour. */
         pbd_solver *ref = make_solver(&s, PBD_BACKEND_CPU);
         for (int t = 0; t < PBD_CONSTRAINT_COUNT; ++t) {
             int serial = pbd_solver_type_serial(ref, t);
