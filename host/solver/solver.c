@@ -209,6 +209,30 @@ static int cut_root(int *parent, int k)
     return k;
 }
 
+/* Cuts np particles into blocks of consecutive indices, writing each one's block to block[]
+ * (np ints), and returns how many: np / PBD_BLOCK_PARTICLES within [1, PBD_MAX_BLOCKS], but
+ * one with `one` or where over a quarter of the n constraints would cross blocks (a mesh
+ * numbered without locality). */
+static int cut_blocks(int np, const int *ends, int arity, int n, const unsigned char *shared,
+                      int one, int *block)
+{
+    int nb = one ? 1 : np / PBD_BLOCK_PARTICLES, lo, hi;
+    nb = nb < 1 ? 1 : nb > PBD_MAX_BLOCKS ? PBD_MAX_BLOCKS : nb;
+    for (int pass = 0; pass < 2; ++pass) {
+        for (int i = 0; i < np; ++i)
+            block[i] = (int)((long long)i * nb / np);
+        int nbound = 0;
+        for (int c = 0; c < n; ++c) {
+            block_span(ends, arity, block, shared, c, &lo, &hi);
+            nbound += lo != hi;
+        }
+        if (nbound <= n / 4 || nb == 1)
+            break;
+        nb = 1; /* no locality to use */
+    }
+    return nb;
+}
+
 /* Groups the boundary constraints (list[0, nbound)) by the cut they cross, named by the
  * lowest of their blocks, merging cuts that share an (unshared) particle, so that different
  * groups share none and can be projected side by side. Writes each constraint's group (by
@@ -325,8 +349,6 @@ static pbd_status block_coloring(int np, const int *ends, int arity, int n,
                                  const pbd_color_options *opt, int runs, int one, pbd_blocks *bl,
                                  pbd_coloring *col, pbd_error *err)
 {
-    int nb = one ? 1 : np / PBD_BLOCK_PARTICLES;
-    nb = nb < 1 ? 1 : nb > PBD_MAX_BLOCKS ? PBD_MAX_BLOCKS : nb;
     const unsigned char *shared = opt ? opt->shared : NULL;
     int *block = malloc(((size_t)np + 1) * sizeof *block);
     int *list = malloc(((size_t)n + 1) * sizeof *list);
@@ -341,18 +363,10 @@ static pbd_status block_coloring(int np, const int *ends, int arity, int n,
         st = pbd_error_set(err, PBD_ERR_MEMORY, "out of memory preparing the solver");
         goto done;
     }
-    int nbound = 0;
-    for (int pass = 0; pass < 2; ++pass) {
-        for (int i = 0; i < np; ++i)
-            block[i] = (int)((long long)i * nb / np);
-        nbound = 0;
-        for (int c = 0; c < n; ++c) {
-            block_span(ends, arity, block, shared, c, &lo, &hi);
-            nbound += lo != hi;
-        }
-        if (nbound <= n / 4)
-            break;
-        nb = 1; /* no locality to use */
+    int nbound = 0, nb = cut_blocks(np, ends, arity, n, shared, one, block);
+    for (int c = 0; c < n; ++c) {
+        block_span(ends, arity, block, shared, c, &lo, &hi);
+        nbound += lo != hi;
     }
     /* Boundary constraints first in `list`, then the interior ones, each in model order;
      * part[]: an interior constraint's block. */
@@ -556,17 +570,23 @@ static pbd_status plan_type(const pbd_model *m, const pbd_config *cfg, int type,
          * would only make a chain of the overflow set; it bounds the colours that are
          * launched one by one: the GPU variant's, and those of one block of more than
          * PBD_ONE_BLOCK constraints. */
-        int cpu = plan->variant == PBD_VARIANT_CPU;
-        pbd_color_options unbounded = {.shared = NULL, .max_colors = 0};
-        st = block_coloring(m->num_particles, ends, 2, n, cpu ? &unbounded : &opt, 1, 0, bl, &col,
-                            err);
-        int launched = cpu && st == PBD_OK && bl->num_blocks < 2 && n > PBD_ONE_BLOCK;
-        if (launched) {
-            pbd_blocks_free(bl);
-            pbd_coloring_free(&col);
+        int cpu = plan->variant == PBD_VARIANT_CPU, launched = 0;
+        int *block = cpu && n > PBD_ONE_BLOCK
+                         ? malloc(((size_t)m->num_particles + 1) * sizeof *block)
+                         : NULL;
+        if (cpu && n > PBD_ONE_BLOCK && !block) {
+            st = pbd_error_set(err, PBD_ERR_MEMORY, "out of memory colouring %d %s constraints", n,
+                               info->name);
+            goto done;
         }
-        /* or an overflow among the constraints between blocks: one block */
-        if (launched || (st == PBD_OK && bl->num_blocks < 1))
+        if (block)
+            launched = cut_blocks(m->num_particles, ends, 2, n, NULL, 0, block) < 2;
+        free(block);
+        pbd_color_options unbounded = {.shared = NULL, .max_colors = 0};
+        st = block_coloring(m->num_particles, ends, 2, n, cpu && !launched ? &unbounded : &opt, 1,
+                            launched, bl, &col, err);
+        /* an overflow among the constraints between blocks: one block */
+        if (st == PBD_OK && bl->num_blocks < 1)
             st = block_coloring(m->num_particles, ends, 2, n, &opt, 1, 1, bl, &col, err);
     } else if (blocked_type(plan, type, n, m->num_particles)) {
         st = block_coloring(m->num_particles, ends, arity, n, &opt, 0, 0, bl, &col, err);
