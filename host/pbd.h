@@ -405,7 +405,10 @@ typedef struct pbd_solver pbd_solver;
 pbd_status pbd_solver_create(const pbd_model *m, const pbd_config *cfg, const pbd_solver_desc *desc,
                              pbd_solver **out, pbd_error *err);
 void pbd_solver_destroy(pbd_solver *s);
-/* Advances `frames` frames (each cfg->substeps substeps). Work is queued, not waited for. */
+/* Advances `frames` frames (each cfg->substeps substeps). Work is queued, not waited for.
+ * Where a step, or pbd_solver_finish waiting for one, fails (the device out of resources),
+ * the state is partly advanced: the solver refuses to step on (reads still work); make a
+ * new one, from the model or with a checkpoint loaded. */
 pbd_status pbd_solver_step(pbd_solver *s, int frames, pbd_error *err);
 /* Replaces constraint `index` (the model's numbering) of `type` with `record` between steps:
  * its values (an attachment's target, a rest length, a compliance) and its particles, where
@@ -526,7 +529,8 @@ pbd_status pbd_solver_save_state(pbd_solver *s, void **data, size_t *size, pbd_e
 /* Load: PBD_ERR_CHECKPOINT, with a message that starts with `name`, for a file that is not a
  * checkpoint, of another version, truncated, corrupt (its checksum), of another model, of
  * another configuration (naming the field) or holding values that are not finite. The
- * solver is unchanged then. */
+ * solver is unchanged then. Where the device fails to take a valid one (out of resources),
+ * its state is partly written: the solver refuses to step on. */
 pbd_status pbd_solver_load_state(pbd_solver *s, const void *data, size_t size, const char *name,
                                  pbd_error *err);
 /* The size of a checkpoint of this solver, bytes (a file of any other size is refused). */

@@ -21,6 +21,10 @@ struct pbd_solver {
     /* a constraint change that the backend failed to take (its record and the plan's lists
      * already new): -1 while none, else the constraint type; steps are refused */
     int stale_type, stale_index;
+    /* what left the state partly written (a step, a wait for queued steps or a checkpoint's
+     * load that failed on the device), with its message: steps are refused (empty while
+     * none) */
+    char unusable[256];
 };
 
 static void pbd_blocks_free(pbd_blocks *bl)
@@ -1516,6 +1520,15 @@ void pbd_solver_destroy(pbd_solver *s)
     free(s);
 }
 
+/* Notes that `what` failed with st, leaving the state partly written, so that steps are
+ * refused from then on; returns st. */
+static pbd_status unusable(pbd_solver *s, const char *what, pbd_status st, const pbd_error *err)
+{
+    snprintf(s->unusable, sizeof s->unusable, "%s failed (%.200s)", what,
+             err && err->message[0] ? err->message : pbd_status_string(st));
+    return st;
+}
+
 pbd_status pbd_solver_step(pbd_solver *s, int frames, pbd_error *err)
 {
     pbd_plan *pl = &s->plan;
@@ -1524,10 +1537,13 @@ pbd_status pbd_solver_step(pbd_solver *s, int frames, pbd_error *err)
                              "%s constraint %d: the device did not take its change; expected a "
                              "solver made again",
                              pbd_constraint_types[s->stale_type].name, s->stale_index);
+    if (s->unusable[0])
+        return pbd_error_set(err, PBD_ERR_ARGUMENT, "%s; expected a solver made again",
+                             s->unusable);
     for (int f = 0; f < frames; ++f) {
         pbd_status st = pbd_step_frame(s->ops, s->impl, pl, &s->substeps_done, err);
         if (st != PBD_OK)
-            return st;
+            return unusable(s, "an earlier step", st, err);
     }
     return PBD_OK;
 }
@@ -1719,7 +1735,8 @@ pbd_status pbd_solver_state_hash(pbd_solver *s, uint64_t *hash, pbd_error *err)
 
 pbd_status pbd_solver_finish(pbd_solver *s, pbd_error *err)
 {
-    return s->ops->finish(s->impl, err);
+    pbd_status st = s->ops->finish(s->impl, err);
+    return st == PBD_OK ? st : unusable(s, "waiting for the steps", st, err);
 }
 
 pbd_status pbd_solver_read(pbd_solver *s, pbd_float4 *x, pbd_float4 *v, pbd_error *err)
@@ -2322,8 +2339,8 @@ pbd_status pbd_solver_load_state(pbd_solver *s, const void *data, size_t size, c
     }
     free(mass);
     free(cur);
-    if (st == PBD_OK)
-        st = s->ops->write_state(s->impl, &a, err);
+    if (st == PBD_OK && (st = s->ops->write_state(s->impl, &a, err)) != PBD_OK)
+        unusable(s, "loading a checkpoint onto the device", st, err);
     if (st == PBD_OK)
         s->substeps_done = (long)h.substeps_done;
     free(buf);
