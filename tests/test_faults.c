@@ -1,11 +1,16 @@
-/* OpenCL calls that fail: every call the library makes that can fail on a device (an
- * allocation, a build, an enqueue, a wait) is made to fail in turn, once, and the library must
- * say so through the API call that made it: a status that is not PBD_OK and a one-line
- * message, and (with ASan) nothing leaked or touched after it is freed. A solver whose step
- * or update failed refuses to step again.
+/* Calls that fail: every call the library makes that can fail (an OpenCL allocation, build,
+ * enqueue or wait; a host allocation) is made to fail in turn, once, and the library must say
+ * so through the API call that made it: a status that is not PBD_OK and a one-line message,
+ * nothing leaked, and (with ASan) nothing touched after it is freed. A solver whose step or
+ * update failed refuses to step again.
  *
- * The test executable defines the OpenCL entry points it fails; the library, linked in
- * statically, calls them, and they forward to the ICD loader's (dlsym(RTLD_NEXT)). */
+ * The test executable defines the entry points it fails; the library, linked in statically,
+ * calls them. The OpenCL ones forward to the ICD loader's (dlsym(RTLD_NEXT)), the allocator's
+ * to glibc's (__libc_malloc and the like, which dlsym itself may call for). Only the
+ * library's own allocations fail (those called from the executable's code, not from the
+ * OpenCL implementation's threads), and it must free each of them: the test keeps a table of
+ * those live. The allocator's cases are built only without ASan, whose allocator they would
+ * bypass. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 
@@ -24,7 +29,12 @@ typedef struct site {
     int phase;
 } site;
 
+/* Which entry points fail: the OpenCL ones or the allocator's. */
+enum kind { FAIL_CL, FAIL_MALLOC };
+
 static struct {
+    int kind;     /* enum kind */
+    int armed;    /* the allocator's: 1 while the script runs the library */
     long calls;   /* interposed calls since the last reset */
     long fail_at; /* the call to fail (1-based), or 0 */
     int failed;   /* phase of the failed call, or -1 */
@@ -54,7 +64,7 @@ static int fault(const char *fn, const void *ret)
     if (!real)                                                                                     \
         *(void **)&real = dlsym(RTLD_NEXT, #name); /* POSIX's way to a function pointer */
 
-#define FAULT(name) fault(#name, __builtin_return_address(0))
+#define FAULT(name) (g.kind == FAIL_CL && fault(#name, __builtin_return_address(0)))
 
 /* Fails with `code` through errcode_ret (entry points that return an object). */
 #define FAIL_OBJ(code)                                                                             \
@@ -239,6 +249,110 @@ cl_int clWaitForEvents(cl_uint num_events, const cl_event *events)
     return real(num_events, events);
 }
 
+/* ---- the allocator ----------------------------------------------------------------------- */
+
+#ifdef PBD_MALLOC_FAULTS
+extern void *__libc_malloc(size_t n);
+extern void *__libc_calloc(size_t n, size_t size);
+extern void *__libc_realloc(void *p, size_t n);
+extern void *__libc_memalign(size_t align, size_t n);
+extern void __libc_free(void *p);
+extern const char __executable_start[], etext[]; /* the executable's code (GNU ld) */
+
+/* The library's live allocations: an open-addressed set of pointers (NULL: empty, `gone`: a
+ * removed entry), touched only from the executable's code, which runs on one thread. */
+enum { LIVE_SLOTS = 1 << 20 };
+static const void *live[LIVE_SLOTS];
+static long num_live;
+static const char gone_mark;
+#define GONE ((const void *)&gone_mark)
+
+static int from_library(const void *ret)
+{
+    return (const char *)ret >= __executable_start && (const char *)ret < etext;
+}
+
+static size_t live_slot(const void *p)
+{
+    return (size_t)(((uintptr_t)p >> 4) * 0x9E3779B97F4A7C15u) & (LIVE_SLOTS - 1);
+}
+
+static void live_add(const void *p)
+{
+    size_t k = live_slot(p);
+    while (live[k] && live[k] != GONE)
+        k = (k + 1) & (LIVE_SLOTS - 1);
+    live[k] = p;
+    ++num_live;
+}
+
+static void live_remove(const void *p)
+{
+    for (size_t k = live_slot(p); live[k]; k = (k + 1) & (LIVE_SLOTS - 1))
+        if (live[k] == p) {
+            live[k] = GONE;
+            --num_live;
+            return;
+        }
+}
+
+static void live_clear(void)
+{
+    memset(live, 0, sizeof live);
+    num_live = 0;
+}
+
+/* 1 where this allocation, the library's, is to fail. */
+static int alloc_fails(const char *fn, const void *ret)
+{
+    return g.kind == FAIL_MALLOC && g.armed && from_library(ret) && fault(fn, ret);
+}
+
+/* Notes p, allocated from ret, as live where it is the library's. */
+static void *alloc_done(void *p, const void *ret)
+{
+    if (p && g.armed && from_library(ret))
+        live_add(p);
+    return p;
+}
+
+void *malloc(size_t n)
+{
+    const void *ret = __builtin_return_address(0);
+    return alloc_fails("malloc", ret) ? NULL : alloc_done(__libc_malloc(n), ret);
+}
+
+void *calloc(size_t n, size_t size)
+{
+    const void *ret = __builtin_return_address(0);
+    return alloc_fails("calloc", ret) ? NULL : alloc_done(__libc_calloc(n, size), ret);
+}
+
+void *aligned_alloc(size_t align, size_t n)
+{
+    const void *ret = __builtin_return_address(0);
+    return alloc_fails("aligned_alloc", ret) ? NULL : alloc_done(__libc_memalign(align, n), ret);
+}
+
+void *realloc(void *p, size_t n)
+{
+    const void *ret = __builtin_return_address(0);
+    if (alloc_fails("realloc", ret))
+        return NULL;
+    void *q = __libc_realloc(p, n);
+    if (q && p && from_library(ret))
+        live_remove(p);
+    return alloc_done(q, ret);
+}
+
+void free(void *p)
+{
+    if (p && from_library(__builtin_return_address(0)))
+        live_remove(p);
+    __libc_free(p);
+}
+#endif
+
 /* ---- the script -------------------------------------------------------------------------- */
 
 enum phase { P_CREATE, P_SAVE, P_STEP, P_UPDATE, P_STEP2, P_READ, P_LOAD, P_DESTROY, P_COUNT };
@@ -250,6 +364,7 @@ typedef struct outcome {
     pbd_error err;    /* its error */
     int step_refused; /* after a failed step or update: 1 where a next step was refused */
     int same_state;   /* after a failed load: 1 where the state's hash did not change */
+    long leaked;      /* the library's allocations left when it was done (the allocator's) */
 } outcome;
 
 /* Type t's records in m, *count of them. */
@@ -266,10 +381,10 @@ static const void *model_records(const pbd_model *m, int t, int *count)
     return NULL;
 }
 
-/* One run of the script on scene `path`; its first failure in o. */
-static void script(const pbd_scene *s, outcome *o)
+/* One run of the script on scene s with `backend`; its first failure in o. */
+static void script(const pbd_scene *s, pbd_backend_kind backend, outcome *o)
 {
-    pbd_solver_desc desc = {.backend = PBD_BACKEND_CL, .profile = 1};
+    pbd_solver_desc desc = {.backend = backend, .profile = 1};
     pbd_solver *sv = NULL;
     int n = s->model.num_particles, nb = s->model.num_bodies;
     pbd_float4 *x = calloc((size_t)n, sizeof *x), *v = calloc((size_t)n, sizeof *v);
@@ -282,6 +397,10 @@ static void script(const pbd_scene *s, outcome *o)
     pbd_error *err = &o->err;
     pbd_status st;
     uint64_t hash = 0;
+#ifdef PBD_MALLOC_FAULTS
+    live_clear();
+#endif
+    g.armed = 1;
     g.phase = P_CREATE;
     void *data = NULL; /* a checkpoint of the first state */
     size_t size;
@@ -355,6 +474,10 @@ done:
     free(v);
     free(stats);
     free(mom);
+    g.armed = 0;
+#ifdef PBD_MALLOC_FAULTS
+    o->leaked = num_live;
+#endif
 }
 
 /* Counts and prints a wrong outcome, and goes on to the next call. */
@@ -365,9 +488,9 @@ done:
         continue;                                                                                  \
     }
 
-/* The script on `path` once with nothing failing, noting its calls; then once for each call,
- * that call failing. */
-static void sweep(const char *path)
+/* The script on `path` with `backend` once with nothing failing, noting its calls to the
+ * entry points of `kind`; then once for each call, that call failing. */
+static void sweep(const char *path, int kind, pbd_backend_kind backend)
 {
     pbd_scene s = {0};
     pbd_error err = {0};
@@ -375,25 +498,28 @@ static void sweep(const char *path)
         print_error("%s: %s\n", path, err.message);
         fail();
     }
+    const char *what = kind == FAIL_CL ? "OpenCL calls" : "allocations";
     outcome o;
     g = (__typeof__(g)){0};
+    g.kind = kind;
     g.record = 1;
-    script(&s, &o);
+    script(&s, backend, &o);
     expect(o.phase < 0, "%s without failures: %s\n", path, o.err.message);
+    expect(o.leaked == 0, "%s without failures: %ld allocations left\n", path, o.leaked);
     long total = g.num_sites;
-    print_message("%s: %ld calls\n", path, total);
     static site sites[MAX_SITES];
     memcpy(sites, g.sites, sizeof sites);
     g.record = 0;
     int wrong = 0;
     long runs = 0;
     for (long k = 1; k <= total; ++k) {
-        /* Past the creation, a site's first call in each phase stands for its others there
-         * (launches repeat a few sites many times over), and so does a site's first argument
-         * binding in the creation (one loop binds them all). Each buffer, kernel and the like
-         * made in the creation fails in turn: each leaves a different part made. */
+        /* A site's first call in each phase stands for its others there (launches and
+         * allocations in loops repeat a few sites many times over), but for the OpenCL
+         * objects made in the creation: each buffer, kernel and the like fails in turn, each
+         * leaving a different part made. */
         const site *c = &sites[k - 1];
-        int seen = 0, once = c->phase != P_CREATE || strcmp(c->fn, "clSetKernelArg") == 0;
+        int seen = 0,
+            once = kind != FAIL_CL || c->phase != P_CREATE || strcmp(c->fn, "clSetKernelArg") == 0;
         for (long j = 0; j < k - 1 && once && !seen; ++j)
             seen = sites[j].phase == c->phase && sites[j].ret == c->ret;
         if (seen)
@@ -402,9 +528,11 @@ static void sweep(const char *path)
         g.calls = 0;
         g.fail_at = k;
         g.failed = -1;
-        script(&s, &o);
+        script(&s, backend, &o);
         free(o.err.log); /* a build log, which the checks do not read */
         o.err.log = NULL;
+        check(o.leaked == 0, "%s: call %ld (%s, %p) failed in %s; %ld allocations left\n", path, k,
+              c->fn, c->ret, phase_names[c->phase], o.leaked);
         if (c->phase == P_DESTROY)
             continue;
         check(g.failed == c->phase, "%s: call %ld (%s) ran in %s, expected %s\n", path, k, c->fn,
@@ -415,7 +543,9 @@ static void sweep(const char *path)
         check(o.err.message[0] != '\0' && !strchr(o.err.message, '\n'),
               "%s: call %ld (%s) failed; message \"%s\", expected one line\n", path, k, c->fn,
               o.err.message);
-        if (o.phase == P_STEP || o.phase == P_UPDATE || o.phase == P_STEP2)
+        /* An update refused for want of host memory changes nothing; one the device failed
+         * to take leaves the solver refusing to step. */
+        if (o.phase == P_STEP || o.phase == P_STEP2 || (o.phase == P_UPDATE && kind == FAIL_CL))
             check(o.step_refused, "%s: call %ld (%s) failed in %s; the next step ran\n", path, k,
                   c->fn, phase_names[o.phase]);
         if (o.phase == P_READ || o.phase == P_SAVE)
@@ -428,28 +558,108 @@ static void sweep(const char *path)
                   "next step ran\n",
                   path, k, c->fn);
     }
-    print_message("%s: %ld of them failed in turn\n", path, runs);
+    print_message("%s: %ld %s, %ld of them failed in turn\n", path, total, what, runs);
     expect(wrong == 0, "%s: %d of %ld failing calls handled wrongly\n", path, wrong, runs);
     pbd_scene_free(&s);
 }
 
-static void faults_cloth(void **state)
+#define SCENE_CLOTH  PBD_TESTS_DIR "/faults_cloth.json"
+#define SCENE_BODIES PBD_TESTS_DIR "/faults_bodies.json"
+
+static void faults_cl(void **state)
 {
     (void)state;
-    sweep(PBD_TESTS_DIR "/faults_cloth.json");
+    sweep(SCENE_CLOTH, FAIL_CL, PBD_BACKEND_CL);
+    sweep(SCENE_BODIES, FAIL_CL, PBD_BACKEND_CL);
 }
 
-static void faults_bodies(void **state)
+#ifdef PBD_MALLOC_FAULTS
+static void faults_alloc_reference(void **state)
 {
     (void)state;
-    sweep(PBD_TESTS_DIR "/faults_bodies.json");
+    sweep(SCENE_CLOTH, FAIL_MALLOC, PBD_BACKEND_CPU);
+    sweep(SCENE_BODIES, FAIL_MALLOC, PBD_BACKEND_CPU);
 }
+
+/* Loads scene `path` (its meshes too) with the library's allocations noted as live; the
+ * status, and the allocations left after pbd_scene_free. */
+static pbd_status load_scene(const char *path, pbd_error *err, long *leaked)
+{
+    pbd_scene s = {0};
+    live_clear();
+    g.armed = 1;
+    g.phase = P_CREATE;
+    pbd_status st = pbd_scene_load(path, &s, err);
+    pbd_scene_free(&s);
+    g.armed = 0;
+    *leaked = num_live;
+    return st;
+}
+
+/* Each of the library's allocation sites in loading a scene fails once in turn: the load
+ * fails with one line naming the scene or its mesh file, and leaves nothing allocated. */
+static void faults_alloc_scenes(void **state)
+{
+    (void)state;
+    const char *paths[] = {PBD_SCENES_DIR "/balloon.json", PBD_SCENES_DIR "/soft_torus.json",
+                           PBD_SCENES_DIR "/soft_bunny.json", PBD_SCENES_DIR "/tablecloth.json",
+                           PBD_TESTS_DIR "/faults_msh22.json"};
+    for (size_t p = 0; p < sizeof paths / sizeof paths[0]; ++p) {
+        const char *path = paths[p];
+        pbd_error err = {0};
+        long leaked;
+        g = (__typeof__(g)){0};
+        g.kind = FAIL_MALLOC;
+        g.record = 1;
+        expect(load_scene(path, &err, &leaked) == PBD_OK, "%s: %s\n", path, err.message);
+        expect(leaked == 0, "%s: %ld allocations left\n", path, leaked);
+        long total = g.num_sites, runs = 0;
+        static site sites[MAX_SITES];
+        memcpy(sites, g.sites, sizeof sites);
+        g.record = 0;
+        int wrong = 0;
+        for (long k = 1; k <= total; ++k) {
+            int seen = 0;
+            for (long j = 0; j < k - 1 && !seen; ++j)
+                seen = sites[j].ret == sites[k - 1].ret;
+            if (seen)
+                continue;
+            ++runs;
+            g.calls = 0;
+            g.fail_at = k;
+            pbd_status st = load_scene(path, &err, &leaked);
+            check(leaked == 0, "%s: allocation %ld failed; %ld allocations left\n", path, k,
+                  leaked);
+            check(st != PBD_OK, "%s: allocation %ld failed; the load reported nothing\n", path, k);
+            check(!strchr(err.message, '\n') &&
+                      (strstr(err.message, ".json") || strstr(err.message, "meshes/")),
+                  "%s: allocation %ld failed; message \"%s\", expected one line naming the "
+                  "file\n",
+                  path, k, err.message);
+        }
+        print_message("%s: %ld allocations, %ld of them failed in turn\n", path, total, runs);
+        expect(wrong == 0, "%s: %d of %ld failing allocations handled wrongly\n", path, wrong,
+               runs);
+    }
+}
+
+static void faults_alloc_device(void **state)
+{
+    (void)state;
+    sweep(SCENE_CLOTH, FAIL_MALLOC, PBD_BACKEND_CL);
+    sweep(SCENE_BODIES, FAIL_MALLOC, PBD_BACKEND_CL);
+}
+#endif
 
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
-        pbd_device_test(faults_cloth),
-        pbd_device_test(faults_bodies),
+        pbd_device_test(faults_cl),
+#ifdef PBD_MALLOC_FAULTS
+        cmocka_unit_test(faults_alloc_reference),
+        cmocka_unit_test(faults_alloc_scenes),
+        pbd_device_test(faults_alloc_device),
+#endif
     };
     return pbd_test_run("faults", tests, sizeof tests / sizeof tests[0], argc, argv);
 }
