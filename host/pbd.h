@@ -426,7 +426,8 @@ pbd_status pbd_solver_update_constraint(pbd_solver *s, int type, int index, cons
 /* Replaces collider `index` between steps: a kinematic collider moved through the API (its
  * shape, coefficients and velocities; with velocities the solver goes on moving it from
  * there). PBD_ERR_ARGUMENT for an index out of range, PBD_ERR_MODEL for an invalid record.
- * Particles it now overlaps are pushed out by the next collisions, an external impulse. */
+ * Particles it now overlaps are pushed out by the next collisions, an external impulse.
+ * Where the device fails to take it (out of resources), the solver refuses to step on. */
 pbd_status pbd_solver_update_collider(pbd_solver *s, int index, const pbd_collider *c,
                                       pbd_error *err);
 /* The colliders as they are now (kinematic ones where they have moved to); *count of them.

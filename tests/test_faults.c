@@ -432,6 +432,10 @@ static void script(const pbd_scene *s, pbd_backend_kind backend, outcome *o)
         if ((st = pbd_solver_update_constraint(sv, t, 0, rec, err)) != PBD_OK)
             goto failed;
     }
+    /* The first collider again as it is. */
+    if (s->model.num_colliders > 0 &&
+        (st = pbd_solver_update_collider(sv, 0, &s->model.colliders[0], err)) != PBD_OK)
+        goto failed;
     g.phase = P_STEP2;
     if ((st = pbd_solver_step(sv, 1, err)) != PBD_OK || (st = pbd_solver_finish(sv, err)))
         goto failed;

@@ -24,7 +24,7 @@ struct pbd_solver {
     /* what left the state partly written (a step, a wait for queued steps or a checkpoint's
      * load that failed on the device), with its message: steps are refused (empty while
      * none) */
-    char unusable[256];
+    char unusable[320];
 };
 
 static void pbd_blocks_free(pbd_blocks *bl)
@@ -1524,7 +1524,7 @@ void pbd_solver_destroy(pbd_solver *s)
  * refused from then on; returns st. */
 static pbd_status unusable(pbd_solver *s, const char *what, pbd_status st, const pbd_error *err)
 {
-    snprintf(s->unusable, sizeof s->unusable, "%s failed (%.200s)", what,
+    snprintf(s->unusable, sizeof s->unusable, "%.63s failed (%.200s)", what,
              err && err->message[0] ? err->message : pbd_status_string(st));
     return st;
 }
@@ -1576,7 +1576,14 @@ pbd_status pbd_solver_update_collider(pbd_solver *s, int index, const pbd_collid
     pl->colliders[index] = pl->colliders0[index] = *c;
     pl->collider_t0[index] = (double)s->substeps_done * pl->h;
     pl->moving |= pbd_collider_moves(c);
-    return s->ops->update_colliders(s->impl, err);
+    /* The device keeps the collider it had where it fails to take this one, while the plan
+     * holds the new one: steps are refused. */
+    if ((st = s->ops->update_colliders(s->impl, err)) != PBD_OK) {
+        char what[64];
+        snprintf(what, sizeof what, "collider %d's update on the device", index);
+        unusable(s, what, st, err);
+    }
+    return st;
 }
 
 /* Whether new particles `want` for the constraint at record `pos`, in colour k of a type run
