@@ -525,7 +525,9 @@ void pbd_solver_reset_kernel_times(pbd_solver *s);
  * that device's rounding). Constraint records changed with pbd_solver_update_constraint are
  * the caller's to restore.
  *
- * Save: *data (malloc'd, the caller frees it) and *size. The library writes no file. */
+ * Save: *data (malloc'd, the caller frees it) and *size. The library writes no file. A
+ * solver that refuses to step because a step or load failed (its state partly written)
+ * refuses to save too. */
 pbd_status pbd_solver_save_state(pbd_solver *s, void **data, size_t *size, pbd_error *err);
 /* Load: PBD_ERR_CHECKPOINT, with a message that starts with `name`, for a file that is not a
  * checkpoint, of another version, truncated, corrupt (its checksum), of another model, of

@@ -26,6 +26,7 @@ enum { MAX_SITES = 1 << 16 };
 typedef struct site {
     const char *fn;
     const void *ret;
+    const void *obj; /* a launch's kernel (launches of different kernels are different sites) */
     int phase;
 } site;
 
@@ -33,27 +34,30 @@ typedef struct site {
 enum kind { FAIL_CL, FAIL_MALLOC };
 
 static struct {
-    int kind;     /* enum kind */
-    int armed;    /* the allocator's: 1 while the script runs the library */
-    long calls;   /* interposed calls since the last reset */
-    long fail_at; /* the call to fail (1-based), or 0 */
-    int failed;   /* phase of the failed call, or -1 */
-    int phase;    /* what the script is doing (enum phase) */
-    int record;   /* 1: note each call's site in sites[] */
+    int kind;               /* enum kind */
+    int armed;              /* the allocator's: 1 while the script runs the library */
+    long calls;             /* interposed calls since the last reset */
+    long fail_at;           /* the call to fail (1-based), or 0 */
+    int failed;             /* phase of the failed call, or -1 */
+    const void *failed_ret; /* and its return address */
+    long cl_live;           /* OpenCL objects made and not released */
+    int phase;              /* what the script is doing (enum phase) */
+    int record;             /* 1: note each call's site in sites[] */
     site sites[MAX_SITES];
     long num_sites; /* calls noted (up to MAX_SITES) */
 } g;
 
-/* Counts a call to fn from ret; 1 where this call is to fail. */
-static int fault(const char *fn, const void *ret)
+/* Counts a call to fn from ret (on obj); 1 where this call is to fail. */
+static int fault(const char *fn, const void *ret, const void *obj)
 {
     long k = g.calls++;
     if (g.record && k < MAX_SITES) {
-        g.sites[k] = (site){fn, ret, g.phase};
+        g.sites[k] = (site){fn, ret, obj, g.phase};
         g.num_sites = k + 1;
     }
     if (g.fail_at == k + 1) {
         g.failed = g.phase;
+        g.failed_ret = ret;
         return 1;
     }
     return 0;
@@ -64,7 +68,15 @@ static int fault(const char *fn, const void *ret)
     if (!real)                                                                                     \
         *(void **)&real = dlsym(RTLD_NEXT, #name); /* POSIX's way to a function pointer */
 
-#define FAULT(name) (g.kind == FAIL_CL && fault(#name, __builtin_return_address(0)))
+#define FAULT(name)         (g.kind == FAIL_CL && fault(#name, __builtin_return_address(0), NULL))
+#define FAULT_ON(name, obj) (g.kind == FAIL_CL && fault(#name, __builtin_return_address(0), obj))
+
+/* An OpenCL object made (counted while it lives); returns it. */
+static void *made(void *obj)
+{
+    g.cl_live += obj != NULL;
+    return obj;
+}
 
 /* Fails with `code` through errcode_ret (entry points that return an object). */
 #define FAIL_OBJ(code)                                                                             \
@@ -83,7 +95,7 @@ cl_context clCreateContext(const cl_context_properties *properties, cl_uint num_
     REAL(clCreateContext);
     if (FAULT(clCreateContext))
         FAIL_OBJ(CL_OUT_OF_HOST_MEMORY);
-    return real(properties, num_devices, devices, pfn_notify, user_data, errcode_ret);
+    return made(real(properties, num_devices, devices, pfn_notify, user_data, errcode_ret));
 }
 
 cl_command_queue clCreateCommandQueue(cl_context context, cl_device_id device,
@@ -92,7 +104,7 @@ cl_command_queue clCreateCommandQueue(cl_context context, cl_device_id device,
     REAL(clCreateCommandQueue);
     if (FAULT(clCreateCommandQueue))
         FAIL_OBJ(CL_OUT_OF_RESOURCES);
-    return real(context, device, properties, errcode_ret);
+    return made(real(context, device, properties, errcode_ret));
 }
 
 cl_program clCreateProgramWithSource(cl_context context, cl_uint count, const char **strings,
@@ -101,7 +113,7 @@ cl_program clCreateProgramWithSource(cl_context context, cl_uint count, const ch
     REAL(clCreateProgramWithSource);
     if (FAULT(clCreateProgramWithSource))
         FAIL_OBJ(CL_OUT_OF_HOST_MEMORY);
-    return real(context, count, strings, lengths, errcode_ret);
+    return made(real(context, count, strings, lengths, errcode_ret));
 }
 
 cl_int clBuildProgram(cl_program program, cl_uint num_devices, const cl_device_id *device_list,
@@ -119,7 +131,7 @@ cl_kernel clCreateKernel(cl_program program, const char *kernel_name, cl_int *er
     REAL(clCreateKernel);
     if (FAULT(clCreateKernel))
         FAIL_OBJ(CL_OUT_OF_HOST_MEMORY);
-    return real(program, kernel_name, errcode_ret);
+    return made(real(program, kernel_name, errcode_ret));
 }
 
 cl_mem clCreateBuffer(cl_context context, cl_mem_flags flags, size_t size, void *host_ptr,
@@ -128,7 +140,7 @@ cl_mem clCreateBuffer(cl_context context, cl_mem_flags flags, size_t size, void 
     REAL(clCreateBuffer);
     if (FAULT(clCreateBuffer))
         FAIL_OBJ(CL_MEM_OBJECT_ALLOCATION_FAILURE);
-    return real(context, flags, size, host_ptr, errcode_ret);
+    return made(real(context, flags, size, host_ptr, errcode_ret));
 }
 
 cl_int clSetKernelArg(cl_kernel kernel, cl_uint arg_index, size_t arg_size, const void *arg_value)
@@ -145,7 +157,7 @@ cl_int clEnqueueNDRangeKernel(cl_command_queue queue, cl_kernel kernel, cl_uint 
                               const cl_event *wait_list, cl_event *event)
 {
     REAL(clEnqueueNDRangeKernel);
-    if (FAULT(clEnqueueNDRangeKernel))
+    if (FAULT_ON(clEnqueueNDRangeKernel, kernel))
         return CL_OUT_OF_RESOURCES;
     return real(queue, kernel, work_dim, global_work_offset, global_work_size, local_work_size,
                 num_events, wait_list, event);
@@ -249,6 +261,21 @@ cl_int clWaitForEvents(cl_uint num_events, const cl_event *events)
     return real(num_events, events);
 }
 
+/* Releases: each object made is released once (the library retains none). */
+#define RELEASE(name, type)                                                                        \
+    cl_int name(type obj)                                                                          \
+    {                                                                                              \
+        REAL(name);                                                                                \
+        cl_int e = real(obj);                                                                      \
+        g.cl_live -= e == CL_SUCCESS;                                                              \
+        return e;                                                                                  \
+    }
+RELEASE(clReleaseContext, cl_context)
+RELEASE(clReleaseCommandQueue, cl_command_queue)
+RELEASE(clReleaseProgram, cl_program)
+RELEASE(clReleaseKernel, cl_kernel)
+RELEASE(clReleaseMemObject, cl_mem)
+
 /* ---- the allocator ----------------------------------------------------------------------- */
 
 #ifdef PBD_MALLOC_FAULTS
@@ -305,13 +332,13 @@ static void live_clear(void)
 /* 1 where this allocation, the library's, is to fail. */
 static int alloc_fails(const char *fn, const void *ret)
 {
-    return g.kind == FAIL_MALLOC && g.armed && from_library(ret) && fault(fn, ret);
+    return from_library(ret) && g.kind == FAIL_MALLOC && g.armed && fault(fn, ret, NULL);
 }
 
 /* Notes p, allocated from ret, as live where it is the library's. */
 static void *alloc_done(void *p, const void *ret)
 {
-    if (p && g.armed && from_library(ret))
+    if (p && from_library(ret) && g.armed)
         live_add(p);
     return p;
 }
@@ -365,6 +392,8 @@ typedef struct outcome {
     int step_refused; /* after a failed step or update: 1 where a next step was refused */
     int same_state;   /* after a failed load: 1 where the state's hash did not change */
     long leaked;      /* the library's allocations left when it was done (the allocator's) */
+    long cl_left;     /* OpenCL objects it made and did not release */
+    int read_after;   /* after a failure past the creation: 1 where a read still worked */
 } outcome;
 
 /* Type t's records in m, *count of them. */
@@ -400,6 +429,7 @@ static void script(const pbd_scene *s, pbd_backend_kind backend, outcome *o)
 #ifdef PBD_MALLOC_FAULTS
     live_clear();
 #endif
+    g.cl_live = 0;
     g.armed = 1;
     g.phase = P_CREATE;
     void *data = NULL; /* a checkpoint of the first state */
@@ -461,10 +491,11 @@ failed:
     o->phase = g.phase;
     if (g.phase != P_CREATE) {
         /* Nothing more is failed. A step or update that failed leaves steps refused; a
-         * checkpoint's load, the state as it was or steps refused. */
+         * checkpoint's load, the state as it was or steps refused; reads work on. */
         pbd_error again = {0};
         uint64_t now = 0;
         g.phase = P_DESTROY;
+        o->read_after = pbd_solver_read(sv, x, v, &again) == PBD_OK;
         o->same_state =
             o->phase == P_LOAD && pbd_solver_state_hash(sv, &now, &again) == PBD_OK && now == hash;
         o->step_refused = pbd_solver_step(sv, 1, &again) != PBD_OK;
@@ -479,7 +510,9 @@ done:
     free(stats);
     free(mom);
     g.armed = 0;
+    o->cl_left = g.cl_live;
 #ifdef PBD_MALLOC_FAULTS
+    live_remove(o->err.log); /* the caller's to free */
     o->leaked = num_live;
 #endif
 }
@@ -504,12 +537,16 @@ static void sweep(const char *path, int kind, pbd_backend_kind backend)
     }
     const char *what = kind == FAIL_CL ? "OpenCL calls" : "allocations";
     outcome o;
-    g = (__typeof__(g)){0};
+    memset(&g, 0, sizeof g);
     g.kind = kind;
     g.record = 1;
     script(&s, backend, &o);
     expect(o.phase < 0, "%s without failures: %s\n", path, o.err.message);
-    expect(o.leaked == 0, "%s without failures: %ld allocations left\n", path, o.leaked);
+    expect(o.leaked == 0 && o.cl_left == 0,
+           "%s without failures: %ld allocations and %ld OpenCL objects left\n", path, o.leaked,
+           o.cl_left);
+    expect(g.calls <= MAX_SITES, "%s: %ld calls, more than the %d the test notes\n", path, g.calls,
+           (int)MAX_SITES);
     long total = g.num_sites;
     static site sites[MAX_SITES];
     memcpy(sites, g.sites, sizeof sites);
@@ -525,7 +562,7 @@ static void sweep(const char *path, int kind, pbd_backend_kind backend)
         int seen = 0,
             once = kind != FAIL_CL || c->phase != P_CREATE || strcmp(c->fn, "clSetKernelArg") == 0;
         for (long j = 0; j < k - 1 && once && !seen; ++j)
-            seen = sites[j].phase == c->phase && sites[j].ret == c->ret;
+            seen = sites[j].phase == c->phase && sites[j].ret == c->ret && sites[j].obj == c->obj;
         if (seen)
             continue;
         ++runs;
@@ -535,12 +572,16 @@ static void sweep(const char *path, int kind, pbd_backend_kind backend)
         script(&s, backend, &o);
         free(o.err.log); /* a build log, which the checks do not read */
         o.err.log = NULL;
-        check(o.leaked == 0, "%s: call %ld (%s, %p) failed in %s; %ld allocations left\n", path, k,
-              c->fn, c->ret, phase_names[c->phase], o.leaked);
+        check(o.leaked == 0 && o.cl_left == 0,
+              "%s: call %ld (%s, %p) failed in %s; %ld allocations and %ld OpenCL objects "
+              "left\n",
+              path, k, c->fn, c->ret, phase_names[c->phase], o.leaked, o.cl_left);
+        check(g.failed == c->phase && g.failed_ret == c->ret,
+              "%s: call %ld (%s, %p) was from %p in %s, expected %s\n", path, k, c->fn, c->ret,
+              g.failed_ret, g.failed >= 0 ? phase_names[g.failed] : "no phase",
+              phase_names[c->phase]);
         if (c->phase == P_DESTROY)
             continue;
-        check(g.failed == c->phase, "%s: call %ld (%s) ran in %s, expected %s\n", path, k, c->fn,
-              g.failed >= 0 ? phase_names[g.failed] : "no phase", phase_names[c->phase]);
         check(o.phase == c->phase, "%s: call %ld (%s, %p) failed in %s; the API reported %s\n",
               path, k, c->fn, c->ret, phase_names[c->phase],
               o.phase >= 0 ? phase_names[o.phase] : "nothing");
@@ -556,11 +597,16 @@ static void sweep(const char *path, int kind, pbd_backend_kind backend)
             check(!o.step_refused,
                   "%s: call %ld (%s) failed in a read; the next step was refused\n", path, k,
                   c->fn);
+        /* A load refused for want of host memory has written nothing: steps go on. */
         if (o.phase == P_LOAD)
-            check(o.step_refused || o.same_state,
-                  "%s: call %ld (%s) failed in a checkpoint's load; the state changed and the "
-                  "next step ran\n",
-                  path, k, c->fn);
+            check(kind == FAIL_CL ? o.step_refused || o.same_state
+                                  : o.same_state && !o.step_refused,
+                  "%s: call %ld (%s) failed in a checkpoint's load; state kept %d, next step "
+                  "refused %d\n",
+                  path, k, c->fn, o.same_state, o.step_refused);
+        if (o.phase != P_CREATE)
+            check(o.read_after, "%s: call %ld (%s) failed in %s; a read then failed\n", path, k,
+                  c->fn, phase_names[o.phase]);
     }
     print_message("%s: %ld %s, %ld of them failed in turn\n", path, total, what, runs);
     expect(wrong == 0, "%s: %d of %ld failing calls handled wrongly\n", path, wrong, runs);
@@ -612,7 +658,7 @@ static void faults_alloc_scenes(void **state)
         const char *path = paths[p];
         pbd_error err = {0};
         long leaked;
-        g = (__typeof__(g)){0};
+        memset(&g, 0, sizeof g);
         g.kind = FAIL_MALLOC;
         g.record = 1;
         expect(load_scene(path, &err, &leaked) == PBD_OK, "%s: %s\n", path, err.message);
@@ -631,11 +677,12 @@ static void faults_alloc_scenes(void **state)
             ++runs;
             g.calls = 0;
             g.fail_at = k;
+            pbd_error_clear(&err);
             pbd_status st = load_scene(path, &err, &leaked);
             check(leaked == 0, "%s: allocation %ld failed; %ld allocations left\n", path, k,
                   leaked);
             check(st != PBD_OK, "%s: allocation %ld failed; the load reported nothing\n", path, k);
-            check(!strchr(err.message, '\n') &&
+            check(err.message[0] && !strchr(err.message, '\n') &&
                       (strstr(err.message, ".json") || strstr(err.message, "meshes/")),
                   "%s: allocation %ld failed; message \"%s\", expected one line naming the "
                   "file\n",

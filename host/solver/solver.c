@@ -24,7 +24,7 @@ struct pbd_solver {
     /* what left the state partly written (a step, a wait for queued steps or a checkpoint's
      * load that failed on the device), with its message: steps are refused (empty while
      * none) */
-    char unusable[320];
+    char unusable[1024];
 };
 
 static void pbd_blocks_free(pbd_blocks *bl)
@@ -1521,11 +1521,12 @@ void pbd_solver_destroy(pbd_solver *s)
 }
 
 /* Notes that `what` failed with st, leaving the state partly written, so that steps are
- * refused from then on; returns st. */
+ * refused from then on (the first such failure is the one named); returns st. */
 static pbd_status unusable(pbd_solver *s, const char *what, pbd_status st, const pbd_error *err)
 {
-    snprintf(s->unusable, sizeof s->unusable, "%.63s failed (%.200s)", what,
-             err && err->message[0] ? err->message : pbd_status_string(st));
+    if (!s->unusable[0])
+        snprintf(s->unusable, sizeof s->unusable, "%.63s failed (%.900s)", what,
+                 err && err->message[0] ? err->message : pbd_status_string(st));
     return st;
 }
 
@@ -1538,7 +1539,7 @@ pbd_status pbd_solver_step(pbd_solver *s, int frames, pbd_error *err)
                              "solver made again",
                              pbd_constraint_types[s->stale_type].name, s->stale_index);
     if (s->unusable[0])
-        return pbd_error_set(err, PBD_ERR_ARGUMENT, "%s; expected a solver made again",
+        return pbd_error_set(err, PBD_ERR_ARGUMENT, "%.960s; expected a solver made again",
                              s->unusable);
     for (int f = 0; f < frames; ++f) {
         pbd_status st = pbd_step_frame(s->ops, s->impl, pl, &s->substeps_done, err);
@@ -2102,6 +2103,9 @@ pbd_status pbd_solver_save_state(pbd_solver *s, void **data, size_t *size, pbd_e
 {
     *data = NULL;
     *size = 0;
+    if (s->unusable[0]) /* a checkpoint of a partly written state would be trusted */
+        return pbd_error_set(err, PBD_ERR_ARGUMENT, "%.960s; expected no checkpoint of its state",
+                             s->unusable);
     size_t n = pbd_solver_state_size(s);
     /* The header's alignment (8) is the arrays' too (float4 and double need no more in a
      * malloc'd block, which is aligned for any type). */
@@ -2346,7 +2350,9 @@ pbd_status pbd_solver_load_state(pbd_solver *s, const void *data, size_t size, c
     }
     free(mass);
     free(cur);
-    if (st == PBD_OK && (st = s->ops->write_state(s->impl, &a, err)) != PBD_OK)
+    /* write_state fails for want of host memory only before it writes anything */
+    if (st == PBD_OK && (st = s->ops->write_state(s->impl, &a, err)) != PBD_OK &&
+        st != PBD_ERR_MEMORY)
         unusable(s, "loading a checkpoint onto the device", st, err);
     if (st == PBD_OK)
         s->substeps_done = (long)h.substeps_done;

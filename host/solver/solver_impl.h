@@ -288,7 +288,8 @@ typedef struct pbd_backend_ops {
     pbd_status (*update_constraint)(void *impl, int type, int position, int moved, pbd_error *err);
     /* Copies the plan's colliders to where the solver steps (they moved). */
     pbd_status (*update_colliders)(void *impl, pbd_error *err);
-    /* Checkpoints: copy the state out of, or into, where the solver steps. */
+    /* Checkpoints: copy the state out of, or into, where the solver steps. write_state
+     * fails with PBD_ERR_MEMORY (host memory) only before it has written anything. */
     pbd_status (*read_state)(void *impl, const pbd_state_arrays *a, pbd_error *err);
     pbd_status (*write_state)(void *impl, const pbd_state_arrays *a, pbd_error *err);
     void (*destroy)(void *impl);
