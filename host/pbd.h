@@ -201,6 +201,12 @@ typedef struct pbd_color_options {
     /* > 0: at most this many colours; the constraints that find none go to the overflow set
      * (then max_colors + 1 colours in all). 0: no bound. */
     int max_colors;
+    /* A particle of more constraints than this (not shared freely) keeps the colours taken
+     * there as a bitset instead of walking its constraints for each of them, which costs the
+     * square of its degree; with it, smallest-last order counts its other constraints as
+     * neighbours that never go. 0: 64. The colouring is the same either way where no
+     * constraint goes to the overflow set. */
+    int hub_degree;
 } pbd_color_options;
 
 /* Colours `count` constraints of `arity` particles each, constraint c's particles being

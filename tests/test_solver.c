@@ -191,6 +191,124 @@ static void coloring_shared_and_bounded(void **state)
     pbd_coloring_free(&bounded);
 }
 
+/* Colourings a and b of n constraints are the same: colours, sizes and order. */
+static void expect_same_coloring(const pbd_coloring *a, const pbd_coloring *b, int n)
+{
+    assert_int_equal(a->num_colors, b->num_colors);
+    assert_int_equal(a->overflow, b->overflow);
+    assert_memory_equal(a->offsets, b->offsets, ((size_t)a->num_colors + 1) * sizeof *a->offsets);
+    assert_memory_equal(a->order, b->order, (size_t)n * sizeof *a->order);
+}
+
+/* Two wheels of 300 spokes (their hubs take the bitset path: over 64 constraints each) whose
+ * rings are also joined across by chords, so that the balancing pass moves constraints that
+ * touch a hub: the colourings are valid, unbounded ones take the hub's 300 colours and no
+ * more than two besides and are the very colouring of walking the hubs' constraints (no
+ * hubs), bounded ones put exactly the spokes past the bound in the overflow set; a subset
+ * (one wheel) alone likewise. */
+static void coloring_hubs(void **state)
+{
+    (void)state;
+    enum { SPOKES = 300, WHEELS = 2, PER = 1 + SPOKES };
+    int n = 0, ends[2 * (WHEELS * 2 * SPOKES + SPOKES)];
+    for (int w = 0; w < WHEELS; ++w) {
+        int hub = w * PER;
+        for (int k = 0; k < SPOKES; ++k) {
+            ends[2 * n] = hub;
+            ends[2 * n++ + 1] = hub + 1 + k;
+            ends[2 * n] = hub + 1 + k;
+            ends[2 * n++ + 1] = hub + 1 + (k + 1) % SPOKES;
+        }
+    }
+    for (int k = 0; k < SPOKES; ++k) { /* chords from ring to ring */
+        ends[2 * n] = 1 + k;
+        ends[2 * n++ + 1] = PER + 1 + (7 * k) % SPOKES;
+    }
+    int np = WHEELS * PER, subset[2 * SPOKES];
+    for (int c = 0; c < 2 * SPOKES; ++c)
+        subset[c] = c;
+    pbd_error err = {0};
+    for (int bound = 0; bound <= 32; bound += 32) {
+        pbd_color_options opt = {.max_colors = bound};
+        pbd_coloring all = {0}, one = {0};
+        assert_int_equal(pbd_color_constraints(np, ends, 2, n, NULL, 0, &opt, &all, &err), PBD_OK);
+        assert_int_equal(pbd_coloring_validate(np, ends, 2, n, &all, NULL, &err), PBD_OK);
+        assert_int_equal(
+            pbd_color_constraints(np, ends, 2, n, subset, 2 * SPOKES, &opt, &one, &err), PBD_OK);
+        assert_int_equal(one.offsets[one.num_colors], 2 * SPOKES);
+        for (int j = 0; j < 2 * SPOKES; ++j)
+            expect(one.order[j] < 2 * SPOKES, "subset colouring: constraint %d outside it\n",
+                   one.order[j]);
+        const pbd_coloring *cs[2] = {&all, &one};
+        for (int q = 0; q < 2; ++q) {
+            const pbd_coloring *c = cs[q];
+            int serial =
+                c->overflow ? c->offsets[c->num_colors] - c->offsets[c->num_colors - 1] : 0;
+            int want = (q == 0 ? WHEELS : 1) * (SPOKES - bound);
+            if (bound == 0)
+                expect(c->num_colors >= SPOKES && c->num_colors <= SPOKES + 2 && !c->overflow,
+                       "unbounded: %d colours (overflow %d), expected %d to %d\n", c->num_colors,
+                       c->overflow, SPOKES, SPOKES + 2);
+            else
+                expect(c->overflow && c->num_colors == bound + 1 && serial == want,
+                       "bound %d: %d colours, %d serial, expected %d\n", bound, c->num_colors,
+                       serial, want);
+        }
+        if (bound == 0) {
+            pbd_color_options walk = {.hub_degree = 1 << 30};
+            pbd_coloring plain = {0};
+            assert_int_equal(pbd_color_constraints(np, ends, 2, n, NULL, 0, &walk, &plain, &err),
+                             PBD_OK);
+            expect_same_coloring(&plain, &all, n);
+            pbd_coloring_free(&plain);
+        }
+        pbd_coloring_free(&all);
+        pbd_coloring_free(&one);
+    }
+}
+
+/* A 30 x 30 grid of springs (edges, both diagonals, and bending two apart) with every particle
+ * a hub (hub_degree 1) is coloured exactly as by walking each particle's constraints, with no
+ * bound and under one of 12 (11 colours, nothing serial): first fit and the balancing pass's
+ * moves keep the hubs' bitsets as the walks see the colours. Under a bound of 9 it overflows,
+ * where smallest-last order may differ: it is checked valid. */
+static void coloring_hubs_as_walks(void **state)
+{
+    (void)state;
+    enum { N = 30 };
+    static int ends[2 * 8 * N * N];
+    int n = 0;
+    const int steps[5][2] = {{1, 0}, {0, 1}, {1, 1}, {1, -1}, {2, 0}};
+    for (int y = 0; y < N; ++y)
+        for (int x = 0; x < N; ++x)
+            for (int d = 0; d < 5; ++d) {
+                int u = x + steps[d][0], v = y + steps[d][1];
+                if (u < N && v >= 0 && v < N) {
+                    ends[2 * n] = y * N + x;
+                    ends[2 * n++ + 1] = v * N + u;
+                }
+            }
+    pbd_error err = {0};
+    const int bounds[3] = {0, 12, 9};
+    for (int b = 0; b < 3; ++b) {
+        pbd_color_options hubs = {.max_colors = bounds[b], .hub_degree = 1};
+        pbd_color_options walk = {.max_colors = bounds[b], .hub_degree = 1 << 30};
+        pbd_coloring a = {0}, w = {0};
+        assert_int_equal(pbd_color_constraints(N * N, ends, 2, n, NULL, 0, &hubs, &a, &err),
+                         PBD_OK);
+        assert_int_equal(pbd_color_constraints(N * N, ends, 2, n, NULL, 0, &walk, &w, &err),
+                         PBD_OK);
+        assert_int_equal(pbd_coloring_validate(N * N, ends, 2, n, &a, NULL, &err), PBD_OK);
+        if (bounds[b] != 9)
+            expect_same_coloring(&a, &w, n);
+        else
+            expect(a.overflow && w.overflow, "bound 9: overflow %d and %d, expected both\n",
+                   a.overflow, w.overflow);
+        pbd_coloring_free(&a);
+        pbd_coloring_free(&w);
+    }
+}
+
 /* A path of six particles whose five links come in the order e0, e3, e1, e4, e2: first fit
  * in that order needs 3 colours (e2 meets e1's and e3's), so under a bound of 2 one link
  * would overflow; smallest-last order colours the path with 2 and nothing serial. */
@@ -3403,6 +3521,8 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(coloring_validator_rejects),
     cmocka_unit_test(coloring_shared_and_bounded),
     cmocka_unit_test(coloring_smallest_last),
+    cmocka_unit_test(coloring_hubs),
+    cmocka_unit_test(coloring_hubs_as_walks),
     pbd_device_test(cpu_vs_cl_gs),
     pbd_device_test(blocked_gs_same_bits),
     cmocka_unit_test(plan_block_runs),

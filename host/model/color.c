@@ -2,6 +2,7 @@
  * share a particle that is not shared freely), then a balancing pass, so the constraints of
  * a colour can be projected in parallel without write races, and the colours are of similar
  * size. Under a bound, what finds no colour goes to a last, serial overflow set. */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,6 +35,108 @@ static int list_neighbours(const int *ends, int arity, int c, const int *off, co
     return n;
 }
 
+/* Particles of more than pbd_color_options.hub_degree constraints (a wheel's hub, a fan's
+ * centre), not shared freely, are hubs: the colours taken at a hub are kept as a bitset (at
+ * most one constraint of a colour touches a particle), where walking its constraints for each
+ * of them would cost the square of its degree. Meshes have none. */
+#define HUB_DEGREE 64
+
+typedef struct hubs {
+    int count;
+    int *id;             /* particle -> hub, or -1 (NULL without hubs) */
+    uint64_t *bits;      /* hub h's taken colours: words [h * words, (h + 1) * words) */
+    int words;           /* a hub's words: one bit a colour below the colour count's cap */
+    unsigned char *skip; /* shared or a hub: what the walks over neighbours leave out */
+    const unsigned char *shared;
+} hubs;
+
+static void hubs_free(hubs *h)
+{
+    free(h->id);
+    free(h->bits);
+    free(h->skip);
+}
+
+/* The hubs among the particles (CSR off): more than `degree` constraints; `colors` colours
+ * at most. 1 when out of memory. */
+static int hubs_init(hubs *h, int num_particles, const int *off, const unsigned char *shared,
+                     int degree, int colors)
+{
+    memset(h, 0, sizeof *h);
+    h->shared = shared;
+    for (int i = 0; i < num_particles; ++i)
+        h->count += off[i + 1] - off[i] > degree && !(shared && shared[i]);
+    if (h->count == 0)
+        return 0;
+    h->words = (colors + 63) / 64;
+    h->id = malloc(((size_t)num_particles + 1) * sizeof *h->id);
+    h->skip = malloc((size_t)num_particles + 1);
+    h->bits = calloc((size_t)h->count * (size_t)h->words + 1, sizeof *h->bits);
+    if (!h->id || !h->skip || !h->bits)
+        return 1;
+    for (int i = 0, k = 0; i < num_particles; ++i) {
+        int hub = off[i + 1] - off[i] > degree && !(shared && shared[i]);
+        h->id[i] = hub ? k++ : -1;
+        h->skip[i] = hub || (shared && shared[i]);
+    }
+    return 0;
+}
+
+/* What the walks over neighbours leave out: shared particles and hubs. */
+static const unsigned char *hubs_skip(const hubs *h)
+{
+    return h->count ? h->skip : h->shared;
+}
+
+/* Sets (on) or clears colour k at c's hubs. */
+static void hubs_mark(hubs *h, const int *ends, int arity, int c, int k, int on)
+{
+    for (int e = 0; h->count && e < arity; ++e) {
+        int id = h->id[ends[(size_t)arity * (size_t)c + (size_t)e]];
+        if (id < 0)
+            continue;
+        uint64_t *w = h->bits + (size_t)id * (size_t)h->words + (size_t)(k >> 6);
+        *w = on ? *w | (1ull << (k & 63)) : *w & ~(1ull << (k & 63));
+    }
+}
+
+/* Gives constraint c colour k (from its colour now, if any: -1 none, -2 the overflow set),
+ * counting it and marking it at c's hubs. */
+static void assign(hubs *h, const int *ends, int arity, int *color, int *count, int c, int k)
+{
+    if (color[c] >= 0) {
+        count[color[c]]--;
+        hubs_mark(h, ends, arity, c, color[c], 0);
+    }
+    color[c] = k;
+    count[k]++;
+    hubs_mark(h, ends, arity, c, k, 1);
+}
+
+/* The smallest colour from k on that no hub of c has taken (words past the bitset: none). */
+static int hubs_next_free(const hubs *h, const int *ends, int arity, int c, int k)
+{
+    for (;;) {
+        uint64_t taken = 0;
+        int w = k >> 6;
+        for (int e = 0; h->count && e < arity && w < h->words; ++e) {
+            int id = h->id[ends[(size_t)arity * (size_t)c + (size_t)e]];
+            if (id >= 0)
+                taken |= h->bits[(size_t)id * (size_t)h->words + (size_t)w];
+        }
+        uint64_t free_bits = ~taken & (~0ull << (k & 63));
+        if (free_bits)
+            return 64 * w + __builtin_ctzll(free_bits);
+        k = 64 * (w + 1);
+    }
+}
+
+/* 1 where a hub of c has taken colour k. */
+static int hubs_taken(const hubs *h, const int *ends, int arity, int c, int k)
+{
+    return h->count && hubs_next_free(h, ends, arity, c, k) != k;
+}
+
 /* Marks in `stamp` (stamp[colour] == tag) the colours of c's neighbours (`near`: scratch). */
 static void mark_neighbours(const int *ends, int arity, int c, const int *color, const int *off,
                             const int *slots, const unsigned char *shared, int *near, int *stamp,
@@ -52,36 +155,38 @@ static void mark_neighbours(const int *ends, int arity, int c, const int *color,
  * Returns the number of colours; count[k] is colour k's size (count zeroed by the caller,
  * stamp all -1). */
 static int first_fit(const int *ends, int arity, int n, const int *subset, int count_in,
-                     const int *off, const int *slots, const unsigned char *shared, int bound,
-                     const int *order, int *near, int *color, int *stamp, int *count, int *overflow)
+                     const int *off, const int *slots, hubs *h, int bound, const int *order,
+                     int *near, int *color, int *stamp, int *count, int *overflow)
 {
     int num_colors = 0;
     *overflow = 0;
     for (int c = 0; c < n; ++c)
         color[c] = -1;
+    if (h->count)
+        memset(h->bits, 0, (size_t)h->count * (size_t)h->words * sizeof *h->bits);
     for (int j = 0; j < count_in; ++j) {
         int e = order ? order[j] : j;
         int c = subset ? subset[e] : e;
-        mark_neighbours(ends, arity, c, color, off, slots, shared, near, stamp, c);
-        int k = 0;
+        mark_neighbours(ends, arity, c, color, off, slots, hubs_skip(h), near, stamp, c);
+        int k = hubs_next_free(h, ends, arity, c, 0);
         while (stamp[k] == c)
-            ++k;
+            k = hubs_next_free(h, ends, arity, c, k + 1);
         if (bound && k >= bound) {
             color[c] = -2;
             (*overflow)++;
             continue;
         }
-        color[c] = k;
-        count[k]++;
+        assign(h, ends, arity, color, count, c, k);
         num_colors = k + 1 > num_colors ? k + 1 : num_colors;
     }
     return num_colors;
 }
 
 /* The subset's entries in smallest-last order (Matula and Beck 1983): repeatedly take out the
- * constraint with the fewest remaining neighbours (counted through each particle that is not
- * shared freely; among equals, the one that reached that count last), and colour in the
- * reverse order of taking out.
+ * constraint with the fewest remaining neighbours (counted through each particle that is
+ * neither shared freely nor a hub, a hub's constraints ordered as if it were not there; among
+ * equals, the one that reached that count last), and colour in the reverse order of taking
+ * out.
  * First fit in that order gives no constraint a colour above the count it had when taken
  * out, where model order can need many more colours on unstructured meshes. NULL when out of
  * memory. */
@@ -195,7 +300,10 @@ pbd_status pbd_color_constraints(int num_particles, const int *ends, int arity, 
     int *stamp = malloc((size_t)cap * sizeof *stamp), *near = malloc((size_t)cap * sizeof *near);
     int *count = calloc((size_t)cap + 1, sizeof *count), *by_degree = NULL, overflow = 0;
     out->order = malloc(((size_t)count_in + 1) * sizeof *out->order);
-    if (!color || !stamp || !near || !count || !out->order) {
+    hubs h;
+    int degree = opt && opt->hub_degree > 0 ? opt->hub_degree : HUB_DEGREE;
+    int hubs_failed = hubs_init(&h, num_particles, off, shared, degree, bound ? bound : cap);
+    if (!color || !stamp || !near || !count || !out->order || hubs_failed) {
         st = pbd_error_set(err, PBD_ERR_MEMORY, "out of memory colouring %d constraints", n);
         goto cleanup;
     }
@@ -204,10 +312,13 @@ pbd_status pbd_color_constraints(int num_particles, const int *ends, int arity, 
 
     /* First fit in model order; under a bound that overflows, again in smallest-last order,
      * keeping the one with the smaller overflow (then fewer colours). */
-    int num_colors = first_fit(ends, arity, n, subset, count_in, off, slots, shared, bound, NULL,
-                               near, color, stamp, count, &overflow);
+    int num_colors = first_fit(ends, arity, n, subset, count_in, off, slots, &h, bound, NULL, near,
+                               color, stamp, count, &overflow);
     if (overflow) {
-        by_degree = smallest_last(ends, arity, n, subset, count_in, off, slots, shared, near);
+        /* A hub's constraints count its others as neighbours that never go: walking them for
+         * each one taken out would cost the square of its degree. */
+        by_degree =
+            smallest_last(ends, arity, n, subset, count_in, off, slots, hubs_skip(&h), near);
         int *color2 = malloc(((size_t)n + 1) * sizeof *color2);
         int *count2 = calloc((size_t)cap + 1, sizeof *count2);
         int overflow2 = 0;
@@ -219,13 +330,20 @@ pbd_status pbd_color_constraints(int num_particles, const int *ends, int arity, 
         }
         for (int k = 0; k < cap; ++k)
             stamp[k] = -1;
-        int colors2 = first_fit(ends, arity, n, subset, count_in, off, slots, shared, bound,
-                                by_degree, near, color2, stamp, count2, &overflow2);
+        int colors2 = first_fit(ends, arity, n, subset, count_in, off, slots, &h, bound, by_degree,
+                                near, color2, stamp, count2, &overflow2);
         if (overflow2 < overflow || (overflow2 == overflow && colors2 < num_colors)) {
             int *t = color;
             color = color2, color2 = t;
             t = count, count = count2, count2 = t;
             num_colors = colors2, overflow = overflow2;
+        } else if (h.count) { /* the hubs' colours of the first */
+            memset(h.bits, 0, (size_t)h.count * (size_t)h.words * sizeof *h.bits);
+            for (int j = 0; j < count_in; ++j) {
+                int c = subset ? subset[j] : j;
+                if (color[c] >= 0)
+                    hubs_mark(&h, ends, arity, c, color[c], 1);
+            }
         }
         free(color2);
         free(count2);
@@ -243,16 +361,14 @@ pbd_status pbd_color_constraints(int num_particles, const int *ends, int arity, 
             if (k0 < 0 || count[k0] <= target)
                 continue;
             int tag = n + pass * n + c;
-            mark_neighbours(ends, arity, c, color, off, slots, shared, near, stamp, tag);
+            mark_neighbours(ends, arity, c, color, off, slots, hubs_skip(&h), near, stamp, tag);
             int best = -1;
             for (int k = 0; k < num_colors; ++k)
-                if (stamp[k] != tag && k != k0 && (best < 0 || count[k] < count[best]))
+                if (stamp[k] != tag && k != k0 && (best < 0 || count[k] < count[best]) &&
+                    !hubs_taken(&h, ends, arity, c, k))
                     best = k;
-            if (best >= 0 && count[best] + 1 < count[k0]) {
-                count[k0]--;
-                count[best]++;
-                color[c] = best;
-            }
+            if (best >= 0 && count[best] + 1 < count[k0])
+                assign(&h, ends, arity, color, count, c, best);
         }
     /* The moves may have freed a colour for a constraint of the overflow set: it takes the
      * smallest such colour, and the serial set shrinks. */
@@ -261,14 +377,14 @@ pbd_status pbd_color_constraints(int num_particles, const int *ends, int arity, 
         if (color[c] != -2)
             continue;
         int tag = 3 * n + c;
-        mark_neighbours(ends, arity, c, color, off, slots, shared, near, stamp, tag);
+        mark_neighbours(ends, arity, c, color, off, slots, hubs_skip(&h), near, stamp, tag);
         int best = -1;
         for (int k = 0; k < num_colors; ++k)
-            if (stamp[k] != tag && (best < 0 || count[k] < count[best]))
+            if (stamp[k] != tag && (best < 0 || count[k] < count[best]) &&
+                !hubs_taken(&h, ends, arity, c, k))
                 best = k;
         if (best >= 0) {
-            count[best]++;
-            color[c] = best;
+            assign(&h, ends, arity, color, count, c, best);
             overflow--;
         }
     }
@@ -306,6 +422,7 @@ cleanup:
     free(by_degree);
     free(off);
     free(slots);
+    hubs_free(&h);
     return st;
 }
 
