@@ -203,9 +203,9 @@ typedef struct pbd_color_options {
     int max_colors;
     /* A particle of more constraints than this (not shared freely) keeps the colours taken
      * there as a bitset instead of walking its constraints for each of them, which costs the
-     * square of its degree; with it, smallest-last order counts its other constraints as
-     * neighbours that never go. 0: 64. The colouring is the same either way where no
-     * constraint goes to the overflow set. */
+     * square of its degree; smallest-last order then orders its constraints as if it were
+     * not there. 0: 64. The colouring is the same either way where no constraint goes to
+     * the overflow set. */
     int hub_degree;
 } pbd_color_options;
 

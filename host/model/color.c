@@ -68,7 +68,9 @@ static int hubs_init(hubs *h, int num_particles, const int *off, const unsigned 
         h->count += off[i + 1] - off[i] > degree && !(shared && shared[i]);
     if (h->count == 0)
         return 0;
-    h->words = (colors + 63) / 64;
+    h->words = (int)(((size_t)colors + 63) / 64);
+    if ((size_t)h->count > SIZE_MAX / sizeof *h->bits / (size_t)h->words)
+        return 1;
     h->id = malloc(((size_t)num_particles + 1) * sizeof *h->id);
     h->skip = malloc((size_t)num_particles + 1);
     h->bits = calloc((size_t)h->count * (size_t)h->words + 1, sizeof *h->bits);
@@ -125,8 +127,12 @@ static int hubs_next_free(const hubs *h, const int *ends, int arity, int c, int 
                 taken |= h->bits[(size_t)id * (size_t)h->words + (size_t)w];
         }
         uint64_t free_bits = ~taken & (~0ull << (k & 63));
-        if (free_bits)
-            return 64 * w + __builtin_ctzll(free_bits);
+        if (free_bits) {
+            int b = 0;
+            while (!(free_bits >> b & 1))
+                ++b;
+            return 64 * w + b;
+        }
         k = 64 * (w + 1);
     }
 }
@@ -188,8 +194,8 @@ static int first_fit(const int *ends, int arity, int n, const int *subset, int c
  * equals, the one that reached that count last), and colour in the reverse order of taking
  * out.
  * First fit in that order gives no constraint a colour above the count it had when taken
- * out, where model order can need many more colours on unstructured meshes. NULL when out of
- * memory. */
+ * out (but for its neighbours at hubs), where model order can need many more colours on
+ * unstructured meshes. NULL when out of memory. */
 static int *smallest_last(const int *ends, int arity, int n, const int *subset, int count_in,
                           const int *off, const int *slots, const unsigned char *shared, int *near)
 {
@@ -302,7 +308,9 @@ pbd_status pbd_color_constraints(int num_particles, const int *ends, int arity, 
     out->order = malloc(((size_t)count_in + 1) * sizeof *out->order);
     hubs h;
     int degree = opt && opt->hub_degree > 0 ? opt->hub_degree : HUB_DEGREE;
-    int hubs_failed = hubs_init(&h, num_particles, off, shared, degree, bound ? bound : cap);
+    /* no colour at or past the bound or the cap is ever taken */
+    int hubs_failed =
+        hubs_init(&h, num_particles, off, shared, degree, bound && bound < cap ? bound : cap);
     if (!color || !stamp || !near || !count || !out->order || hubs_failed) {
         st = pbd_error_set(err, PBD_ERR_MEMORY, "out of memory colouring %d constraints", n);
         goto cleanup;
@@ -315,8 +323,8 @@ pbd_status pbd_color_constraints(int num_particles, const int *ends, int arity, 
     int num_colors = first_fit(ends, arity, n, subset, count_in, off, slots, &h, bound, NULL, near,
                                color, stamp, count, &overflow);
     if (overflow) {
-        /* A hub's constraints count its others as neighbours that never go: walking them for
-         * each one taken out would cost the square of its degree. */
+        /* A hub's constraints are ordered as if it were not there: walking them for each one
+         * taken out would cost the square of its degree. */
         by_degree =
             smallest_last(ends, arity, n, subset, count_in, off, slots, hubs_skip(&h), near);
         int *color2 = malloc(((size_t)n + 1) * sizeof *color2);
