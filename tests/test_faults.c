@@ -394,6 +394,7 @@ typedef struct outcome {
     long leaked;      /* the library's allocations left when it was done (the allocator's) */
     long cl_left;     /* OpenCL objects it made and did not release */
     int read_after;   /* after a failure past the creation: 1 where a read still worked */
+    int save_refused; /* and 1 where a checkpoint's save was refused */
 } outcome;
 
 /* Type t's records in m, *count of them. */
@@ -496,6 +497,10 @@ failed:
         uint64_t now = 0;
         g.phase = P_DESTROY;
         o->read_after = pbd_solver_read(sv, x, v, &again) == PBD_OK;
+        void *saved = NULL;
+        size_t saved_size;
+        o->save_refused = pbd_solver_save_state(sv, &saved, &saved_size, &again) != PBD_OK;
+        free(saved);
         o->same_state =
             o->phase == P_LOAD && pbd_solver_state_hash(sv, &now, &again) == PBD_OK && now == hash;
         o->step_refused = pbd_solver_step(sv, 1, &again) != PBD_OK;
@@ -604,6 +609,13 @@ static void sweep(const char *path, int kind, pbd_backend_kind backend)
                   "%s: call %ld (%s) failed in a checkpoint's load; state kept %d, next step "
                   "refused %d\n",
                   path, k, c->fn, o.same_state, o.step_refused);
+        /* A step or load that failed has left the state partly written: no checkpoint of it. */
+        if (o.phase == P_STEP || o.phase == P_STEP2 || (o.phase == P_LOAD && o.step_refused))
+            check(o.save_refused, "%s: call %ld (%s) failed in %s; a checkpoint was saved\n", path,
+                  k, c->fn, phase_names[o.phase]);
+        if (o.phase == P_READ || o.phase == P_SAVE)
+            check(!o.save_refused, "%s: call %ld (%s) failed in a read; a save then failed\n", path,
+                  k, c->fn);
         if (o.phase != P_CREATE)
             check(o.read_after, "%s: call %ld (%s) failed in %s; a read then failed\n", path, k,
                   c->fn, phase_names[o.phase]);
