@@ -531,8 +531,9 @@ done:
     }
 
 /* The script on `path` with `backend` once with nothing failing, noting its calls to the
- * entry points of `kind`; then once for each call, that call failing. */
-static void sweep(const char *path, int kind, pbd_backend_kind backend)
+ * entry points of `kind`; then once for each call, that call failing (see below; with
+ * `every_object`, each OpenCL object made in the creation). */
+static void sweep(const char *path, int kind, pbd_backend_kind backend, int every_object)
 {
     pbd_scene s = {0};
     pbd_error err = {0};
@@ -560,12 +561,13 @@ static void sweep(const char *path, int kind, pbd_backend_kind backend)
     long runs = 0;
     for (long k = 1; k <= total; ++k) {
         /* A site's first call in each phase stands for its others there (launches and
-         * allocations in loops repeat a few sites many times over), but for the OpenCL
-         * objects made in the creation: each buffer, kernel and the like fails in turn, each
-         * leaving a different part made. */
+         * allocations in loops repeat a few sites many times over), but with `every_object`
+         * for the OpenCL objects made in the creation: each buffer, kernel and the like
+         * fails in turn, each leaving a different part made (the same code frees them all,
+         * so one scene does this). */
         const site *c = &sites[k - 1];
-        int seen = 0,
-            once = kind != FAIL_CL || c->phase != P_CREATE || strcmp(c->fn, "clSetKernelArg") == 0;
+        int seen = 0, once = kind != FAIL_CL || c->phase != P_CREATE || !every_object ||
+                             strcmp(c->fn, "clSetKernelArg") == 0;
         for (long j = 0; j < k - 1 && once && !seen; ++j)
             seen = sites[j].phase == c->phase && sites[j].ret == c->ret && sites[j].obj == c->obj;
         if (seen)
@@ -631,16 +633,16 @@ static void sweep(const char *path, int kind, pbd_backend_kind backend)
 static void faults_cl(void **state)
 {
     (void)state;
-    sweep(SCENE_CLOTH, FAIL_CL, PBD_BACKEND_CL);
-    sweep(SCENE_BODIES, FAIL_CL, PBD_BACKEND_CL);
+    sweep(SCENE_CLOTH, FAIL_CL, PBD_BACKEND_CL, 1);
+    sweep(SCENE_BODIES, FAIL_CL, PBD_BACKEND_CL, 0);
 }
 
 #ifdef PBD_MALLOC_FAULTS
 static void faults_alloc_reference(void **state)
 {
     (void)state;
-    sweep(SCENE_CLOTH, FAIL_MALLOC, PBD_BACKEND_CPU);
-    sweep(SCENE_BODIES, FAIL_MALLOC, PBD_BACKEND_CPU);
+    sweep(SCENE_CLOTH, FAIL_MALLOC, PBD_BACKEND_CPU, 0);
+    sweep(SCENE_BODIES, FAIL_MALLOC, PBD_BACKEND_CPU, 0);
 }
 
 /* Loads scene `path` (its meshes too) with the library's allocations noted as live; the
@@ -709,8 +711,8 @@ static void faults_alloc_scenes(void **state)
 static void faults_alloc_device(void **state)
 {
     (void)state;
-    sweep(SCENE_CLOTH, FAIL_MALLOC, PBD_BACKEND_CL);
-    sweep(SCENE_BODIES, FAIL_MALLOC, PBD_BACKEND_CL);
+    sweep(SCENE_CLOTH, FAIL_MALLOC, PBD_BACKEND_CL, 0);
+    sweep(SCENE_BODIES, FAIL_MALLOC, PBD_BACKEND_CL, 0);
 }
 #endif
 
