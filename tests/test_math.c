@@ -491,7 +491,7 @@ static void project_sample(int type, const pbd_float4 *rest, pbd_float4 *p, int 
         assert_true(pbd_model_add_particles(&m, 4, "tet") == 0);
         memcpy(m.x, rest, 4 * sizeof *rest);
         const int q[4] = {0, 1, 2, 3};
-        assert_int_equal(pbd_scene_add_neo_hookean(&m, q, 1000.0, 3000.0), 0);
+        assert_int_equal(pbd_scene_add_neo_hookean(&m, q, 1000.0, 3000.0, NULL), PBD_OK);
         float lam[2] = {0.0f, 0.0f};
         pbd_neo_hookean_project(p, dx, m.neo_hookean, lam, 0, pbd ? 60.0f : 3600.0f, 1, 0);
         pbd_model_free(&m);
@@ -1008,7 +1008,7 @@ static void neo_hookean_math(void **state)
     memcpy(m.x, rest, sizeof rest);
     const int q[4] = {0, 1, 2, 3};
     double mu = 1e3, lambda = 3 * mu; /* h^2 mu V sum w |grad C_D|^2 = 0.1: stable */
-    assert_int_equal(pbd_scene_add_neo_hookean(&m, q, mu, lambda), 0);
+    assert_int_equal(pbd_scene_add_neo_hookean(&m, q, mu, lambda, NULL), PBD_OK);
     assert_int_equal(m.num_neo_hookean, 1);
     pbd_neo_hookean r = m.neo_hookean[0];
     float f[9];

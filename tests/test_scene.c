@@ -269,8 +269,15 @@ static const bad_scene bad[] = {
     {"duplicate_key.json", ": dt: duplicate key"},
     {"omega_rounds.json", ": omega: found 1.99999999999, 2 in float precision, expected a "
                           "number in (0, 2)"},
-    {"compliance_huge.json", "distance constraint 0: compliance 1e+35 (expected compliance in "
-                             "[0, 1e+20]"},
+    {"compliance_huge.json", "bodies[0].compliance: found 1.00000004091848e+35, expected a "
+                             "compliance in [0, 1e20]"},
+    {"young_with_compliance.json", "bodies[0].stiffness: found with \"young_modulus\", expected "
+                                   "one of them"},
+    {"young_flat.json", "bodies[0].young_modulus: found tetrahedron 0 (from 0) flat in float "
+                        "(rest volume 0)"},
+    {"young_tiny.json", "bodies[0].young_modulus: found tetrahedron 0 (from 0) of rest volume "
+                        "0.0208333 m^3 with a compliance 1 / (mu V) of 1.248e+22 m/N, expected "
+                        "at most 1e20"},
     {"plane_far.json", "collider 0 (plane): a shape beyond 1e9 m"},
     {"position_far.json", "particle 1: position (1e+21, 0, 0) m"},
     {"sphere_radius.json", "spheres[0].radius: found 0, expected a number > 0"},
@@ -304,7 +311,9 @@ static const bad_scene bad[] = {
     {"velocities_and_velocity.json", "bodies[0].velocities: found together with velocity"},
     {"bad_solver.json", ": solver: found \"newton\", expected one of: gs, jacobi"},
     {"vec_length.json", ": gravity: found an array of 2, expected an array of 3 numbers"},
-    {"name_too_long.json", "bodies[0].name: found a string of 66 characters, expected 1 to 63"},
+    {"name_too_long.json", "bodies[0].name: found a string of 66 bytes, expected 1 to 63"},
+    {"name_control.json", "bodies[0].name: found control character 0x0a at byte 2, expected "
+                          "printable text"},
     {"shape_matching_type.json", "bodies[0].shape_matching: found a number, expected an object"},
     {"shape_matching_stiffness.json",
      "bodies[0].shape_matching.stiffness: found 0, expected a number in (0, 1]"},
@@ -346,6 +355,8 @@ static const bad_scene bad[] = {
                                "body or the scene, expected a fraction per substep for it"},
     {"damping_no_k.json", ": damping: found \"rigid\" with no \"damping_k\" on the body or the "
                           "scene, expected a fraction per substep for it"},
+    {"damping_k_unused.json", ": damping_k: found 0.5, used by no body (each damps with "
+                              "\"none\" or its own \"damping_k\")"},
     {"body_damping_k_unused.json",
      "bodies[1].damping_k: found 0.05 with damping \"none\", expected \"damping\": \"point\" or "
      "\"rigid\" on the body or the scene"},

@@ -54,8 +54,9 @@ static pbd_status begin(build *b, pbd_model *m, const pbd_gen_common *c, const c
     if (masses && c->mass > 0.0)
         return pbd_error_set(err, PBD_ERR_ARGUMENT,
                              "masses: found together with mass, expected one of them");
-    if (!(c->compliance >= -1.0f && c->compliance <= FLT_MAX))
-        return bad(err, "compliance", c->compliance, "a compliance >= 0 or a stiffness in (0, 1]");
+    if (!(c->compliance >= -1.0f && c->compliance <= PBD_MAX_COMPLIANCE))
+        return bad(err, "compliance", c->compliance,
+                   "a compliance in [0, 1e20] or a stiffness in (0, 1]");
     if (np < 1 || m->num_particles + np > PBD_MAX_PARTICLES)
         return pbd_error_set(err, PBD_ERR_ARGUMENT,
                              "%s: found %lld particles (%lld in the scene), expected 1 to %d "
@@ -654,7 +655,8 @@ static int add_tet(build *b, const int *q, float compliance)
     return pbd_model_add_constraint(b->m, PBD_CONSTRAINT_VOLUME, &v) != 0;
 }
 
-int pbd_scene_add_neo_hookean(pbd_model *m, const int *q, double mu, double lambda)
+pbd_status pbd_scene_add_neo_hookean(pbd_model *m, const int *q, double mu, double lambda,
+                                     pbd_error *err)
 {
     const pbd_float4 *x = m->x;
     double e[3][3]; /* e[m] = x_{m+1} - x_0: the columns of Dm */
@@ -668,8 +670,10 @@ int pbd_scene_add_neo_hookean(pbd_model *m, const int *q, double mu, double lamb
                  e[1][0] * (e[0][1] * e[2][2] - e[2][1] * e[0][2]) +
                  e[2][0] * (e[0][1] * e[1][2] - e[1][1] * e[0][2]);
     double vol = fabs(det) / 6.0;
-    if (!(vol > 0.0))
-        return 0; /* a flat tetrahedron has no deformation gradient */
+    if (!(vol > 0.0)) /* a flat tetrahedron has no deformation gradient */
+        return pbd_error_set(err, PBD_ERR_ARGUMENT,
+                             "found tetrahedron flat in float (rest volume 0), expected a rest "
+                             "volume other than 0");
     pbd_neo_hookean r = {q[0], q[1], q[2], q[3], {0}, 0.0f, 0.0f, 0.0f};
     for (int i = 0; i < 3; ++i)       /* row i of Dm^-1: (column i of Dm's cofactors) / det */
         for (int j = 0; j < 3; ++j) { /* (Dm^-1)_ij = C_ji / det, C the cofactor matrix */
@@ -681,7 +685,43 @@ int pbd_scene_add_neo_hookean(pbd_model *m, const int *q, double mu, double lamb
     r.compliance = (float)(1.0 / (mu * vol));
     r.compliance_h = (float)(1.0 / (lambda * vol));
     r.gamma = (float)(1.0 + mu / lambda);
-    return pbd_model_add_constraint(m, PBD_CONSTRAINT_NEO_HOOKEAN, &r) != 0;
+    double inv = 0.0;
+    for (int k = 0; k < 9; ++k)
+        inv = fmax(inv, fabs((double)r.dm_inv[k]));
+    if (!(inv <= 1e9))
+        return pbd_error_set(err, PBD_ERR_ARGUMENT,
+                             "found tetrahedron nearly flat in float (rest volume %g m^3, an "
+                             "inverse rest shape entry of %g 1/m), expected entries within 1e9",
+                             vol, inv);
+    if (!(r.compliance <= PBD_MAX_COMPLIANCE && r.compliance_h <= PBD_MAX_COMPLIANCE))
+        return pbd_error_set(err, PBD_ERR_ARGUMENT,
+                             "found tetrahedron of rest volume %g m^3 with a compliance 1 / "
+                             "(mu V) of %g m/N, expected at most 1e20 (a larger modulus or "
+                             "larger elements)",
+                             vol, fmax((double)r.compliance, (double)r.compliance_h));
+    if (pbd_model_add_constraint(m, PBD_CONSTRAINT_NEO_HOOKEAN, &r) != 0)
+        return pbd_error_set(err, PBD_ERR_MEMORY, "out of memory");
+    return PBD_OK;
+}
+
+/* Appends the Neo-Hookean element of tetrahedron `e` (body particles q[0..3]) to the body
+ * being built; on a refusal rolls the body back, the message naming young_modulus and `e`. */
+static pbd_status add_elastic(build *b, int e, const int *q, double mu, double lambda,
+                              pbd_error *err)
+{
+    int at[4];
+    for (int c = 0; c < 4; ++c)
+        at[c] = b->first + q[c];
+    pbd_error local = {0};
+    pbd_status st = pbd_scene_add_neo_hookean(b->m, at, mu, lambda, &local);
+    if (st == PBD_OK)
+        return PBD_OK;
+    rollback(b, NULL);
+    if (st == PBD_ERR_MEMORY)
+        return pbd_error_set(err, st, "out of memory");
+    /* "found tetrahedron ..." becomes "young_modulus: found tetrahedron E (from 0) ..." */
+    const char *rest = local.message + strlen("found tetrahedron");
+    return pbd_error_set(err, st, "young_modulus: found tetrahedron %d (from 0)%s", e, rest);
 }
 
 pbd_status pbd_scene_add_tet_box(pbd_model *m, const pbd_tet_box_desc *d, pbd_error *err)
@@ -742,9 +782,9 @@ pbd_status pbd_scene_add_tet_box(pbd_model *m, const pbd_tet_box_desc *d, pbd_er
                     q[2] = (at[2] * n[1] + at[1]) * n[0] + at[0];
                     q[3] = ((k + 1) * n[1] + j + 1) * n[0] + i + 1;
                     if (elastic) {
-                        for (int c = 0; c < 4; ++c)
-                            q[c] += b.first;
-                        failures += pbd_scene_add_neo_hookean(m, q, mu, lambda);
+                        int e = 6 * ((k * (n[1] - 1) + j) * (n[0] - 1) + i) + t;
+                        if (!failures && (st = add_elastic(&b, e, q, mu, lambda, err)) != PBD_OK)
+                            return st;
                     } else {
                         failures += add_tet(&b, q, d->volume_compliance);
                     }
@@ -1093,8 +1133,11 @@ pbd_status pbd_scene_add_mesh(pbd_model *m, const pbd_mesh_desc *d, pbd_error *e
         for (int e = 0; e < mesh->num_tets && !failures; ++e) {
             int q[4];
             for (int k = 0; k < 4; ++k)
-                q[k] = b.first + p.particle[mesh->tets[4 * (size_t)e + k]];
-            failures += pbd_scene_add_neo_hookean(m, q, mu, lambda);
+                q[k] = p.particle[mesh->tets[4 * (size_t)e + k]];
+            if ((st = add_elastic(&b, e, q, mu, lambda, err)) != PBD_OK) {
+                plan_free(&p);
+                return st;
+            }
         }
     }
     for (int t = 0; t < mesh->num_triangles; ++t) {

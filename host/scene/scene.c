@@ -879,6 +879,13 @@ static int read_body(ctx *c, const cJSON *obj, const char *key, body_read *b)
         r = fail(c, PBD_ERR_SCENE, join(sub, key, "volume"),
                  "found with \"young_modulus\", expected one of them (a Neo-Hookean solid "
                  "keeps its volume through poisson_ratio)");
+    const char *ck = either(obj, "compliance", "stiffness");
+    if (r == 0 && ck &&
+        ((type == TET_BOX && b->tet.young_modulus > 0.0) ||
+         (type == MESH && b->mesh_desc.as == PBD_MESH_SOFT && b->mesh_desc.young_modulus > 0.0)))
+        r = fail(c, PBD_ERR_SCENE, join(sub, key, ck),
+                 "found with \"young_modulus\", expected one of them (a Neo-Hookean solid has no "
+                 "distance constraints: young_modulus and poisson_ratio are its material)");
     const char *vk = either(obj, "volume_compliance", "volume_stiffness");
     if (r == 0 && type == TET_BOX && !b->tet.volume && vk)
         r = fail(c, PBD_ERR_SCENE, join(sub, key, vk),
@@ -893,7 +900,14 @@ static int read_body(ctx *c, const cJSON *obj, const char *key, body_read *b)
                  "found without \"tethers\": true, expected both or neither");
     if (r == 0 && com->name && (strlen(com->name) < 1 || strlen(com->name) > 63))
         r = fail(c, PBD_ERR_SCENE, join(sub, key, "name"),
-                 "found a string of %zu characters, expected 1 to 63", strlen(com->name));
+                 "found a string of %zu bytes, expected 1 to 63 (UTF-8)", strlen(com->name));
+    /* The name goes into messages, statistics and exported files (an OBJ's object line), so
+     * a control character (a line break) would forge lines there. */
+    for (const char *q = com->name; r == 0 && q && *q; ++q)
+        if ((unsigned char)*q < 0x20 || *q == 0x7f)
+            r = fail(c, PBD_ERR_SCENE, join(sub, key, "name"),
+                     "found control character 0x%02x at byte %d, expected printable text",
+                     (unsigned char)*q, (int)(q - com->name));
     com->pinned = b->l.pinned;
     return r;
 }
@@ -1370,7 +1384,7 @@ static int parse_root(ctx *c, const cJSON *root, pbd_scene *out)
         return -1;
     /* A body's damping fraction with no damping model to use it would be ignored, and so
      * would a model with no fraction (0 by default) on the body or the scene. */
-    int scene_k = cJSON_GetObjectItemCaseSensitive(root, "damping_k") != NULL;
+    int scene_k = cJSON_GetObjectItemCaseSensitive(root, "damping_k") != NULL, scene_k_used = 0;
     for (int b = 0; b < out->model.num_bodies && b < cJSON_GetArraySize(bodies); ++b) {
         const pbd_body *bd = &out->model.bodies[b];
         char key[KEY_MAX], sub[KEY_MAX];
@@ -1386,7 +1400,13 @@ static int parse_root(ctx *c, const cJSON *root, pbd_scene *out)
                         "found %g with damping \"none\", expected \"damping\": \"point\" or "
                         "\"rigid\" on the body or the scene",
                         (double)bd->damping_k);
+        scene_k_used |= kind != PBD_DAMPING_NONE && bd->damping_k < 0.0f;
     }
+    if (scene_k && !scene_k_used)
+        return fail(c, PBD_ERR_SCENE, "damping_k",
+                    "found %g, used by no body (each damps with \"none\" or its own "
+                    "\"damping_k\"), expected it only with a damping model that uses it",
+                    (double)out->config.damping_k);
     pbd_error verr = {0};
     pbd_status st = pbd_model_validate(&out->model, &verr);
     /* In a scene, an invalid model is an invalid scene. */
