@@ -2846,9 +2846,11 @@ static void shape_clusters_refused(void **state)
                                      "{\"spacing\": 0.1, \"radius\": 0.4}"};
     const char *const want[3] = {
         "body 0 (block): particle 0 is in no shape-matching cluster (spacing 0.5 m, radius "
-        "0.2 m; a cluster needs 4 particles): expected a larger shape_cluster_radius",
-        "body 0 (block): shape_cluster_spacing 0.0001 m makes 1e+12 cluster cells over its "
-        "1 x 1 x 1 m box (expected at most 1000000)",
+        "0.2 m; a cluster needs 4 particles): expected a larger cluster radius "
+        "(shape_cluster_radius; a scene's clusters.radius)",
+        "body 0 (block): a shape-matching cluster spacing (shape_cluster_spacing; a scene's "
+        "clusters.spacing) of 0.0001 m makes 1e+12 cluster cells over its 1 x 1 x 1 m box, "
+        "expected at most 1000000",
         "body 0 (block): its shape-matching clusters (spacing 0.1 m, radius 0.4 m) hold 102360 "
         "memberships, 140.4 a particle (expected at most 32: a smaller shape_cluster_radius or a "
         "larger spacing)"};

@@ -65,6 +65,16 @@ static int preserved_bodies(const pbd_scene *s)
     return n;
 }
 
+void pbd_cli_name_scene(pbd_error *err, const char *scene)
+{
+    if (!err || !scene || (err->status != PBD_ERR_MODEL && err->status != PBD_ERR_ARGUMENT))
+        return;
+    char message[sizeof err->message];
+    memcpy(message, err->message, sizeof message);
+    if (snprintf(err->message, sizeof err->message, "%s: %s", scene, message) < 0)
+        memcpy(err->message, message, sizeof message);
+}
+
 double pbd_cli_median(double *v, int n)
 {
     qsort(v, (size_t)n, sizeof *v, cmp_double);
@@ -173,8 +183,10 @@ int pbd_cli_bench_row(const char *scene, const pbd_solver_desc *desc, int solver
         tweak(ctx, &s);
     if (solver >= 0)
         s.config.solver = (pbd_solver_kind)solver;
-    if (pbd_solver_create(&s.model, &s.config, desc, &sv, err) != PBD_OK)
+    if (pbd_solver_create(&s.model, &s.config, desc, &sv, err) != PBD_OK) {
+        pbd_cli_name_scene(err, scene);
         goto done;
+    }
     /* Warm-up: the first launches pay for code generation and first-touch page faults, so
      * the run length is chosen from 3 frames after it (a first run after a kernel change
      * spends most of a second compiling, which used to leave runs of 2 frames). Those 3

@@ -49,6 +49,11 @@ int pbd_cli_profile(const pbd_scene *s, const pbd_solver_desc *desc, int frames,
                     double *total_ms, double *momentum_ms, double *kernel_ms, long *kernel_launches,
                     pbd_error *err);
 
+/* Where a solver refused a scene's model or settings (PBD_ERR_MODEL, PBD_ERR_ARGUMENT), puts
+ * the scene's path (or built-in name) in front of the message, as the scene loader's errors
+ * have it; other errors (a device's) are left as they are. */
+void pbd_cli_name_scene(pbd_error *err, const char *scene);
+
 /* The median of v[0..n) (sorts v). */
 double pbd_cli_median(double *v, int n);
 

@@ -666,6 +666,7 @@ static int cmd_run(const options *o)
                     stopped_by(interrupted));
             rc = 128 + interrupted;
         } else {
+            pbd_cli_name_scene(&err, o->scene);
             rc = fail(&err);
         }
         goto done;

@@ -765,8 +765,9 @@ static pbd_status cluster_grid_of(const pbd_model *m, int b, cluster_grid *g, pb
     }
     if (cells > PBD_CLUSTER_CELLS)
         return pbd_error_set(err, PBD_ERR_MODEL,
-                             "body %d (%s): shape_cluster_spacing %g m makes %.3g cluster cells "
-                             "over its %g x %g x %g m box (expected at most %d)",
+                             "body %d (%s): a shape-matching cluster spacing "
+                             "(shape_cluster_spacing; a scene's clusters.spacing) of %g m makes "
+                             "%.3g cluster cells over its %g x %g x %g m box, expected at most %d",
                              b, bd->name, (double)spacing, cells, hi[0] - g->lo[0],
                              hi[1] - g->lo[1], hi[2] - g->lo[2], PBD_CLUSTER_CELLS);
     return PBD_OK;
@@ -896,7 +897,8 @@ static pbd_status plan_clusters(const pbd_model *m, const pbd_config *cfg, pbd_p
                     st = pbd_error_set(err, PBD_ERR_MODEL,
                                        "body %d (%s): particle %d is in no shape-matching cluster "
                                        "(spacing %g m, radius %g m; a cluster needs %d "
-                                       "particles): expected a larger shape_cluster_radius",
+                                       "particles): expected a larger cluster radius "
+                                       "(shape_cluster_radius; a scene's clusters.radius)",
                                        b, bd->name, i, (double)bd->shape_cluster_spacing, g.r,
                                        PBD_CLUSTER_MIN);
             for (int k = 0; k < kept && st == PBD_OK; ++k) {
