@@ -1,7 +1,8 @@
 #!/bin/sh
 # pbd run under signals: SIGINT early (while the scene loads and the device opens) and late,
-# SIGTERM and SIGHUP. Each must stop the run promptly, exit 128 + the signal's number, and
-# leave neither an output file nor a temporary one.
+# SIGTERM, SIGHUP, and SIGPIPE (its output piped to head). Each must stop the run promptly,
+# exit 128 + the signal's number, and leave neither an output file nor a temporary one. A
+# signal ignored when pbd starts (SIGHUP under nohup) stays ignored.
 # usage: signals.sh PBD SCENE WORKDIR
 set -u
 pbd=$1
@@ -11,8 +12,9 @@ mkdir -p "$dir" && cd "$dir" || exit 1
 rm -f sig_* stderr_*
 
 check() { # SIGNAL DELAY EXPECTED_EXIT
-    "$pbd" run "$scene" --frames 1000000 --stats "sig_$1_$2.csv" --dump "sig_$1_$2.txt" \
-        --quiet 2>"stderr_$1_$2.txt" &
+    # (env --default-signal: a shell's background job ignores SIGINT, and pbd keeps it so.)
+    env --default-signal=INT "$pbd" run "$scene" --frames 1000000 --stats "sig_$1_$2.csv" \
+        --dump "sig_$1_$2.txt" --quiet 2>"stderr_$1_$2.txt" &
     pid=$!
     sleep "$2"
     kill "-$1" "$pid"
@@ -55,3 +57,40 @@ check INT 0.05 130
 check INT 1 130
 check TERM 1 143
 check HUP 1 129
+
+# Under nohup (SIGHUP ignored from the start) a hang-up changes nothing: the run goes on, and
+# SIGTERM still stops it.
+env --default-signal=INT --ignore-signal=HUP "$pbd" run "$scene" --frames 1000000 \
+    --stats sig_nohup.csv --quiet 2>stderr_nohup.txt &
+pid=$!
+sleep 1
+kill -HUP "$pid"
+sleep 1
+if ! kill -0 "$pid" 2>/dev/null; then
+    wait "$pid"
+    echo "SIGHUP ignored at the start: the run stopped (exit $?), expected it to go on"
+    exit 1
+fi
+kill -TERM "$pid"
+wait "$pid"
+rc=$?
+[ "$rc" -eq 143 ] || {
+    echo "SIGHUP ignored at the start, then SIGTERM: exit $rc, expected 143"
+    exit 1
+}
+echo "SIGHUP ignored at the start: the run went on; SIGTERM stopped it"
+
+# Hashes piped to head: the pipe closes after the first line, the run stops there (SIGPIPE,
+# exit 141) and writes no output file.
+{
+    "$pbd" run "$scene" --frames 1000000 --hash --stats sig_pipe.csv --quiet 2>stderr_pipe.txt
+    echo $? >rc_pipe.txt
+} | head -n 1 >head_pipe.txt
+rc=$(cat rc_pipe.txt)
+left=$(ls sig_* 2>/dev/null)
+if [ "$rc" -ne 141 ] || [ -n "$left" ] || ! grep -q "^hash 1 " head_pipe.txt; then
+    echo "SIGPIPE: exit $rc (expected 141), left '$left', head read '$(cat head_pipe.txt)'"
+    cat stderr_pipe.txt
+    exit 1
+fi
+echo "SIGPIPE: exit 141, nothing left"

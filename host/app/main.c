@@ -1,4 +1,5 @@
 /* The pbd command line: run, bench, devices. The only file that prints usage or exits. */
+#define _XOPEN_SOURCE 700 /* realpath */
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -148,39 +149,86 @@ static void on_signal(int sig)
     interrupted = sig;
 }
 
+/* Other commands than run: remove the outputs' temporary files, then die of the signal. */
+static void on_fatal_signal(int sig)
+{
+    pbd_output_remove_pending();
+    signal(sig, SIG_DFL);
+    raise(sig); /* delivered when the handler returns (the signal is blocked in it) */
+}
+
 /* How a run stopped by `sig` is reported. */
 static const char *stopped_by(int sig)
 {
     return sig == SIGINT    ? "interrupted (SIGINT)"
            : sig == SIGTERM ? "terminated (SIGTERM)"
+           : sig == SIGPIPE ? "its output pipe closed (SIGPIPE)"
                             : "hung up (SIGHUP)";
 }
 
-/* Handles SIGINT, SIGTERM and SIGHUP with sigaction (not one-shot: a second Ctrl-C is noted
- * again, not fatal). Called before the device opens and again after, since an OpenCL
- * implementation may install handlers of its own when it starts (PoCL's LLVM does). */
-static void catch_signals(void)
+/* The signals that stop a command, and whether each was ignored when pbd started (nohup
+ * ignores SIGHUP): those stay ignored. */
+static const int stop_signals[4] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE};
+static int stop_ignored[4] = {-1, -1, -1, -1};
+
+/* Handles SIGINT, SIGTERM, SIGHUP and SIGPIPE with sigaction: with `stop` (pbd run) by noting
+ * the signal for the run to stop at the next frame (not one-shot: a second Ctrl-C is noted
+ * again, not fatal), else by removing the outputs' temporary files and dying of it. Called
+ * before the device opens and again after, since an OpenCL implementation may install
+ * handlers of its own when it starts (PoCL's LLVM does). */
+static void catch_signals(int stop)
 {
-    struct sigaction sa;
+    struct sigaction sa, old;
     memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
+    sa.sa_handler = stop ? on_signal : on_fatal_signal;
     sigemptyset(&sa.sa_mask);
-    const int sigs[3] = {SIGINT, SIGTERM, SIGHUP};
-    for (int k = 0; k < 3; ++k)
-        sigaction(sigs[k], &sa, NULL);
+    for (int k = 0; k < 4; ++k) {
+        if (stop_ignored[k] < 0)
+            stop_ignored[k] =
+                sigaction(stop_signals[k], NULL, &old) == 0 && old.sa_handler == SIG_IGN;
+        if (!stop_ignored[k])
+            sigaction(stop_signals[k], &sa, NULL);
+    }
     /* A file size limit (ulimit -f) fails the write, which is reported, instead of killing
      * the process with a core dump. */
     signal(SIGXFSZ, SIG_IGN);
 }
 
-/* Whether a and b name one file: the same path, or the same existing file. */
+/* The folder of `path` resolved (realpath) and its last component, in out; 0 where the
+ * folder does not resolve. */
+static int resolved_path(const char *path, char *out, size_t size)
+{
+    const char *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
+    char dir[PATH_MAX], real[PATH_MAX];
+    if (slash && (size_t)(slash - path) >= sizeof dir)
+        return 0;
+    if (!slash)
+        snprintf(dir, sizeof dir, ".");
+    else if (slash == path)
+        snprintf(dir, sizeof dir, "/");
+    else
+        snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+    if (!realpath(dir, real))
+        return 0;
+    return snprintf(out, size, "%s/%s", real, base) < (int)size;
+}
+
+/* Whether a and b name one file: the same path, the same existing file, or the same name in
+ * the same folder (a file not made yet, spelled two ways: out.csv and ./out.csv). */
 static int same_file(const char *a, const char *b)
 {
     struct stat sa, sb;
     if (strcmp(a, b) == 0)
         return 1;
-    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
-           sa.st_ino == sb.st_ino;
+    int ea = stat(a, &sa) == 0, eb = stat(b, &sb) == 0;
+    if (ea && eb)
+        return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+    if (ea || eb)
+        return 0;
+    char ra[PATH_MAX + 1], rb[PATH_MAX + 1];
+    return resolved_path(a, ra, sizeof ra) && resolved_path(b, rb, sizeof rb) &&
+           strcmp(ra, rb) == 0;
 }
 
 /* Prints "pbd: MESSAGE" and where to find the usage; returns the usage exit code. */
@@ -238,15 +286,49 @@ static int pick(const char *s, const char *const *names)
 static const struct {
     const char *option, *commands; /* commands: space-separated, each followed by a space */
 } option_scope[] = {
-    {"--stats", "run "},          {"--stats-every", "run "}, {"--dump", "run "},
-    {"--export", "run "},         {"--format", "run "},      {"--export-every", "run "},
-    {"--hash", "run "},           {"--hash-every", "run "},  {"--save-state", "run "},
-    {"--load-state", "run "},     {"--quiet", "run "},       {"--runs", "bench "},
-    {"--bench-frames", "bench "}, {"--suite", "bench "},     {"--csv", "bench "},
-    {"--json", "bench "},         {"--plot", "bench "},      {"--scenes", "bench experiments "},
-    {"--quick", "experiments "},  {"--screenshot", "view "}, {"--bench", "view "},
-    {"--compare", "view "},       {"--drag", "view "},       {"--verify", "view "},
-    {"--read-back", "view "},     {"--size", "view "},
+    {"--stats", "run "},
+    {"--stats-every", "run "},
+    {"--dump", "run "},
+    {"--export", "run "},
+    {"--format", "run "},
+    {"--export-every", "run "},
+    {"--hash", "run "},
+    {"--hash-every", "run "},
+    {"--save-state", "run "},
+    {"--load-state", "run "},
+    {"--quiet", "run "},
+    {"--runs", "bench "},
+    {"--bench-frames", "bench "},
+    {"--suite", "bench "},
+    {"--csv", "bench "},
+    {"--json", "bench "},
+    {"--plot", "bench "},
+    {"--scenes", "bench experiments "},
+    {"--quick", "experiments "},
+    {"--screenshot", "view "},
+    {"--bench", "view "},
+    {"--compare", "view "},
+    {"--drag", "view "},
+    {"--verify", "view "},
+    {"--read-back", "view "},
+    {"--size", "view "},
+    /* the scene's settings: pbd bench and experiments time or run scenes of their own */
+    {"--frames", "run view "},
+    {"--dt", "run view bench "},
+    {"--substeps", "run view bench "},
+    {"--iterations", "run view bench "},
+    {"--solver", "run view bench "},
+    {"--momentum", "run view bench "},
+    {"--damping", "run view bench "},
+    {"--damping-k", "run view bench "},
+    {"--velocity-update", "run view bench "},
+    /* the device */
+    {"--backend", "run view bench experiments "},
+    {"--sums", "run view bench experiments "},
+    {"--variant", "run view bench experiments "},
+    {"--float-sums", "run view bench experiments "},
+    {"--device", "run view bench experiments "},
+    {"--kernel-dir", "run view bench experiments "},
 };
 
 /* 0 where `command` takes option `a` (or `a` is not scoped), else the usage error. */
@@ -260,10 +342,22 @@ static int check_scope(const char *command, const char *a)
         for (const char *p = strstr(c, command); p; p = strstr(p + 1, command))
             if ((p == c || p[-1] == ' ') && p[n] == ' ')
                 return 0;
-        char list[64];
-        snprintf(list, sizeof list, "%s", c);
-        list[strlen(list) - 1] = '\0';
-        return usage_error("%s: an option of pbd %s, not of pbd %s", a, list, command);
+        /* "run view bench " -> "pbd run, view or bench" */
+        char list[96] = "pbd ";
+        size_t len = strlen(list);
+        for (const char *p = c; *p && len + 6 < sizeof list; ++p) {
+            int last_space = *p == ' ' && !strchr(p + 1, ' ');
+            if (*p != ' ') {
+                list[len++] = *p;
+            } else if (!last_space) {
+                const char *next = strchr(p + 1, ' ');
+                const char *sep = next && !strchr(next + 1, ' ') ? " or " : ", ";
+                memcpy(list + len, sep, strlen(sep));
+                len += strlen(sep);
+            }
+        }
+        list[len] = '\0';
+        return usage_error("%s: an option of %s, not of pbd %s", a, list, command);
     }
     return 0;
 }
@@ -472,14 +566,31 @@ static int parse_args(int argc, char **argv, options *o)
             return rc;
         o->num_options++;
     }
-    /* Two outputs never share a path. */
-    const char *outs[3] = {o->stats, o->dump, o->save_state};
-    static const char *const out_names[3] = {"--stats", "--dump", "--save-state"};
-    for (int i = 0; i < 3; ++i)
-        for (int j = i + 1; j < 3; ++j)
+    /* Two outputs never share a path, and no output replaces an input. */
+    const char *outs[6] = {o->stats, o->dump, o->save_state, o->csv, o->json, o->export_dir};
+    static const char *const out_names[6] = {"--stats", "--dump", "--save-state",
+                                             "--csv",   "--json", "--export"};
+    for (int i = 0; i < 6; ++i) {
+        if (outs[i] && !outs[i][0])
+            return usage_error("%s: found an empty path, expected a file name", out_names[i]);
+        for (int j = i + 1; j < 6; ++j)
             if (outs[i] && outs[j] && same_file(outs[i], outs[j]))
                 return usage_error("%s %s: the same file as %s, expected two different paths",
                                    out_names[j], outs[j], out_names[i]);
+        if (outs[i] && o->load_state && same_file(outs[i], o->load_state))
+            return usage_error("%s %s: the checkpoint given to --load-state, expected another "
+                               "path",
+                               out_names[i], outs[i]);
+        if (outs[i] && o->scene && o->scene[0] != '@' && same_file(outs[i], o->scene))
+            return usage_error("%s %s: the scene file, expected another path", out_names[i],
+                               outs[i]);
+    }
+    if (o->screenshot && !o->screenshot[0])
+        return usage_error("--screenshot: found an empty path, expected a file name");
+    if (o->screenshot && o->scene && o->scene[0] != '@' && same_file(o->screenshot, o->scene))
+        return usage_error("--screenshot %s: the scene file, expected another path", o->screenshot);
+    if (o->stats_every != 1 && !o->stats)
+        return usage_error("--stats-every: found without --stats FILE");
     if (o->export_dir && o->export_format < 0)
         return usage_error("--export %s: missing --format obj, ply, vtk or pc2", o->export_dir);
     if (!o->export_dir && (o->export_format >= 0 || o->export_every != 1))
@@ -651,7 +762,7 @@ static int cmd_run(const options *o)
     pbd_float4 *x = NULL, *v = NULL;
     void *state = NULL;
     size_t state_size = 0;
-    catch_signals();
+    catch_signals(1);
     int rc = load_scene(o, &scene, &err);
     if (rc)
         goto done;
@@ -671,7 +782,7 @@ static int cmd_run(const options *o)
         }
         goto done;
     }
-    catch_signals(); /* again, now that the device is open */
+    catch_signals(1); /* again, now that the device is open */
     if (!o->quiet)
         fprintf(stderr, "pbd: device: %s\n", pbd_solver_device_name(solver));
     /* A checkpoint is exactly this solver's state size; a longer file is not read. */
@@ -788,6 +899,15 @@ static int cmd_run(const options *o)
                 goto done;
             }
             printf("hash %ld %016llx\n", frame, (unsigned long long)h);
+            /* A closed pipe is a stop (SIGPIPE, noted by now); any other failure an error. */
+            if (fflush(stdout) != 0 && !interrupted) {
+                fprintf(stderr,
+                        "pbd: standard output: write failed: %s; no output files "
+                        "written\n",
+                        strerror(errno));
+                rc = EXIT_FAIL;
+                goto done;
+            }
         }
         /* The guard has just computed this state's statistics. */
         if (stats_now)
@@ -836,7 +956,11 @@ static int cmd_run(const options *o)
             rc = fail(&err);
             goto done;
         }
-        fwrite(state, 1, state_size, save.f);
+        if (fwrite(state, 1, state_size, save.f) != state_size) {
+            fprintf(stderr, "pbd: %s: write failed: %s\n", o->save_state, strerror(errno));
+            rc = EXIT_FAIL;
+            goto done;
+        }
     }
     if ((stats.f && pbd_output_commit(&stats, &err) != PBD_OK) ||
         (dump.f && pbd_output_commit(&dump, &err) != PBD_OK) ||
@@ -1061,23 +1185,38 @@ int main(int argc, char **argv)
     int rc = parse_args(argc, argv, &o);
     if (rc)
         return rc;
+    /* pbd run stops at a frame (cmd_run); the others die of the signal, leaving no
+     * temporary file behind. */
+    if (strcmp(o.command, "run") != 0)
+        catch_signals(0);
     if (strcmp(o.command, "devices") == 0)
-        return cmd_devices();
-    if (strcmp(o.command, "run") == 0)
-        return cmd_run(&o);
-    if (strcmp(o.command, "bench") == 0)
-        return cmd_bench(&o);
-    if (strcmp(o.command, "view") == 0)
-        return cmd_view(&o);
-    if (strcmp(o.command, "plot") == 0)
-        return cmd_plot(&o);
-    if (strcmp(o.command, "experiments") == 0) {
-        if (!o.scene)
-            return usage_error("experiments: missing OUTDIR (the folder to write to)");
-        return pbd_cli_experiments(o.scene, o.scenes_dir ? o.scenes_dir : PBD_DEFAULT_SCENES,
-                                   &o.desc, o.quick);
+        rc = o.scene ? usage_error("devices: takes no arguments, found '%s'", o.scene)
+                     : cmd_devices();
+    else if (strcmp(o.command, "run") == 0)
+        rc = cmd_run(&o);
+    else if (strcmp(o.command, "bench") == 0)
+        rc = cmd_bench(&o);
+    else if (strcmp(o.command, "view") == 0)
+        rc = cmd_view(&o);
+    else if (strcmp(o.command, "plot") == 0)
+        rc = cmd_plot(&o);
+    else if (strcmp(o.command, "experiments") == 0)
+        rc = !o.scene
+                 ? usage_error("experiments: missing OUTDIR (the folder to write to)")
+                 : pbd_cli_experiments(o.scene, o.scenes_dir ? o.scenes_dir : PBD_DEFAULT_SCENES,
+                                       &o.desc, o.quick);
+    else
+        return usage_error("unknown command '%s' (expected run, view, bench, devices, "
+                           "experiments or plot)",
+                           o.command);
+    /* What was printed (a summary, hashes, a table) must have reached stdout; a pipe closed
+     * before the end (pbd run ... | head) ends it as SIGPIPE would have. */
+    errno = 0;
+    if (rc == EXIT_OK && (fflush(stdout) != 0 || ferror(stdout))) {
+        if (interrupted == SIGPIPE || errno == EPIPE)
+            return 128 + SIGPIPE;
+        fprintf(stderr, "pbd: standard output: write failed: %s\n", strerror(errno ? errno : EIO));
+        return EXIT_FAIL;
     }
-    return usage_error("unknown command '%s' (expected run, view, bench, devices, experiments or "
-                       "plot)",
-                       o.command);
+    return rc;
 }

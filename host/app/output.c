@@ -22,6 +22,36 @@ static const char *file_kind(mode_t mode)
                             : "not a regular file";
 }
 
+/* The temporary files of the outputs open now, for a signal handler to remove: a slot is
+ * set once its name is whole, and cleared before the name is freed. */
+enum { PENDING_MAX = 64 };
+static char *volatile pending[PENDING_MAX];
+
+static void pending_add(char *tmp)
+{
+    for (int k = 0; k < PENDING_MAX; ++k)
+        if (!pending[k]) {
+            pending[k] = tmp;
+            return;
+        }
+}
+
+static void pending_drop(const char *tmp)
+{
+    for (int k = 0; k < PENDING_MAX; ++k)
+        if (pending[k] == tmp)
+            pending[k] = NULL;
+}
+
+void pbd_output_remove_pending(void)
+{
+    for (int k = 0; k < PENDING_MAX; ++k) {
+        char *tmp = pending[k];
+        if (tmp && tmp[0])
+            unlink(tmp);
+    }
+}
+
 pbd_status pbd_output_open(pbd_output *o, const char *path, pbd_error *err)
 {
     memset(o, 0, sizeof *o);
@@ -49,6 +79,7 @@ pbd_status pbd_output_open(pbd_output *o, const char *path, pbd_error *err)
         pbd_output_abort(o);
         return pbd_error_set(err, PBD_ERR_IO, "%s: cannot write: %s", path, strerror(e));
     }
+    pending_add(o->tmp);
     /* mkstemp makes the file private (0600); the output gets the usual mode. */
     mode_t mask = umask(0);
     umask(mask);
@@ -119,6 +150,8 @@ void pbd_output_abort(pbd_output *o)
         fclose(o->f);
     if (o->tmp && o->tmp[0])
         remove(o->tmp);
+    if (o->tmp)
+        pending_drop(o->tmp);
     free(o->path);
     free(o->tmp);
     memset(o, 0, sizeof *o);

@@ -25,6 +25,9 @@ pbd_status pbd_output_commit_unsynced(pbd_output *o, pbd_error *err);
 pbd_status pbd_output_sync_path(const char *path, pbd_error *err);
 /* Closes and removes the temporary file; safe on a zeroed or committed output. */
 void pbd_output_abort(pbd_output *o);
+/* Removes the temporary files of the outputs open now (the first 64), and nothing else:
+ * async-signal-safe, for a handler of a signal that ends the process. */
+void pbd_output_remove_pending(void);
 
 /* Reads a whole file of at most `max` bytes into *data (malloc'd; the caller frees it). A
  * longer file is refused before it is read (a stream with no size is read to max + 1), with a
