@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "app/bench.h"
+#include "app/output.h"
 
 /* Resident memory of this process, KiB (0 where /proc is not there). */
 static double rss_kib(void)
@@ -111,7 +112,10 @@ static int soak_scene(const char *path, const pbd_solver_desc *desc, long frames
     r->seconds = now_s() - t0;
     rc = 0;
 done:
-    if (rc)
+    /* The loader's messages name the file already; the solver's and the device's do not. */
+    if (rc && strncmp(err.message, path, strlen(path)) == 0)
+        fprintf(stderr, "pbd: %s\n", err.message);
+    else if (rc)
         fprintf(stderr, "pbd: %s: %s\n", path, err.message);
     pbd_solver_destroy(sv);
     free(st);
@@ -125,12 +129,14 @@ int pbd_cli_soak(const char *scenes_dir, const pbd_solver_desc *desc, long frame
 {
     static const char *const names[] = {"spinning_box.json", "cloth.json"};
     FILE *csv = NULL;
+    pbd_output out = {0};
+    pbd_error err = {0};
     if (csv_path) {
-        csv = fopen(csv_path, "w");
-        if (!csv) {
-            fprintf(stderr, "pbd: %s: cannot write\n", csv_path);
+        if (pbd_output_open(&out, csv_path, &err) != PBD_OK) {
+            fprintf(stderr, "pbd: %s\n", err.message);
             return 1;
         }
+        csv = out.f;
         fprintf(csv, "scene,frame,seconds,rss_kib,max_dp,max_dl_rel,finite\n");
     }
     int rc = 0;
@@ -159,9 +165,11 @@ int pbd_cli_soak(const char *scenes_dir, const pbd_solver_desc *desc, long frame
             rc = 1;
         }
     }
-    if (csv && fclose(csv) != 0) {
-        fprintf(stderr, "pbd: %s: write failed\n", csv_path);
+    /* The file appears whole, and only for a soak that passed. */
+    if (csv && rc == 0 && pbd_output_commit(&out, &err) != PBD_OK) {
+        fprintf(stderr, "pbd: %s\n", err.message);
         rc = 1;
     }
+    pbd_output_abort(&out);
     return rc;
 }
