@@ -355,6 +355,12 @@ static const bad_scene bad[] = {
                                "body or the scene, expected a fraction per substep for it"},
     {"damping_no_k.json", ": damping: found \"rigid\" with no \"damping_k\" on the body or the "
                           "scene, expected a fraction per substep for it"},
+    {"gravity_huge.json", ": gravity[1]: found -1e+30, expected a number in [-1000000, "
+                          "1000000]"},
+    {"attachment_pinned.json", "attachments[0].particle: found 0, pinned (it never moves, so "
+                               "an attachment would do nothing)"},
+    {"rest_huge.json", "bodies[0].constraints[0][2]: found 1000000000000, expected a number in [0, "
+                       "2000000000]"},
     {"damping_k_unused.json", ": damping_k: found 0.5, used by no body (each damps with "
                               "\"none\" or its own \"damping_k\")"},
     {"body_damping_k_unused.json",

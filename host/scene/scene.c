@@ -610,7 +610,8 @@ static int read_constraints(ctx *c, const cJSON *obj, const char *parent, lists 
     l->rest = rests;
     if (!pairs || !rests)
         return fail(c, PBD_ERR_MEMORY, key, "out of memory");
-    const num_spec index = INT_IN(INT_MIN, INT_MAX), rest = NON_NEGATIVE;
+    /* rest lengths as a tether's: within 2e9 m, the span of coordinates within 1e9 */
+    const num_spec index = INT_IN(INT_MIN, INT_MAX), rest = {0.0, 2.0 * PBD_MAX_COORD, 0, 0, 0};
     const cJSON *e;
     cJSON_ArrayForEach(e, it)
     {
@@ -1057,7 +1058,9 @@ static const field config_fields[] = {
     {"substeps", 'i', 0, INT_IN(1, 1000), offsetof(pbd_config, substeps)},
     {"iterations", 'i', 0, INT_IN(1, 10000), offsetof(pbd_config, iterations)},
     {"omega", 'f', 0, {0.0, 2.0, 1, 1, 0}, offsetof(pbd_config, omega)},
-    {"gravity", 'f', 3, ANY_FLOAT, offsetof(pbd_config, gravity)},
+    /* 1e6 m/s^2 (about 1e5 g): beyond it a fall leaves the 1e9 m/s the run allows within
+     * a second's frames */
+    {"gravity", 'f', 3, {-1e6, 1e6, 0, 0, 0}, offsetof(pbd_config, gravity)},
     {"frames", 'i', 0, INT_IN(1, 10000000), offsetof(pbd_config, frames)},
     {"momentum", 'b', 0, ANY_FLOAT, offsetof(pbd_config, momentum)},
     {"damping_k", 'f', 0, {0.0, 1.0, 0, 0, 0}, offsetof(pbd_config, damping_k)},
@@ -1306,8 +1309,9 @@ static int parse_attachments(ctx *c, const cJSON *root, pbd_model *m)
     cJSON_ArrayForEach(a, list)
     {
         char key[KEY_MAX], sub[KEY_MAX];
-        const num_spec index = INT_IN(INT_MIN, INT_MAX), any = ANY_FLOAT;
-        const num_spec compliance = NON_NEGATIVE, stiffness = STIFFNESS;
+        const num_spec index = INT_IN(INT_MIN, INT_MAX);
+        const num_spec within = {-PBD_MAX_COORD, PBD_MAX_COORD, 0, 0, 0};
+        const num_spec compliance = {0.0, PBD_MAX_COMPLIANCE, 0, 0, 0}, stiffness = STIFFNESS;
         int body = 0, particle = 0;
         float target[3], value = 0.0f;
         if (object_entry(c, a, "attachments", k++, attachment_keys, 2, "an attachment", key))
@@ -1327,6 +1331,11 @@ static int parse_attachments(ctx *c, const cJSON *root, pbd_model *m)
                         "found %d, expected a particle index in [0, %d) of bodies[%d]", particle,
                         b->count, body);
         pbd_float4 x = m->x[b->first + particle];
+        if (x.w == 0.0f)
+            return fail(c, PBD_ERR_SCENE, sub,
+                        "found %d, pinned (it never moves, so an attachment would do nothing), "
+                        "expected a free particle of bodies[%d]",
+                        particle, body);
         target[0] = x.x;
         target[1] = x.y;
         target[2] = x.z;
@@ -1334,7 +1343,7 @@ static int parse_attachments(ctx *c, const cJSON *root, pbd_model *m)
         const cJSON *cm = cJSON_GetObjectItemCaseSensitive(a, "compliance");
         const cJSON *st = cJSON_GetObjectItemCaseSensitive(a, "stiffness");
         if ((t &&
-             read_numbers(c, t, join(sub, key, "target"), 3, any, (sink){target, NULL, NULL})) ||
+             read_numbers(c, t, join(sub, key, "target"), 3, within, (sink){target, NULL, NULL})) ||
             (cm && read_numbers(c, cm, join(sub, key, "compliance"), 0, compliance,
                                 (sink){&value, NULL, NULL})) ||
             (st && read_numbers(c, st, join(sub, key, "stiffness"), 0, stiffness,
