@@ -295,7 +295,7 @@ static pbd_status check_bending(pbd_bending kind, float compliance, pbd_error *e
         return bad(err, "bending", kind, "none, springs, dihedral or isometric");
     if (!isnan(compliance) && !(compliance >= -1.0f && compliance <= PBD_MAX_COMPLIANCE))
         return bad(err, "bending_compliance", compliance,
-                   "a compliance >= 0 or a stiffness in (0, 1]");
+                   "a compliance in [0, 1e20] or a stiffness in (0, 1]");
     return PBD_OK;
 }
 
