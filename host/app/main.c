@@ -137,8 +137,9 @@ typedef struct options {
     const char *csv;
     const char *json;
     const char *plot;
-    const char *plot_out; /* pbd plot's second argument */
-    int num_options;      /* options given (pbd plot takes none) */
+    const char *plot_out;            /* pbd plot's second argument */
+    int num_options;                 /* options given (pbd plot takes none) */
+    int hash_flag, hash_every_given; /* --hash and --hash-every were given */
 } options;
 
 /* The signal that asked the run to stop (SIGINT, SIGTERM, SIGHUP), or 0. */
@@ -378,12 +379,23 @@ static int parse_args(int argc, char **argv, options *o)
     if (argc < 2)
         return usage_error("missing command");
     o->command = argv[1];
+    const char *seen[64];
+    int num_seen = 0;
     for (int i = 2; i < argc; ++i) {
         const char *a = argv[i];
         const char *val = i + 1 < argc ? argv[i + 1] : NULL;
         int rc = check_scope(o->command, a);
         if (rc)
             return rc;
+        /* An option given twice is a mistake (which one was meant?), not the last one wins.
+         * (Values are skipped below, so each `a` here is an option or an argument.) */
+        if (a[0] == '-' && a[1] == '-') {
+            for (int j = 0; j < num_seen; ++j)
+                if (strcmp(seen[j], a) == 0)
+                    return usage_error("%s: given twice, expected it once", a);
+            if (num_seen < (int)(sizeof seen / sizeof seen[0]))
+                seen[num_seen++] = a;
+        }
 #define NEEDS_VALUE                                                                                \
     if (!val)                                                                                      \
         return usage_error("%s: missing value", a);                                                \
@@ -480,9 +492,11 @@ static int parse_args(int argc, char **argv, options *o)
             rc = parse_long(a, val, 1, 100000000, &o->export_every);
         } else if (strcmp(a, "--hash") == 0) {
             o->hash_every = o->hash_every ? o->hash_every : 1;
+            o->hash_flag = 1;
         } else if (strcmp(a, "--hash-every") == 0) {
             NEEDS_VALUE;
             rc = parse_long(a, val, 1, 100000000, &o->hash_every);
+            o->hash_every_given = 1;
         } else if (strcmp(a, "--screenshot") == 0) {
             NEEDS_VALUE;
             o->screenshot = val;
@@ -512,7 +526,8 @@ static int parse_args(int argc, char **argv, options *o)
             o->compare_momentum = 1;
         } else if (strcmp(a, "--size") == 0) {
             NEEDS_VALUE;
-            if (sscanf(val, "%ldx%ld", &o->width, &o->height) != 2 || o->width < 64 ||
+            char end = 0;
+            if (sscanf(val, "%ldx%ld%c", &o->width, &o->height, &end) != 2 || o->width < 64 ||
                 o->height < 64 || o->width > 8192 || o->height > 8192)
                 return usage_error("--size: found '%s', expected WIDTHxHEIGHT, each in [64, 8192]",
                                    val);
@@ -599,6 +614,15 @@ static int parse_args(int argc, char **argv, options *o)
     if (o->desc.float_sums && o->desc.backend == PBD_BACKEND_CPU)
         return usage_error("--float-sums: found with --backend cpu, expected the OpenCL backend "
                            "(the CPU reference sums in double)");
+    if (o->desc.backend == PBD_BACKEND_CPU &&
+        (o->desc.device || o->desc.kernel_dir || o->desc.variant != PBD_VARIANT_AUTO))
+        return usage_error("--%s: found with --backend cpu, expected the OpenCL backend (the CPU "
+                           "reference runs no kernels on a device)",
+                           o->desc.device       ? "device"
+                           : o->desc.kernel_dir ? "kernel-dir"
+                                                : "variant");
+    if (o->hash_every && o->hash_flag && o->hash_every_given)
+        return usage_error("--hash: found with --hash-every, expected one of them");
     if (o->sums && o->desc.backend != PBD_BACKEND_CPU)
         return usage_error("--sums %s: found with the OpenCL backend, expected --backend cpu (a "
                            "device adds in its own order)",
@@ -661,6 +685,15 @@ static int load_scene(const options *o, pbd_scene *scene, pbd_error *err)
     if (pbd_scene_load(o->scene, scene, err) != PBD_OK)
         return fail(err);
     apply_overrides(o, scene);
+    /* --damping-k replaces every body's fraction; with no body damping it would do nothing. */
+    int damped = 0;
+    for (int b = 0; b < scene->model.num_bodies; ++b)
+        damped |=
+            pbd_body_damping(&scene->model.bodies[b], &scene->config, NULL) != PBD_DAMPING_NONE;
+    if (o->damping_k >= 0.0 && !damped)
+        return usage_error("--damping-k: found %g where no body damps (the damping of %s and "
+                           "its bodies is none), expected --damping point or rigid too",
+                           o->damping_k, o->scene);
     return EXIT_OK;
 }
 
@@ -1136,12 +1169,20 @@ static int cmd_view(const options *o)
 {
     if (!o->scene)
         return usage_error("view: missing SCENE (a .json file or @name)");
-    if ((o->screenshot || o->view_bench || o->view_verify || o->drag_particle >= 0) &&
-        o->frames <= 0)
-        return usage_error("view: --%s needs --frames N (when to stop)",
-                           o->screenshot   ? "screenshot"
-                           : o->view_bench ? "bench"
-                                           : "verify");
+    int stops = o->screenshot || o->view_bench || o->view_verify || o->drag_particle >= 0;
+    if (stops && o->frames <= 0)
+        return usage_error("view: --%s needs --frames N (when to stop)", o->screenshot
+                                                                             ? "screenshot"
+                                                                         : o->view_bench  ? "bench"
+                                                                         : o->view_verify ? "verify"
+                                                                                          : "drag");
+    if (!stops && o->frames > 0)
+        return usage_error("view: --frames needs --screenshot, --bench, --verify or --drag (a "
+                           "window runs until it is closed)");
+    size_t shot_len = o->screenshot ? strlen(o->screenshot) : 0;
+    if (o->screenshot && (shot_len < 4 || strcmp(o->screenshot + shot_len - 4, ".png") != 0))
+        return usage_error("--screenshot: found '%s', expected a file name ending in .png",
+                           o->screenshot);
 #ifdef PBD_HAVE_VIEW
     pbd_view_options v = {0};
     v.scene = o->scene;
