@@ -31,6 +31,23 @@ out=$("$pbd" run "$scene" --frames 2 --quiet --stats same --dump same 2>&1)
 echo "$out" | grep -q "the same file as --stats" || fail "same path: message was: $out"
 [ ! -e same ] || fail "same path: a file was written"
 
+# A full disk stops the run when the statistics stop fitting (not at its end), and leaves
+# nothing: a 64 KiB tmpfs in a user namespace where the system allows one.
+mkdir -p mnt
+if unshare --user --map-root-user --mount sh -c "mount -t tmpfs -o size=64k none mnt" \
+    2>/dev/null; then
+    unshare --user --map-root-user --mount sh -c "mount -t tmpfs -o size=64k none mnt &&
+        '$pbd' run '$scene' --backend cpu --frames 1000000 --stats mnt/s.csv --quiet \
+            >full.txt 2>&1; echo \$? >full_rc.txt; ls -A mnt >full_left.txt"
+    [ "$(cat full_rc.txt)" -eq 1 ] || fail "--stats on a full disk: exit $(cat full_rc.txt)"
+    grep -q "s.csv: write failed: No space left on device; no output files written" full.txt ||
+        fail "--stats on a full disk: message was: $(cat full.txt)"
+    [ ! -s full_left.txt ] || fail "--stats on a full disk: left $(cat full_left.txt)"
+    echo "--stats on a full disk: stopped, nothing left"
+else
+    echo "--stats on a full disk: left out (no user namespaces here)"
+fi
+
 "$pbd" run "$scene" --frames 2 --quiet --stats a.csv --dump b.txt || fail "two outputs: failed"
 [ -s a.csv ] && [ -s b.txt ] || fail "two outputs: missing"
 left=$(ls | grep '\.tmp\.')

@@ -175,6 +175,7 @@ static void open_errors(void **state)
     assert_int_equal(setenv("PBD_DEVICE", "no-such-device-env", 1), 0);
     assert_int_equal(pbd_cl_open(&cl, NULL, 0, NULL, &err), PBD_ERR_NO_DEVICE);
     assert_non_null(strstr(err.message, "no-such-device-env"));
+    assert_non_null(strstr(err.message, "PBD_DEVICE (environment): ")); /* says where from */
     assert_memory_equal(&cl, &zero, sizeof cl);
     assert_int_equal(saved ? setenv("PBD_DEVICE", saved, 1) : unsetenv("PBD_DEVICE"), 0);
     free(saved);

@@ -378,6 +378,8 @@ static int parse_args(int argc, char **argv, options *o)
     o->runs = 5;
     if (argc < 2)
         return usage_error("missing command");
+    if (argv[1][0] == '-')
+        return usage_error("%s: found before the command, expected pbd COMMAND [options]", argv[1]);
     o->command = argv[1];
     const char *seen[64];
     int num_seen = 0;
@@ -943,8 +945,17 @@ static int cmd_run(const options *o)
             }
         }
         /* The guard has just computed this state's statistics. */
-        if (stats_now)
+        if (stats_now) {
+            errno = 0;
             pbd_stats_write_rows(stats.f, frame, (double)frame * c->dt, sbuf, m->num_bodies);
+            /* A full disk stops the run when the rows stop fitting, not after it. */
+            if (ferror(stats.f)) {
+                fprintf(stderr, "pbd: %s: write failed: %s; no output files written\n", o->stats,
+                        strerror(errno ? errno : EIO));
+                rc = EXIT_FAIL;
+                goto done;
+            }
+        }
         double t = now_s();
         if (!o->quiet && t >= t_report) {
             fprintf(stderr, "%sframe %ld of %ld (%.0f%%), %.3f ms per step%s",

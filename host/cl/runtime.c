@@ -447,11 +447,20 @@ pbd_status pbd_cl_open(pbd_cl *cl, const char *spec, int profile, const pbd_gl_c
     int count = 0, index = 0;
     cl_int rc = CL_SUCCESS;
     memset(cl, 0, sizeof *cl);
-    if (!spec)
-        spec = getenv("PBD_DEVICE");
+    const char *env = spec ? NULL : getenv("PBD_DEVICE");
+    spec = spec ? spec : env;
     status = pbd_devices_list(&list, &count, err);
-    if (status == PBD_OK)
+    if (status == PBD_OK) {
         status = pbd_device_select(list, count, spec, &index, err);
+        /* A choice the user did not pass here is named by where it came from. */
+        if (status != PBD_OK && env && err) {
+            char message[sizeof err->message];
+            memcpy(message, err->message, sizeof message);
+            if (snprintf(err->message, sizeof err->message, "PBD_DEVICE (environment): %s",
+                         message) < 0)
+                memcpy(err->message, message, sizeof message);
+        }
+    }
     if (status == PBD_OK)
         status = get_platforms(&platforms, &num_platforms, err);
     if (status != PBD_OK)
