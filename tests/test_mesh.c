@@ -527,7 +527,13 @@ static void mesh_keys(void **state)
          PBD_ERR_SCENE},
         {"{\"type\": \"mesh\", \"file\": \"box.node\", \"as\": \"soft\", \"translate\": [2e9, 0, "
          "0]}",
-         "bodies[0].scale: found mesh vertex 0 (from 0) at (2e+09, -0.5, -0.5) m", PBD_ERR_SCENE},
+         "bodies[0].translate[0]: found 2000000000, expected a number in [-1000000000, "
+         "1000000000]",
+         PBD_ERR_SCENE},
+        {"{\"type\": \"mesh\", \"file\": \"box.node\", \"as\": \"soft\", \"scale\": 3e9, "
+         "\"translate\": [5e8, 0, 0]}",
+         "bodies[0].scale: found mesh vertex 0 (from 0) at (-1e+09, -1.5e+09, -1.5e+09) m",
+         PBD_ERR_SCENE},
         {"{\"type\": \"mesh\", \"file\": \"box.node\", \"as\": \"soft\", \"colour\": 1}",
          "bodies[0].colour: unknown key", PBD_ERR_SCENE},
         {"{\"type\": \"mesh\", \"file\": \"../bad_meshes/obj_nan.obj\", \"as\": \"cloth\"}",

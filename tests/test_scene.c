@@ -237,7 +237,7 @@ static const bad_scene bad[] = {
                           "none, springs, dihedral, isometric"},
     {"body_kinetic_alone.json",
      ": bodies[0].kinetic_friction: found without \"friction\", expected both"},
-    {"box_size.json", ": boxes[0].size[1]: found 0, expected a number > 0"},
+    {"box_size.json", ": boxes[0].size[1]: found 0, expected a number in (0, 1000000000]"},
     {"capsule_radius.json", ": capsules[0].radius: missing (required for a capsule)"},
     {"kinetic_friction_above_static.json",
      ": planes[0].kinetic_friction: found 0.3, expected at most the static friction 0.2"},
@@ -278,9 +278,12 @@ static const bad_scene bad[] = {
     {"young_tiny.json", "bodies[0].young_modulus: found tetrahedron 0 (from 0) of rest volume "
                         "0.0208333 m^3 with a compliance 1 / (mu V) of 1.248e+22 m/N, expected "
                         "at most 1e20"},
-    {"plane_far.json", "collider 0 (plane): a shape beyond 1e9 m"},
-    {"position_far.json", "particle 1: position (1e+21, 0, 0) m"},
-    {"sphere_radius.json", "spheres[0].radius: found 0, expected a number > 0"},
+    {"plane_far.json", "planes[0].offset: found 1e+36, expected a number in [-1000000000, "
+                       "1000000000]"},
+    {"position_far.json", "particle 1: position (1.35e+09, -0.5, -0.5) m"},
+    {"velocity_far.json", "bodies[0].velocities[1][1]: found 1e+21, expected a number in "
+                          "[-1000000000, 1000000000]"},
+    {"sphere_radius.json", "spheres[0].radius: found 0, expected a number in (0, 1000000000]"},
     {"attachment_particle.json", "attachments[0].particle: found 16, expected a particle index "
                                  "in [0, 16) of bodies[0]"},
     {"attachment_both.json", "attachments[0].stiffness: found together with compliance"},

@@ -109,6 +109,16 @@ typedef struct num_spec {
     {                                                                                              \
         0.0, FLT_MAX, 1, 0, 0                                                                      \
     }
+/* Coordinates, speeds and sizes: within PBD_MAX_COORD (m, m/s), as the model check asks of
+ * every particle and collider, so a value beyond it is named by its key. */
+#define WITHIN                                                                                     \
+    {                                                                                              \
+        -PBD_MAX_COORD, PBD_MAX_COORD, 0, 0, 0                                                     \
+    }
+#define POSITIVE_WITHIN                                                                            \
+    {                                                                                              \
+        0.0, PBD_MAX_COORD, 1, 0, 0                                                                \
+    }
 #define NON_NEGATIVE                                                                               \
     {                                                                                              \
         0.0, FLT_MAX, 0, 0, 0                                                                      \
@@ -522,8 +532,8 @@ static const char *const type_keys[][16] = {
         0.0, 1.0, 1, 0, 0                                                                          \
     }
 static const field common_fields[] = {
-    {"velocity", 'f', 3, ANY_FLOAT, offsetof(pbd_gen_common, velocity)},
-    {"angular_velocity", 'f', 3, ANY_FLOAT, offsetof(pbd_gen_common, angular_velocity)},
+    {"velocity", 'f', 3, WITHIN, offsetof(pbd_gen_common, velocity)},
+    {"angular_velocity", 'f', 3, WITHIN, offsetof(pbd_gen_common, angular_velocity)},
     {"compliance", 'f', 0, NON_NEGATIVE, offsetof(pbd_gen_common, compliance)},
     {"stiffness", 'k', 0, STIFFNESS, offsetof(pbd_gen_common, compliance)},
     {"mass", 'd', 0, POSITIVE, offsetof(pbd_gen_common, mass)},
@@ -533,8 +543,8 @@ static const field common_fields[] = {
 static const field cloth_fields[] = {
     {"resolution", 'i', 2, INT_IN(PBD_CLOTH_RES_MIN, PBD_CLOTH_RES_MAX),
      offsetof(pbd_cloth_desc, resolution)},
-    {"size", 'f', 2, POSITIVE, offsetof(pbd_cloth_desc, size)},
-    {"center", 'f', 3, ANY_FLOAT, offsetof(pbd_cloth_desc, center)},
+    {"size", 'f', 2, POSITIVE_WITHIN, offsetof(pbd_cloth_desc, size)},
+    {"center", 'f', 3, WITHIN, offsetof(pbd_cloth_desc, center)},
     {"shear", 'b', 0, ANY_FLOAT, offsetof(pbd_cloth_desc, shear)},
     {"bending_compliance", 'f', 0, NON_NEGATIVE, offsetof(pbd_cloth_desc, bending_compliance)},
     {"bending_stiffness", 'k', 0, STIFFNESS, offsetof(pbd_cloth_desc, bending_compliance)},
@@ -544,14 +554,14 @@ static const field cloth_fields[] = {
 };
 static const field rope_fields[] = {
     {"segments", 'i', 0, INT_IN(1, PBD_ROPE_SEGMENTS_MAX), offsetof(pbd_rope_desc, segments)},
-    {"start", 'f', 3, ANY_FLOAT, offsetof(pbd_rope_desc, start)},
-    {"end", 'f', 3, ANY_FLOAT, offsetof(pbd_rope_desc, end)},
+    {"start", 'f', 3, WITHIN, offsetof(pbd_rope_desc, start)},
+    {"end", 'f', 3, WITHIN, offsetof(pbd_rope_desc, end)},
     {"bending", 'b', 0, ANY_FLOAT, offsetof(pbd_rope_desc, bending)},
 };
 static const field tet_box_fields[] = {
     {"cells", 'i', 3, INT_IN(1, PBD_TET_CELLS_MAX), offsetof(pbd_tet_box_desc, cells)},
-    {"size", 'f', 3, POSITIVE, offsetof(pbd_tet_box_desc, size)},
-    {"center", 'f', 3, ANY_FLOAT, offsetof(pbd_tet_box_desc, center)},
+    {"size", 'f', 3, POSITIVE_WITHIN, offsetof(pbd_tet_box_desc, size)},
+    {"center", 'f', 3, WITHIN, offsetof(pbd_tet_box_desc, center)},
     {"volume", 'b', 0, ANY_FLOAT, offsetof(pbd_tet_box_desc, volume)},
     {"volume_compliance", 'f', 0, NON_NEGATIVE, offsetof(pbd_tet_box_desc, volume_compliance)},
     {"volume_stiffness", 'k', 0, STIFFNESS, offsetof(pbd_tet_box_desc, volume_compliance)},
@@ -568,7 +578,7 @@ static const field mesh_fields[] = {
     {"volume_compliance", 'f', 0, NON_NEGATIVE, offsetof(pbd_mesh_desc, volume_compliance)},
     {"volume_stiffness", 'k', 0, STIFFNESS, offsetof(pbd_mesh_desc, volume_compliance)},
     {"rotate", 'f', 3, ANY_FLOAT, offsetof(pbd_mesh_desc, rotate)},
-    {"translate", 'f', 3, ANY_FLOAT, offsetof(pbd_mesh_desc, translate)},
+    {"translate", 'f', 3, WITHIN, offsetof(pbd_mesh_desc, translate)},
 };
 
 #define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
@@ -638,7 +648,7 @@ static int read_particles(ctx *c, const cJSON *obj, const char *key, pbd_particl
                           lists *l)
 {
     char sub[KEY_MAX];
-    const num_spec any = ANY_FLOAT, positive = POSITIVE;
+    const num_spec any = WITHIN, positive = POSITIVE;
     int n_masses = 0, n_vel = 0;
     int r = opt_list(c, obj, key, "positions", 3, any, 0, &l->positions, &d->count);
     if (r == 0)
@@ -1118,7 +1128,7 @@ static int parse_planes(ctx *c, const cJSON *root, pbd_model *m)
     {
         char key[KEY_MAX], sub[KEY_MAX];
         double n[3], offset = 0.0, scale = 0.0, len = 0.0;
-        const num_spec any = ANY_FLOAT;
+        const num_spec any = ANY_FLOAT, within = WITHIN;
         at_index(key, "planes", k++);
         if (!cJSON_IsObject(p))
             return wrong_type(c, key, p, "an object");
@@ -1130,8 +1140,8 @@ static int parse_planes(ctx *c, const cJSON *root, pbd_model *m)
         if (!normal)
             return fail(c, PBD_ERR_SCENE, sub, "missing (required for a plane)");
         if (read_numbers(c, normal, sub, 3, any, (sink){NULL, NULL, n}) ||
-            (off &&
-             read_numbers(c, off, join(sub, key, "offset"), 0, any, (sink){NULL, NULL, &offset})))
+            (off && read_numbers(c, off, join(sub, key, "offset"), 0, within,
+                                 (sink){NULL, NULL, &offset})))
             return -1;
         /* Scaled first so that tiny or huge components neither underflow nor overflow. */
         for (int i = 0; i < 3; ++i)
@@ -1196,7 +1206,7 @@ static int parse_spheres(ctx *c, const cJSON *root, pbd_model *m)
     cJSON_ArrayForEach(s, spheres)
     {
         char key[KEY_MAX], sub[KEY_MAX];
-        const num_spec any = ANY_FLOAT, positive = POSITIVE;
+        const num_spec any = WITHIN, positive = POSITIVE_WITHIN;
         pbd_collider col = {.kind = PBD_COLLIDER_SPHERE};
         float centre[3];
         if (object_entry(c, s, "spheres", k++, sphere_keys, 2, "a sphere", key))
@@ -1231,7 +1241,7 @@ static int parse_boxes(ctx *c, const cJSON *root, pbd_model *m)
     cJSON_ArrayForEach(b, list)
     {
         char key[KEY_MAX], sub[KEY_MAX];
-        const num_spec any = ANY_FLOAT, positive = POSITIVE;
+        const num_spec any = WITHIN, positive = POSITIVE_WITHIN, turn = ANY_FLOAT;
         pbd_collider col = {.kind = PBD_COLLIDER_BOX, .shape3 = {0.0f, 0.0f, 0.0f, 1.0f}};
         float centre[3], size[3], rot[3] = {0.0f, 0.0f, 0.0f};
         const cJSON *rv;
@@ -1242,7 +1252,7 @@ static int parse_boxes(ctx *c, const cJSON *root, pbd_model *m)
             read_numbers(c, cJSON_GetObjectItemCaseSensitive(b, "size"), join(sub, key, "size"), 3,
                          positive, (sink){size, NULL, NULL}) ||
             ((rv = cJSON_GetObjectItemCaseSensitive(b, "rotate")) &&
-             read_numbers(c, rv, join(sub, key, "rotate"), 3, any, (sink){rot, NULL, NULL})) ||
+             read_numbers(c, rv, join(sub, key, "rotate"), 3, turn, (sink){rot, NULL, NULL})) ||
             read_friction(c, b, key, &col))
             return -1;
         double angle =
@@ -1273,7 +1283,7 @@ static int parse_capsules(ctx *c, const cJSON *root, pbd_model *m)
     cJSON_ArrayForEach(e, list)
     {
         char key[KEY_MAX], sub[KEY_MAX];
-        const num_spec any = ANY_FLOAT, positive = POSITIVE;
+        const num_spec any = WITHIN, positive = POSITIVE_WITHIN;
         pbd_collider col = {.kind = PBD_COLLIDER_CAPSULE};
         float a[3], b[3];
         if (object_entry(c, e, "capsules", k++, capsule_keys, 3, "a capsule", key))
