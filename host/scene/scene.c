@@ -145,16 +145,20 @@ static void describe(num_spec s, char *buf, size_t n)
 /* Reads one number item at `key` into *out. Returns 0, or -1 on failure. */
 static int read_number(ctx *c, const cJSON *it, const char *key, num_spec s, double *out)
 {
+    *out = 0.0;
     if (!cJSON_IsNumber(it))
         return wrong_type(c, key, it, s.integer ? "an integer" : "a number");
     double x = it->valuedouble;
-    if (isfinite(x) && fabs(x) > FLT_MAX)
+    int in_spec = isfinite(x) && (s.lo_open ? x > s.lo : x >= s.lo) &&
+                  (s.hi_open ? x < s.hi : x <= s.hi) && (!s.integer || x == floor(x));
+    /* Beyond a float where only the float's range bounds the key ("a number > 0" would not
+     * say why 1e300 is refused); a key of its own range says that range. */
+    if (!in_spec && isfinite(x) && fabs(x) > FLT_MAX && (s.hi == FLT_MAX || s.lo == -FLT_MAX))
         return fail(c, PBD_ERR_SCENE, key,
                     "found %.15g, expected a magnitude of at most %g "
                     "(float range)",
                     x, (double)FLT_MAX);
-    if (!(isfinite(x) && (s.lo_open ? x > s.lo : x >= s.lo) && (s.hi_open ? x < s.hi : x <= s.hi) &&
-          (!s.integer || x == floor(x)))) {
+    if (!in_spec) {
         char expected[128];
         describe(s, expected, sizeof expected);
         return fail(c, PBD_ERR_SCENE, key, "found %.15g, expected %s", x, expected);
