@@ -687,6 +687,12 @@ static int load_scene(const options *o, pbd_scene *scene, pbd_error *err)
     if (pbd_scene_load(o->scene, scene, err) != PBD_OK)
         return fail(err);
     apply_overrides(o, scene);
+    /* A substep too short because of --dt or --substeps is the command line's mistake. */
+    const pbd_config *c = &scene->config;
+    if ((o->dt > 0.0 || o->substeps) && !(c->dt / (float)c->substeps >= PBD_MIN_SUBSTEP))
+        return usage_error("--%s: gives substeps of %g s (dt %g s in %d), expected at least %g s",
+                           o->substeps ? "substeps" : "dt", (double)(c->dt / (float)c->substeps),
+                           (double)c->dt, c->substeps, (double)PBD_MIN_SUBSTEP);
     /* --damping-k replaces every body's fraction; with no body damping it would do nothing. */
     int damped = 0;
     for (int b = 0; b < scene->model.num_bodies; ++b)
