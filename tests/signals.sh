@@ -94,3 +94,18 @@ if [ "$rc" -ne 141 ] || [ -n "$left" ] || ! grep -q "^hash 1 " head_pipe.txt; th
     exit 1
 fi
 echo "SIGPIPE: exit 141, nothing left"
+
+# A scene read from a FIFO waits for its writer; SIGTERM ends the wait as it ends a run.
+rm -f scene_fifo && mkfifo scene_fifo || exit 1
+"$pbd" run scene_fifo --quiet 2>stderr_fifo.txt &
+pid=$!
+sleep 0.5
+kill -TERM "$pid"
+wait "$pid"
+rc=$?
+rm -f scene_fifo
+if [ "$rc" -ne 143 ] || ! grep -q "terminated (SIGTERM) while the scene loaded" stderr_fifo.txt; then
+    echo "SIGTERM while reading a FIFO scene: exit $rc, expected 143; $(cat stderr_fifo.txt)"
+    exit 1
+fi
+echo "SIGTERM while reading a FIFO scene: exit 143"

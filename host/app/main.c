@@ -684,7 +684,14 @@ static int load_scene(const options *o, pbd_scene *scene, pbd_error *err)
 {
     if (!o->scene)
         return usage_error("%s: missing SCENE (a .json file)", o->command);
-    if (pbd_scene_load(o->scene, scene, err) != PBD_OK)
+    pbd_status st = pbd_scene_load(o->scene, scene, err);
+    if (st != PBD_OK && interrupted) {
+        /* (a scene read from a FIFO waits for its writer; the signal ends the wait) */
+        fprintf(stderr, "pbd: %s while the scene loaded; no output files written\n",
+                stopped_by(interrupted));
+        return 128 + interrupted;
+    }
+    if (st != PBD_OK)
         return fail(err);
     apply_overrides(o, scene);
     /* A substep too short because of --dt or --substeps is the command line's mistake. */
