@@ -3230,10 +3230,27 @@ static void neo_hookean_too_stiff(void **state)
     pbd_solver_desc desc = {.backend = PBD_BACKEND_CPU};
     assert_int_equal(pbd_solver_create(&sc.model, &sc.config, &desc, &sv, &err), PBD_ERR_MODEL);
     assert_null(sv);
-    assert_non_null(strstr(err.message, "body 0 (jelly): its Neo-Hookean elements are too stiff"));
+    assert_non_null(strstr(err.message, "body 0 (jelly): Neo-Hookean element "));
+    assert_non_null(strstr(err.message, " is too stiff for substeps of "));
     assert_non_null(strstr(err.message, "use substeps >= 3"));
     sc.config.substeps = 3;
     assert_int_equal(pbd_solver_create(&sc.model, &sc.config, &desc, &sv, &err), PBD_OK);
+    /* An update is held to the same limit: a stiffer element, or a hard one, is refused and
+     * the solver steps on with the element it had. */
+    pbd_neo_hookean r = sc.model.neo_hookean[5];
+    r.compliance *= 1e-3f;
+    pbd_error_clear(&err);
+    assert_int_equal(pbd_solver_update_constraint(sv, PBD_CONSTRAINT_NEO_HOOKEAN, 5, &r, &err),
+                     PBD_ERR_MODEL);
+    assert_non_null(strstr(err.message, "the update: Neo-Hookean element 5 is too stiff"));
+    r.compliance = 0.0f;
+    assert_int_equal(pbd_solver_update_constraint(sv, PBD_CONSTRAINT_NEO_HOOKEAN, 5, &r, &err),
+                     PBD_ERR_MODEL);
+    assert_non_null(strstr(err.message, "the update: Neo-Hookean element 5 has compliance 0"));
+    r.compliance = sc.model.neo_hookean[5].compliance * 2.0f; /* softer: taken */
+    assert_int_equal(pbd_solver_update_constraint(sv, PBD_CONSTRAINT_NEO_HOOKEAN, 5, &r, &err),
+                     PBD_OK);
+    assert_int_equal(pbd_solver_step(sv, 2, &err), PBD_OK);
     pbd_solver_destroy(sv);
     pbd_scene_free(&sc);
 }

@@ -54,6 +54,7 @@ void pbd_plan_free(pbd_plan *plan)
     free(plan->body_flags);
     free(plan->body_damping);
     free(plan->body_material);
+    free(plan->inv_mass);
     free(plan->particle_radius);
     free(plan->body_self);
     free(plan->contact_rest);
@@ -633,22 +634,45 @@ done:
  * (grad C_D = I / sqrt 3 there). Past that, the first iteration of a substep asks |F| = 0 of
  * a pre-stressed element and the solve diverges (a clamped column of 81 particles: exact at
  * 0.55, blown up at 1.24). Refused with the substeps that would do. */
+static double neo_hookean_ratio(const pbd_neo_hookean *r, const float *inv_mass,
+                                const pbd_float4 *x, double h)
+{
+    const int ids[4] = {r->a, r->b, r->c, r->d};
+    double g[4][3] = {{0}}, sum = 0.0;
+    for (int i = 0; i < 3; ++i) /* grad at particle i + 1: row i of Dm^-1 / sqrt 3 */
+        for (int k = 0; k < 3; ++k) {
+            g[i + 1][k] = r->dm_inv[3 * i + k] / sqrt(3.0);
+            g[0][k] -= g[i + 1][k];
+        }
+    for (int i = 0; i < 4; ++i)
+        sum += (inv_mass ? inv_mass[ids[i]] : x[ids[i]].w) *
+               (g[i][0] * g[i][0] + g[i][1] * g[i][1] + g[i][2] * g[i][2]);
+    return r->compliance > 0.0f ? h * h * sum / r->compliance : INFINITY;
+}
+
+/* The refusal of Neo-Hookean element `at` at `ratio`; `who` names its body or the update. */
+static pbd_status neo_hookean_refused(const char *who, int at, double ratio, const pbd_config *cfg,
+                                      pbd_error *err)
+{
+    double h = (double)cfg->dt / cfg->substeps;
+    if (isinf(ratio))
+        return pbd_error_set(err, PBD_ERR_MODEL,
+                             "%s: Neo-Hookean element %d has compliance 0 (hard), expected a "
+                             "compliance > 0 (the element has no hard form)",
+                             who, at);
+    return pbd_error_set(err, PBD_ERR_MODEL,
+                         "%s: Neo-Hookean element %d is too stiff for substeps of %.3g s (h^2 mu "
+                         "V sum w |grad C|^2 = %.3g, expected <= 1): use substeps >= %.0f, a "
+                         "lower young_modulus or heavier particles",
+                         who, at, h, ratio, ceil(cfg->substeps * sqrt(ratio)));
+}
+
 static pbd_status check_neo_hookean(const pbd_model *m, const pbd_config *cfg, pbd_error *err)
 {
     double h = (double)cfg->dt / cfg->substeps, worst = 0.0;
     int at = -1;
     for (int e = 0; e < m->num_neo_hookean; ++e) {
-        const pbd_neo_hookean *r = &m->neo_hookean[e];
-        const int ids[4] = {r->a, r->b, r->c, r->d};
-        double g[4][3] = {{0}}, sum = 0.0;
-        for (int i = 0; i < 3; ++i) /* grad at particle i + 1: row i of Dm^-1 / sqrt 3 */
-            for (int k = 0; k < 3; ++k) {
-                g[i + 1][k] = r->dm_inv[3 * i + k] / sqrt(3.0);
-                g[0][k] -= g[i + 1][k];
-            }
-        for (int i = 0; i < 4; ++i)
-            sum += m->x[ids[i]].w * (g[i][0] * g[i][0] + g[i][1] * g[i][1] + g[i][2] * g[i][2]);
-        double ratio = r->compliance > 0.0f ? h * h * sum / r->compliance : INFINITY;
+        double ratio = neo_hookean_ratio(&m->neo_hookean[e], NULL, m->x, h);
         if (ratio > worst) {
             worst = ratio;
             at = e;
@@ -656,13 +680,10 @@ static pbd_status check_neo_hookean(const pbd_model *m, const pbd_config *cfg, p
     }
     if (worst <= 1.0)
         return PBD_OK;
-    const pbd_body *b = &m->bodies[m->body[m->neo_hookean[at].a]];
-    double need = ceil(cfg->substeps * sqrt(worst));
-    return pbd_error_set(err, PBD_ERR_MODEL,
-                         "body %d (%s): its Neo-Hookean elements are too stiff for substeps of "
-                         "%.3g s (h^2 mu V sum w |grad C|^2 = %.3g at element %d, expected <= 1): "
-                         "use substeps >= %.0f, a lower young_modulus or heavier particles",
-                         (int)(b - m->bodies), b->name, h, worst, at, need);
+    int b = m->body[m->neo_hookean[at].a];
+    char who[96];
+    snprintf(who, sizeof who, "body %d (%s)", b, m->bodies[b].name);
+    return neo_hookean_refused(who, at, worst, cfg, err);
 }
 
 /* Shape matching's rest offsets q = x0 - c0 of members [first, end) (member e is particle
@@ -1317,6 +1338,13 @@ pbd_status pbd_plan_build(const pbd_model *m, const pbd_config *cfg, pbd_variant
         return st;
     plan->cfg = *cfg;
     plan->num_particles = m->num_particles;
+    if (m->num_neo_hookean > 0) {
+        plan->inv_mass = malloc((size_t)m->num_particles * sizeof *plan->inv_mass);
+        if (!plan->inv_mass)
+            return pbd_error_set(err, PBD_ERR_MEMORY, "out of memory preparing the solver");
+        for (int i = 0; i < m->num_particles; ++i)
+            plan->inv_mass[i] = m->x[i].w;
+    }
     plan->num_bodies = m->num_bodies;
     plan->num_colliders = m->num_colliders;
     plan->h = cfg->dt / (float)cfg->substeps;
@@ -1687,6 +1715,14 @@ pbd_status pbd_solver_update_constraint(pbd_solver *s, int type, int index, cons
     pbd_status st = pbd_constraint_validate(type, record, index, s->plan.num_particles, err);
     if (st != PBD_OK)
         return st;
+    /* An element as the solver's creation checks them: stable at these substeps. */
+    if (type == PBD_CONSTRAINT_NEO_HOOKEAN) {
+        const pbd_config *cfg = &s->plan.cfg;
+        double ratio =
+            neo_hookean_ratio(record, s->plan.inv_mass, NULL, (double)cfg->dt / cfg->substeps);
+        if (!(ratio <= 1.0))
+            return neo_hookean_refused("the update", index, ratio, cfg, err);
+    }
     /* New particles keep the colouring valid only where no other constraint of the colour
      * touches them. */
     int moved = memcmp(dst, record, (size_t)info->arity * sizeof(int)) != 0;

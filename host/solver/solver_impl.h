@@ -90,6 +90,8 @@ typedef struct pbd_plan_type {
 typedef struct pbd_plan {
     pbd_config cfg;
     int num_particles;
+    float *inv_mass; /* per particle where there are Neo-Hookean elements (their updates'
+                      * stability check), else NULL */
     int num_bodies;
     int num_colliders;
     pbd_plan_type type[PBD_CONSTRAINT_COUNT];
