@@ -172,7 +172,8 @@ int pbd_model_add_plane(pbd_model *m, float nx, float ny, float nz, float offset
 pbd_status pbd_collider_validate(const pbd_collider *c, int k, pbd_error *err);
 pbd_status pbd_constraint_validate(int type, const void *record, int index, int num_particles,
                                    pbd_error *err);
-/* Checks indices, masses and values: every field of the model is what the solver expects. */
+/* Checks counts, arrays, indices, masses (x.w the inverse of v.w, or 0) and values: every
+ * field of the model is what the solver expects. */
 pbd_status pbd_model_validate(const pbd_model *m, pbd_error *err);
 /* Size of the scene: the diagonal of the particles' bounding box, m (1 if it is 0). */
 float pbd_model_extent(const pbd_model *m);
@@ -250,12 +251,12 @@ typedef enum pbd_velocity_update {
 
 /* How to step. Values are in SI units. */
 typedef struct pbd_config {
-    float dt;       /* frame time step, s, > 0 */
-    int substeps;   /* substeps per frame, >= 1 (each of dt / substeps) */
-    int iterations; /* projection iterations per substep, >= 1 */
+    float dt;       /* frame time step, s, in (0, 10] */
+    int substeps;   /* substeps per frame, [1, 1000] (each of dt / substeps) */
+    int iterations; /* projection iterations per substep, [1, 10000] */
     pbd_solver_kind solver;
     float omega;      /* Jacobi relaxation, (0, 2) */
-    float gravity[3]; /* m/s^2 */
+    float gravity[3]; /* m/s^2, each in [-1e6, 1e6] */
     int frames;       /* default number of frames for `pbd run` */
     int momentum;     /* 1: preserve each free body's linear and angular momentum (Dahl &
                          Bargteil 2019); bodies with pinned particles are never corrected */
@@ -411,10 +412,10 @@ typedef struct pbd_solver pbd_solver;
 pbd_status pbd_solver_create(const pbd_model *m, const pbd_config *cfg, const pbd_solver_desc *desc,
                              pbd_solver **out, pbd_error *err);
 void pbd_solver_destroy(pbd_solver *s);
-/* Advances `frames` frames (each cfg->substeps substeps). Work is queued, not waited for.
- * Where a step, or pbd_solver_finish waiting for one, fails (the device out of resources),
- * the state is partly advanced: the solver refuses to step on (reads still work); make a
- * new one, from the model or with a checkpoint loaded. */
+/* Advances `frames` (>= 0) frames (each cfg->substeps substeps). Work is queued, not waited
+ * for. Where a step, or pbd_solver_finish waiting for one, fails (the device out of
+ * resources), the state is partly advanced: the solver refuses to step on (reads still
+ * work); make a new one, from the model or with a checkpoint loaded. */
 pbd_status pbd_solver_step(pbd_solver *s, int frames, pbd_error *err);
 /* Replaces constraint `index` (the model's numbering) of `type` with `record` between steps:
  * its values (an attachment's target, a rest length, a compliance) and its particles, where

@@ -1087,6 +1087,91 @@ static void validate_bodies(void **state)
     pbd_scene_free(&s);
 }
 
+/* A model built by hand is checked before anything trusts its counts: a negative count, a
+ * missing array, a body range past the particles, a mass its inverse mass disagrees with, a
+ * flag out of its range, a rest length beyond the coordinates. Each is one line, and the
+ * model is left as it was (the check only reads). */
+static void validate_by_hand(void **state)
+{
+    (void)state;
+    pbd_scene s = {0};
+    pbd_error err = {0};
+    assert_int_equal(pbd_scene_builtin("@boxes-2x8", &s, &err), PBD_OK);
+    pbd_model *m = &s.model;
+    struct {
+        int *field, value;
+        const char *want;
+    } counts[] = {
+        {&m->num_colliders, -1, "-1 colliders (expected a count >= 0 and its array)"},
+        {&m->num_distance, -3, "-3 distance constraints (expected a count >= 0 and its array)"},
+        {&m->num_triangles, -1, "-1 triangles (expected a count >= 0 and its array)"},
+        {&m->num_attachment, 2,
+         "2 attachment constraints but no array (expected a count >= 0 "
+         "and its array)"},
+        {&m->bodies[1].count, 1 << 30,
+         "body 1: first 8, count 1073741824 (expected first = 8, "
+         "the end of the previous body, and a count in [1, 8])"},
+        {&m->bodies[1].first, -2147483647, "body 1: first -2147483647, count 8"},
+        {&m->bodies[0].momentum, 7, "body 0: momentum 7 (expected 0 or 1)"},
+    };
+    for (size_t k = 0; k < sizeof counts / sizeof counts[0]; ++k) {
+        int kept = *counts[k].field;
+        *counts[k].field = counts[k].value;
+        assert_int_equal(pbd_model_validate(m, &err), PBD_ERR_MODEL);
+        expect(strncmp(err.message, counts[k].want, strlen(counts[k].want)) == 0, "%s",
+               err.message);
+        *counts[k].field = kept;
+    }
+    /* the solver, too, refuses before it allocates by a negative count */
+    pbd_solver *sv = NULL;
+    pbd_solver_desc cpu = {.backend = PBD_BACKEND_CPU};
+    m->num_colliders = -1;
+    assert_int_equal(pbd_solver_create(m, &s.config, &cpu, &sv, &err), PBD_ERR_MODEL);
+    assert_null(sv);
+    m->num_colliders = 0;
+    float w = m->x[3].w, mass = m->v[3].w;
+    m->x[3].w = 1000.0f; /* mass 1/8 kg, inverse mass 1000 */
+    assert_int_equal(pbd_model_validate(m, &err), PBD_ERR_MODEL);
+    expect(strstr(err.message, "particle 3: mass 0.125, inverse mass 1000 (expected a finite "
+                               "mass > 0, and its inverse") != NULL,
+           "%s", err.message);
+    m->x[3].w = w;
+    m->v[3].w = INFINITY;
+    assert_int_equal(pbd_model_validate(m, &err), PBD_ERR_MODEL);
+    expect(strstr(err.message, "particle 3: mass inf") != NULL, "%s", err.message);
+    m->v[3].w = mass;
+    float rest = m->distance[0].rest;
+    m->distance[0].rest = 1e30f;
+    assert_int_equal(pbd_model_validate(m, &err), PBD_ERR_MODEL);
+    expect(strstr(err.message, "a rest length >= 0, within 2e9 m") != NULL, "%s", err.message);
+    m->distance[0].rest = rest;
+    assert_int_equal(pbd_model_validate(m, &err), PBD_OK);
+    /* a configuration beyond the scene's bounds, and a negative frame count */
+    pbd_config c = s.config;
+    c.dt = 1e10f;
+    assert_int_equal(pbd_solver_create(m, &c, &cpu, &sv, &err), PBD_ERR_ARGUMENT);
+    expect(strstr(err.message, "dt: found 1e+10, expected a time step in (0, 10] s") != NULL, "%s",
+           err.message);
+    c = s.config;
+    c.gravity[1] = -1e30f;
+    assert_int_equal(pbd_solver_create(m, &c, &cpu, &sv, &err), PBD_ERR_ARGUMENT);
+    expect(strstr(err.message, "gravity[1]: found -1e+30, expected a number in [-1e6, 1e6]") !=
+               NULL,
+           "%s", err.message);
+    c = s.config;
+    c.iterations = 2147483647;
+    assert_int_equal(pbd_solver_create(m, &c, &cpu, &sv, &err), PBD_ERR_ARGUMENT);
+    pbd_solver_desc sums = {.backend = PBD_BACKEND_CPU, .sums = (pbd_sum_layout)7};
+    assert_int_equal(pbd_solver_create(m, &s.config, &sums, &sv, &err), PBD_ERR_ARGUMENT);
+    expect(strstr(err.message, "sums: found 7, expected tree or lanes") != NULL, "%s", err.message);
+    assert_int_equal(pbd_solver_create(m, &s.config, &cpu, &sv, &err), PBD_OK);
+    assert_int_equal(pbd_solver_step(sv, -5, &err), PBD_ERR_ARGUMENT);
+    expect(strstr(err.message, "frames: found -5, expected >= 0") != NULL, "%s", err.message);
+    assert_int_equal(pbd_solver_step(sv, 1, &err), PBD_OK);
+    pbd_solver_destroy(sv);
+    pbd_scene_free(&s);
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(good_scenes),
     cmocka_unit_test(two_particles),
@@ -1107,6 +1192,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(builtin_boxes),
     cmocka_unit_test(builtin_pile),
     cmocka_unit_test(validate_bodies),
+    cmocka_unit_test(validate_by_hand),
 };
 
 PBD_TEST_MAIN("scene", tests)

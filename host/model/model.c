@@ -197,6 +197,11 @@ int pbd_model_add_plane(pbd_model *m, float nx, float ny, float nz, float offset
     return pbd_model_add_collider(m, &c);
 }
 
+static int finite3(pbd_float4 f)
+{
+    return isfinite(f.x) && isfinite(f.y) && isfinite(f.z);
+}
+
 static int finite4(pbd_float4 f)
 {
     return isfinite(f.x) && isfinite(f.y) && isfinite(f.z) && isfinite(f.w);
@@ -215,8 +220,8 @@ static const char *record_problem(int type, const void *record)
     switch (type) {
     case PBD_CONSTRAINT_DISTANCE: {
         const pbd_distance *d = record;
-        if (!(d->rest >= 0.0f) || !isfinite(d->rest))
-            return "a rest length >= 0";
+        if (!(d->rest >= 0.0f) || !(d->rest <= 2.0f * PBD_MAX_COORD))
+            return "a rest length >= 0, within 2e9 m";
         break;
     }
     case PBD_CONSTRAINT_ATTACHMENT: {
@@ -391,13 +396,54 @@ static int contact_ok(const pbd_body *b)
            (b->self_collision == 0 || (b->self_collision == 1 && b->radius > 0.0f));
 }
 
-pbd_status pbd_model_validate(const pbd_model *m, pbd_error *err)
+/* The counts and arrays every check below and the solver's allocations trust: none
+ * negative, none NULL with a count. */
+static pbd_status validate_counts(const pbd_model *m, pbd_error *err)
 {
     if (m->num_particles < 1)
         return pbd_error_set(err, PBD_ERR_MODEL, "the model has no particles");
+    if (!m->x || !m->v || !m->body)
+        return pbd_error_set(err, PBD_ERR_MODEL,
+                             "%d particles but no %s array (expected x, v and body)",
+                             m->num_particles,
+                             !m->x   ? "x"
+                             : !m->v ? "v"
+                                     : "body");
+    if (m->num_bodies < 1 || !m->bodies)
+        return pbd_error_set(err, PBD_ERR_MODEL, "%d bodies%s (expected at least one)",
+                             m->num_bodies, m->num_bodies >= 1 ? " but no bodies array" : "");
+    for (int t = 0; t < PBD_CONSTRAINT_COUNT; ++t) {
+        int n = 0;
+        const void *rec = pbd_model_constraints(m, t, &n);
+        if (n < 0 || (n > 0 && !rec))
+            return pbd_error_set(err, PBD_ERR_MODEL,
+                                 "%d %s constraints%s (expected a count >= 0 and its array)", n,
+                                 pbd_constraint_types[t].name, n > 0 ? " but no array" : "");
+    }
+    if (m->num_colliders < 0 || (m->num_colliders > 0 && !m->colliders))
+        return pbd_error_set(err, PBD_ERR_MODEL,
+                             "%d colliders%s (expected a count >= 0 and its array)",
+                             m->num_colliders, m->num_colliders > 0 ? " but no array" : "");
+    if (m->num_triangles < 0 || (m->num_triangles > 0 && !m->triangles))
+        return pbd_error_set(err, PBD_ERR_MODEL,
+                             "%d triangles%s (expected a count >= 0 and its array)",
+                             m->num_triangles, m->num_triangles > 0 ? " but no array" : "");
+    return PBD_OK;
+}
+
+pbd_status pbd_model_validate(const pbd_model *m, pbd_error *err)
+{
+    if (!m)
+        return pbd_error_set(err, PBD_ERR_ARGUMENT, "no model");
+    pbd_status counts = validate_counts(m, err);
+    if (counts != PBD_OK)
+        return counts;
     int next = 0;
     for (int b = 0; b < m->num_bodies; ++b) {
         const pbd_body *bd = &m->bodies[b];
+        if (bd->momentum != 0 && bd->momentum != 1)
+            return pbd_error_set(err, PBD_ERR_MODEL, "body %d: momentum %d (expected 0 or 1)", b,
+                                 bd->momentum);
         if (!material_ok(bd))
             return pbd_error_set(err, PBD_ERR_MODEL,
                                  "body %d: friction %g static and %g kinetic, restitution %g "
@@ -445,11 +491,11 @@ pbd_status pbd_model_validate(const pbd_model *m, pbd_error *err)
                                  "body %d: particle radius %g, self-collision %d (expected 0, or "
                                  "(0, 1000] m; self-collision 0, or 1 with a radius)",
                                  b, (double)bd->radius, bd->self_collision);
-        if (bd->first != next || bd->count < 1)
+        if (bd->first != next || bd->count < 1 || bd->count > m->num_particles - next)
             return pbd_error_set(err, PBD_ERR_MODEL,
-                                 "body %d: particles [%d, %d) do not follow the previous body "
-                                 "(expected first = %d)",
-                                 b, bd->first, bd->first + bd->count, next);
+                                 "body %d: first %d, count %d (expected first = %d, the end of "
+                                 "the previous body, and a count in [1, %d])",
+                                 b, bd->first, bd->count, next, m->num_particles - next);
         int pinned = 0;
         for (int i = bd->first; i < bd->first + bd->count && i < m->num_particles; ++i) {
             if (m->body[i] != b)
@@ -469,18 +515,22 @@ pbd_status pbd_model_validate(const pbd_model *m, pbd_error *err)
         return pbd_error_set(err, PBD_ERR_MODEL, "bodies cover %d of %d particles", next,
                              m->num_particles);
     for (int i = 0; i < m->num_particles; ++i) {
-        if (!finite4(m->x[i]) || !finite4(m->v[i]) || !bounded3(m->x[i]) || !bounded3(m->v[i]))
+        if (!finite3(m->x[i]) || !finite3(m->v[i]) || !bounded3(m->x[i]) || !bounded3(m->v[i]))
             return pbd_error_set(err, PBD_ERR_MODEL,
                                  "particle %d: position (%g, %g, %g) m, velocity (%g, %g, %g) "
                                  "m/s (expected finite components of magnitude at most %g)",
                                  i, (double)m->x[i].x, (double)m->x[i].y, (double)m->x[i].z,
                                  (double)m->v[i].x, (double)m->v[i].y, (double)m->v[i].z,
                                  (double)PBD_MAX_COORD);
-        if (m->x[i].w < 0.0f || m->v[i].w <= 0.0f)
+        /* The solver moves a particle by its inverse mass (x.w), the sums weigh it by its mass
+         * (v.w): the two must agree, or a pinned particle (0) have a mass. */
+        float w = m->x[i].w, mass = m->v[i].w;
+        if (!(w >= 0.0f && isfinite(w)) || !(mass > 0.0f && isfinite(mass)) ||
+            (w > 0.0f && !(fabsf(w * mass - 1.0f) <= 1e-5f)))
             return pbd_error_set(err, PBD_ERR_MODEL,
-                                 "particle %d: mass %g, inverse mass %g (expected mass > 0, "
-                                 "inverse mass >= 0)",
-                                 i, (double)m->v[i].w, (double)m->x[i].w);
+                                 "particle %d: mass %g, inverse mass %g (expected a finite mass > "
+                                 "0, and its inverse, or 0 for a pinned particle)",
+                                 i, (double)mass, (double)w);
     }
     for (int t = 0; t < PBD_CONSTRAINT_COUNT; ++t) {
         pbd_status st = validate_constraints(m, t, err);

@@ -84,18 +84,20 @@ void pbd_plan_free(pbd_plan *plan)
 
 static pbd_status check_config(const pbd_config *c, pbd_error *err)
 {
-    if (!(c->dt > 0.0f) || !isfinite(c->dt))
-        return pbd_error_set(err, PBD_ERR_ARGUMENT, "dt: found %g, expected a time step > 0 s",
-                             (double)c->dt);
-    if (c->substeps < 1)
-        return pbd_error_set(err, PBD_ERR_ARGUMENT, "substeps: found %d, expected >= 1",
-                             c->substeps);
+    /* The bounds of a scene's keys: beyond them a step leaves the coordinates' range. */
+    if (!(c->dt > 0.0f && c->dt <= 10.0f))
+        return pbd_error_set(err, PBD_ERR_ARGUMENT,
+                             "dt: found %g, expected a time step in (0, 10] s", (double)c->dt);
+    if (c->substeps < 1 || c->substeps > 1000)
+        return pbd_error_set(err, PBD_ERR_ARGUMENT,
+                             "substeps: found %d, expected an integer in [1, 1000]", c->substeps);
     if (!(c->dt / (float)c->substeps >= PBD_MIN_SUBSTEP))
         return pbd_error_set(err, PBD_ERR_ARGUMENT,
                              "dt: found %g s in %d substeps, expected substeps of at least %g s",
                              (double)c->dt, c->substeps, (double)PBD_MIN_SUBSTEP);
-    if (c->iterations < 1)
-        return pbd_error_set(err, PBD_ERR_ARGUMENT, "iterations: found %d, expected >= 1",
+    if (c->iterations < 1 || c->iterations > 10000)
+        return pbd_error_set(err, PBD_ERR_ARGUMENT,
+                             "iterations: found %d, expected an integer in [1, 10000]",
                              c->iterations);
     if (!(c->omega > 0.0f && c->omega < 2.0f))
         return pbd_error_set(err, PBD_ERR_ARGUMENT, "omega: found %g, expected a value in (0, 2)",
@@ -104,8 +106,10 @@ static pbd_status check_config(const pbd_config *c, pbd_error *err)
         return pbd_error_set(err, PBD_ERR_ARGUMENT, "solver: found %d, expected gs or jacobi",
                              (int)c->solver);
     for (int k = 0; k < 3; ++k)
-        if (!isfinite(c->gravity[k]))
-            return pbd_error_set(err, PBD_ERR_ARGUMENT, "gravity: not finite");
+        if (!(fabsf(c->gravity[k]) <= 1e6f))
+            return pbd_error_set(err, PBD_ERR_ARGUMENT,
+                                 "gravity[%d]: found %g, expected a number in [-1e6, 1e6] m/s^2", k,
+                                 (double)c->gravity[k]);
     if (c->damping != PBD_DAMPING_NONE && c->damping != PBD_DAMPING_POINT &&
         c->damping != PBD_DAMPING_RIGID)
         return pbd_error_set(err, PBD_ERR_ARGUMENT,
@@ -1501,6 +1505,9 @@ pbd_status pbd_solver_create(const pbd_model *m, const pbd_config *cfg, const pb
     if (d.backend != PBD_BACKEND_CPU && d.backend != PBD_BACKEND_CL)
         st = pbd_error_set(err, PBD_ERR_ARGUMENT, "backend: found %d, expected cl or cpu",
                            (int)d.backend);
+    else if (d.sums != PBD_SUMS_TREE && d.sums != PBD_SUMS_LANES)
+        st = pbd_error_set(err, PBD_ERR_ARGUMENT, "sums: found %d, expected tree or lanes",
+                           (int)d.sums);
     /* The device is opened, and the model checked against its memory, before the plan. */
     void *cl = NULL;
     /* The CPU reference follows the order of the variant whose sums it was asked for. */
@@ -1571,6 +1578,8 @@ pbd_status pbd_solver_step(pbd_solver *s, int frames, pbd_error *err)
     if (s->unusable[0])
         return pbd_error_set(err, PBD_ERR_ARGUMENT, "%.960s; expected a solver made again",
                              s->unusable);
+    if (frames < 0)
+        return pbd_error_set(err, PBD_ERR_ARGUMENT, "frames: found %d, expected >= 0", frames);
     for (int f = 0; f < frames; ++f) {
         pbd_status st = pbd_step_frame(s->ops, s->impl, pl, &s->substeps_done, err);
         if (st != PBD_OK)
