@@ -1168,6 +1168,9 @@ static void validate_by_hand(void **state)
     assert_int_equal(pbd_solver_step(sv, -5, &err), PBD_ERR_ARGUMENT);
     expect(strstr(err.message, "frames: found -5, expected >= 0") != NULL, "%s", err.message);
     assert_int_equal(pbd_solver_step(sv, 1, &err), PBD_OK);
+    assert_int_equal(pbd_solver_update_constraint(sv, PBD_CONSTRAINT_DISTANCE, 0, NULL, &err),
+                     PBD_ERR_ARGUMENT);
+    expect(strcmp(err.message, "distance constraint 0: no record") == 0, "%s", err.message);
     pbd_solver_destroy(sv);
     pbd_scene_free(&s);
 }

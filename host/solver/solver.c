@@ -1601,6 +1601,8 @@ pbd_status pbd_solver_update_collider(pbd_solver *s, int index, const pbd_collid
     if (index < 0 || index >= pl->num_colliders)
         return pbd_error_set(err, PBD_ERR_ARGUMENT, "collider %d: out of range [0, %d)", index,
                              pl->num_colliders);
+    if (!c)
+        return pbd_error_set(err, PBD_ERR_ARGUMENT, "collider %d: no record", index);
     if (c->kind != pl->colliders[index].kind)
         return pbd_error_set(err, PBD_ERR_ARGUMENT, "collider %d: kind %d, expected its own %d",
                              index, c->kind, pl->colliders[index].kind);
@@ -1719,6 +1721,9 @@ pbd_status pbd_solver_update_constraint(pbd_solver *s, int type, int index, cons
     if (index < 0 || index >= pt->count)
         return pbd_error_set(err, PBD_ERR_ARGUMENT, "%s constraint %d: out of range [0, %d)",
                              info->name, index, pt->count);
+    if (!record)
+        return pbd_error_set(err, PBD_ERR_ARGUMENT, "%s constraint %d: no record", info->name,
+                             index);
     int pos = pt->position[index];
     char *dst = (char *)pt->records + (size_t)pos * info->size;
     pbd_status st = pbd_constraint_validate(type, record, index, s->plan.num_particles, err);
