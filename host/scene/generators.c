@@ -71,15 +71,22 @@ static pbd_status begin(build *b, pbd_model *m, const pbd_gen_common *c, const c
                              PBD_MAX_DISTANCE);
     double total = c->density > 0.0 ? c->density * measure : c->mass > 0.0 ? c->mass : 1.0;
     double share = total / (double)np;
+    if (!masses && !(share >= FLT_MIN && share <= FLT_MAX) && c->density > 0.0)
+        return pbd_error_set(err, PBD_ERR_ARGUMENT,
+                             "density: found %.15g kg a particle (%g times the body's area, "
+                             "length or volume of %g, over %lld particles), expected [%g, %g] kg",
+                             share, c->density, measure, (long long)np, (double)FLT_MIN,
+                             (double)FLT_MAX);
     if (!masses && !(share >= FLT_MIN && share <= FLT_MAX))
-        return pbd_error_set(
-            err, PBD_ERR_ARGUMENT, "%s: found %.15g kg a particle, expected [%g, %g] kg",
-            c->density > 0.0 ? "density" : "mass", share, (double)FLT_MIN, (double)FLT_MAX);
+        return pbd_error_set(err, PBD_ERR_ARGUMENT,
+                             "mass: found %.15g kg a particle (%g over %lld particles), expected "
+                             "[%g, %g] kg",
+                             share, total, (long long)np, (double)FLT_MIN, (double)FLT_MAX);
     for (int64_t i = 0; masses && i < np; ++i)
         if (!(masses[i] >= FLT_MIN && masses[i] <= FLT_MAX)) {
             char key[48];
             snprintf(key, sizeof key, "masses[%lld]", (long long)i);
-            return bad(err, key, masses[i], "a number > 0");
+            return bad(err, key, masses[i], "a mass in [1.17549435e-38, 3.40282347e+38] kg");
         }
     if (c->num_pinned > 0 && !c->pinned)
         return pbd_error_set(err, PBD_ERR_ARGUMENT, "pinned: no array");
