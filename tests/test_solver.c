@@ -2137,12 +2137,13 @@ static void checkpoint_refused(void **state)
         const char *what, *message;
     } cases[] = {
         {"magic", "ck: not a pbd checkpoint"},
-        {"version", "ck: found version 7, expected 1"},
+        {"version", "ck: found version 7, expected 2"},
         {"truncated", "ck: truncated: found"},
         {"longer", "ck: trailing bytes: found"},
         {"corrupt", "ck: checksum"},
         {"nan", "ck: particle 3: velocity (nan"},
         {"dt", "ck: dt: found 0.0166666675 in the checkpoint, this run has 0.00999999978"},
+        {"max_colors", "ck: max_colors: found 32 in the checkpoint, this run has 5"},
         {"scene", "ck: made from another scene"},
         {"short", "ck: truncated: found 100 bytes, expected a header of 256"},
         {"mass", "ck: particle 2: mass 4 kg, expected the scene's"},
@@ -2175,6 +2176,14 @@ static void checkpoint_refused(void **state)
             assert_int_equal(pbd_scene_load(PBD_SCENES_DIR "/spinning_box.json", &s2, &err),
                              PBD_OK);
             s2.config.dt = 0.01f;
+            o = make_solver(&s2, PBD_BACKEND_CPU);
+            target = o;
+            pbd_scene_free(&s2);
+        } else if (strcmp(what, "max_colors") == 0) { /* another colouring, another order */
+            pbd_scene s2 = {0};
+            assert_int_equal(pbd_scene_load(PBD_SCENES_DIR "/spinning_box.json", &s2, &err),
+                             PBD_OK);
+            s2.config.max_colors = 5;
             o = make_solver(&s2, PBD_BACKEND_CPU);
             target = o;
             pbd_scene_free(&s2);

@@ -2079,7 +2079,7 @@ uint64_t pbd_model_fingerprint(const pbd_model *m)
 /* The checkpoint's layout, version 1 (little-endian hosts write and read it as they are; the
  * byte-order mark refuses the others): a fixed header, then the arrays. */
 #define STATE_MAGIC   "PBDSTATE"
-#define STATE_VERSION 1u
+#define STATE_VERSION 2u /* 2: max_colors in the header */
 #define STATE_ORDER   0x01020304u
 
 typedef struct state_header {
@@ -2097,8 +2097,9 @@ typedef struct state_header {
     int32_t num_particles, num_bodies, previous; /* previous: BDF2's x and v follow */
     int32_t backend, variant;                    /* where it was made (not checked) */
     int64_t substeps_done;
-    char device[128];    /* where it was made (not checked) */
-    int32_t reserved[2]; /* 0: the arrays start 16-byte aligned */
+    char device[128];   /* where it was made (not checked) */
+    int32_t max_colors; /* the colouring's bound: another bound, another order of projections */
+    int32_t reserved;   /* 0: the arrays start 16-byte aligned */
 } state_header;
 
 _Static_assert(sizeof(state_header) == 256, "the checkpoint header is 256 bytes");
@@ -2149,6 +2150,7 @@ static void header_config(state_header *h, const pbd_config *c)
     h->damping = (int32_t)c->damping;
     h->damping_k = c->damping_k;
     h->velocity_update = (int32_t)c->velocity_update;
+    h->max_colors = c->max_colors;
 }
 
 pbd_status pbd_solver_save_state(pbd_solver *s, void **data, size_t *size, pbd_error *err)
@@ -2230,6 +2232,7 @@ static const char *config_mismatch(const state_header *got, const state_header *
     NAMED(damping, dampings)
     NUM(damping_k, "%.9g", double)
     NAMED(velocity_update, updates)
+    NUM(max_colors, "%d", int)
 #undef NUM
 #undef NAMED
     return NULL;
