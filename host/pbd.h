@@ -426,8 +426,9 @@ pbd_status pbd_solver_step(pbd_solver *s, int frames, pbd_error *err);
  * variant a distance constraint's new particles end the fast runs of consecutive particles
  * of its block's part of its colour at its group of sixteen: the rest is gathered.)
  * PBD_ERR_ARGUMENT when the new particles break those rules or an index is out of range,
- * PBD_ERR_MODEL for invalid values. Where the device fails to take the change (out of
- * memory), the solver refuses to step on: make it again. */
+ * PBD_ERR_MODEL for invalid values, and for a Neo-Hookean element too stiff for the
+ * substeps (as pbd_solver_create refuses one). Where the device fails to take the change
+ * (out of memory), the solver refuses to step on: make it again. */
 pbd_status pbd_solver_update_constraint(pbd_solver *s, int type, int index, const void *record,
                                         pbd_error *err);
 /* Replaces collider `index` between steps: a kinematic collider moved through the API (its

@@ -60,6 +60,11 @@ refused scene "good.ck: found a file of $size bytes, expected a checkpoint of th
 refused missing "nothing.ck: cannot read" run "$scene" --quiet --load-state nothing.ck
 echo "garbage" >text.ck
 refused text "text.ck: not a pbd checkpoint" run "$scene" --quiet --load-state text.ck
+# A checkpoint refreshed in place: loaded, run on, saved over itself.
+cp good.ck again.ck
+"$pbd" run "$scene" --frames 2 --quiet --load-state again.ck --save-state again.ck ||
+    fail "refreshing a checkpoint in place failed"
+cmp -s good.ck again.ck && fail "refreshing a checkpoint in place left it as it was"
 left=$(ls | grep '\.tmp\.')
 [ -z "$left" ] || fail "temporary files left: $left"
 echo "checkpoint: ok"

@@ -12,8 +12,9 @@ mkdir -p "$dir" && cd "$dir" || exit 1
 rm -f sig_* stderr_*
 
 check() { # SIGNAL DELAY EXPECTED_EXIT
-    # (env --default-signal: a shell's background job ignores SIGINT, and pbd keeps it so.)
-    env --default-signal=INT "$pbd" run "$scene" --frames 1000000 --stats "sig_$1_$2.csv" \
+    # (env --default-signal: a shell's background job ignores SIGINT, or a harness another
+    # signal, and pbd keeps ignored what it was started ignoring.)
+    env --default-signal "$pbd" run "$scene" --frames 1000000 --stats "sig_$1_$2.csv" \
         --dump "sig_$1_$2.txt" --quiet 2>"stderr_$1_$2.txt" &
     pid=$!
     sleep "$2"
@@ -60,7 +61,7 @@ check HUP 1 129
 
 # Under nohup (SIGHUP ignored from the start) a hang-up changes nothing: the run goes on, and
 # SIGTERM still stops it.
-env --default-signal=INT --ignore-signal=HUP "$pbd" run "$scene" --frames 1000000 \
+env --default-signal --ignore-signal=HUP "$pbd" run "$scene" --frames 1000000 \
     --stats sig_nohup.csv --quiet 2>stderr_nohup.txt &
 pid=$!
 sleep 1
@@ -83,7 +84,8 @@ echo "SIGHUP ignored at the start: the run went on; SIGTERM stopped it"
 # Hashes piped to head: the pipe closes after the first line, the run stops there (SIGPIPE,
 # exit 141) and writes no output file.
 {
-    "$pbd" run "$scene" --frames 1000000 --hash --stats sig_pipe.csv --quiet 2>stderr_pipe.txt
+    env --default-signal "$pbd" run "$scene" --frames 1000000 --hash --stats sig_pipe.csv \
+        --quiet 2>stderr_pipe.txt
     echo $? >rc_pipe.txt
 } | head -n 1 >head_pipe.txt
 rc=$(cat rc_pipe.txt)
@@ -97,7 +99,7 @@ echo "SIGPIPE: exit 141, nothing left"
 
 # A scene read from a FIFO waits for its writer; SIGTERM ends the wait as it ends a run.
 rm -f scene_fifo && mkfifo scene_fifo || exit 1
-"$pbd" run scene_fifo --quiet 2>stderr_fifo.txt &
+env --default-signal "$pbd" run scene_fifo --quiet 2>stderr_fifo.txt &
 pid=$!
 sleep 0.5
 kill -TERM "$pid"

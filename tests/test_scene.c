@@ -1125,10 +1125,19 @@ static void validate_by_hand(void **state)
     /* the solver, too, refuses before it allocates by a negative count */
     pbd_solver *sv = NULL;
     pbd_solver_desc cpu = {.backend = PBD_BACKEND_CPU};
+    pbd_solver_desc device = {.backend = PBD_BACKEND_CL};
     m->num_colliders = -1;
     assert_int_equal(pbd_solver_create(m, &s.config, &cpu, &sv, &err), PBD_ERR_MODEL);
     assert_null(sv);
+    assert_int_equal(pbd_solver_create(m, &s.config, &device, &sv, &err), PBD_ERR_MODEL);
+    assert_null(sv);
     m->num_colliders = 0;
+    pbd_body *bodies = m->bodies; /* before the device's memory estimate reads them */
+    m->bodies = NULL;
+    assert_int_equal(pbd_solver_create(m, &s.config, &device, &sv, &err), PBD_ERR_MODEL);
+    expect(strcmp(err.message, "2 bodies but no bodies array (expected at least one)") == 0, "%s",
+           err.message);
+    m->bodies = bodies;
     float w = m->x[3].w, mass = m->v[3].w;
     m->x[3].w = 1000.0f; /* mass 1/8 kg, inverse mass 1000 */
     assert_int_equal(pbd_model_validate(m, &err), PBD_ERR_MODEL);

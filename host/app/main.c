@@ -584,17 +584,21 @@ static int parse_args(int argc, char **argv, options *o)
         o->num_options++;
     }
     /* Two outputs never share a path, and no output replaces an input. */
-    const char *outs[6] = {o->stats, o->dump, o->save_state, o->csv, o->json, o->export_dir};
-    static const char *const out_names[6] = {"--stats", "--dump", "--save-state",
-                                             "--csv",   "--json", "--export"};
-    for (int i = 0; i < 6; ++i) {
+    /* (--save-state may name the checkpoint loaded: it is read whole before any output opens,
+     * and replaced whole after the run, so a checkpoint can be refreshed in place.) */
+    const char *outs[7] = {o->stats, o->dump,       o->save_state, o->csv,
+                           o->json,  o->export_dir, o->plot};
+    static const char *const out_names[7] = {"--stats", "--dump",   "--save-state", "--csv",
+                                             "--json",  "--export", "--plot"};
+    for (int i = 0; i < 7; ++i) {
         if (outs[i] && !outs[i][0])
             return usage_error("%s: found an empty path, expected a file name", out_names[i]);
-        for (int j = i + 1; j < 6; ++j)
+        for (int j = i + 1; j < 7; ++j)
             if (outs[i] && outs[j] && same_file(outs[i], outs[j]))
                 return usage_error("%s %s: the same file as %s, expected two different paths",
                                    out_names[j], outs[j], out_names[i]);
-        if (outs[i] && o->load_state && same_file(outs[i], o->load_state))
+        if (outs[i] && o->load_state && outs[i] != o->save_state &&
+            same_file(outs[i], o->load_state))
             return usage_error("%s %s: the checkpoint given to --load-state, expected another "
                                "path",
                                out_names[i], outs[i]);
@@ -949,12 +953,16 @@ static int cmd_run(const options *o)
             printf("hash %ld %016llx\n", frame, (unsigned long long)h);
             /* A closed pipe is a stop (SIGPIPE, noted by now); any other failure an error. */
             if (fflush(stdout) != 0 && !interrupted) {
-                fprintf(stderr,
-                        "pbd: standard output: write failed: %s; no output files "
-                        "written\n",
-                        strerror(errno));
-                rc = EXIT_FAIL;
-                goto done;
+                if (errno == EPIPE) { /* SIGPIPE ignored from the start: the same stop */
+                    interrupted = SIGPIPE;
+                } else {
+                    fprintf(stderr, "pbd: standard output: write failed: %s; %s\n", strerror(errno),
+                            exp ? "no output files written but the frames "
+                                  "exported before it"
+                                : "no output files written");
+                    rc = EXIT_FAIL;
+                    goto done;
+                }
             }
         }
         /* The guard has just computed this state's statistics. */
@@ -963,8 +971,10 @@ static int cmd_run(const options *o)
             pbd_stats_write_rows(stats.f, frame, (double)frame * c->dt, sbuf, m->num_bodies);
             /* A full disk stops the run when the rows stop fitting, not after it. */
             if (ferror(stats.f)) {
-                fprintf(stderr, "pbd: %s: write failed: %s; no output files written\n", o->stats,
-                        strerror(errno ? errno : EIO));
+                fprintf(stderr, "pbd: %s: write failed: %s; %s\n", o->stats,
+                        strerror(errno ? errno : EIO),
+                        exp ? "no output files written but the frames exported before it"
+                            : "no output files written");
                 rc = EXIT_FAIL;
                 goto done;
             }

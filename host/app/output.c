@@ -63,8 +63,8 @@ pbd_status pbd_output_open(pbd_output *o, const char *path, pbd_error *err)
                              "%s: found %s, expected a regular file or a new path to write", path,
                              file_kind(st.st_mode));
     size_t n = strlen(path) + 32;
-    o->path = malloc(n);
-    o->tmp = malloc(n);
+    o->path = calloc(n, 1);
+    o->tmp = calloc(n, 1); /* empty until made: pbd_output_abort removes no garbage name */
     if (!o->path || !o->tmp) {
         pbd_output_abort(o);
         return pbd_error_set(err, PBD_ERR_MEMORY, "%s: out of memory", path);

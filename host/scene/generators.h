@@ -75,7 +75,8 @@ int pbd_scene_add_bending_pair(pbd_model *m, pbd_bending kind, float compliance,
  * q[0..3] at its current shape, with Lame's mu and the model's lambda (Pa). PBD_OK, or
  * PBD_ERR_MEMORY, or PBD_ERR_ARGUMENT with a message from "found tetrahedron" on (the caller
  * prefixes the key and the element's index) where the tetrahedron is flat in float or too
- * small for its modulus (what pbd_model_validate would refuse); nothing is appended then. */
+ * small for its modulus (an inverse rest shape beyond 1e9 per metre or a compliance beyond
+ * 1e20); nothing is appended then. */
 pbd_status pbd_scene_add_neo_hookean(pbd_model *m, const int *q, double mu, double lambda,
                                      pbd_error *err);
 

@@ -1508,7 +1508,15 @@ pbd_status pbd_solver_create(const pbd_model *m, const pbd_config *cfg, const pb
     else if (d.sums != PBD_SUMS_TREE && d.sums != PBD_SUMS_LANES)
         st = pbd_error_set(err, PBD_ERR_ARGUMENT, "sums: found %d, expected tree or lanes",
                            (int)d.sums);
-    /* The device is opened, and the model checked against its memory, before the plan. */
+    /* The model and configuration are checked before anything trusts them (the device's
+     * memory estimate reads the bodies); the device is opened, and the model checked
+     * against its memory, before the plan. */
+    if (st == PBD_OK && !cfg)
+        st = pbd_error_set(err, PBD_ERR_ARGUMENT, "no configuration");
+    if (st == PBD_OK)
+        st = check_config(cfg, err);
+    if (st == PBD_OK)
+        st = pbd_model_validate(m, err);
     void *cl = NULL;
     /* The CPU reference follows the order of the variant whose sums it was asked for. */
     pbd_variant variant = d.sums == PBD_SUMS_LANES ? PBD_VARIANT_CPU : PBD_VARIANT_GPU;

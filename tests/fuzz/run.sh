@@ -53,7 +53,7 @@ fuzz() {
 mkdir -p "$work" || exit 1
 running=0
 for target in $targets; do
-    rm -f "$work/$target/rc"
+    rm -f "$work/$target/rc" "$work/$target/verdict"
     fuzz "$target" &
     running=$((running + 1))
     if [ "$running" -ge "$jobs" ]; then
