@@ -586,14 +586,14 @@ static int parse_args(int argc, char **argv, options *o)
     /* Two outputs never share a path, and no output replaces an input. */
     /* (--save-state may name the checkpoint loaded: it is read whole before any output opens,
      * and replaced whole after the run, so a checkpoint can be refreshed in place.) */
-    const char *outs[7] = {o->stats, o->dump,       o->save_state, o->csv,
-                           o->json,  o->export_dir, o->plot};
-    static const char *const out_names[7] = {"--stats", "--dump",   "--save-state", "--csv",
-                                             "--json",  "--export", "--plot"};
-    for (int i = 0; i < 7; ++i) {
+    const char *outs[8] = {o->stats, o->dump,       o->save_state, o->csv,
+                           o->json,  o->export_dir, o->plot,       o->screenshot};
+    static const char *const out_names[8] = {"--stats", "--dump",   "--save-state", "--csv",
+                                             "--json",  "--export", "--plot",       "--screenshot"};
+    for (int i = 0; i < 8; ++i) {
         if (outs[i] && !outs[i][0])
             return usage_error("%s: found an empty path, expected a file name", out_names[i]);
-        for (int j = i + 1; j < 7; ++j)
+        for (int j = i + 1; j < 8; ++j)
             if (outs[i] && outs[j] && same_file(outs[i], outs[j]))
                 return usage_error("%s %s: the same file as %s, expected two different paths",
                                    out_names[j], outs[j], out_names[i]);
@@ -606,10 +606,6 @@ static int parse_args(int argc, char **argv, options *o)
             return usage_error("%s %s: the scene file, expected another path", out_names[i],
                                outs[i]);
     }
-    if (o->screenshot && !o->screenshot[0])
-        return usage_error("--screenshot: found an empty path, expected a file name");
-    if (o->screenshot && o->scene && o->scene[0] != '@' && same_file(o->screenshot, o->scene))
-        return usage_error("--screenshot %s: the scene file, expected another path", o->screenshot);
     if (o->stats_every != 1 && !o->stats)
         return usage_error("--stats-every: found without --stats FILE");
     if (o->export_dir && o->export_format < 0)
