@@ -191,6 +191,51 @@ static void coloring_shared_and_bounded(void **state)
     pbd_coloring_free(&bounded);
 }
 
+/* The colouring functions refuse what they would index out of bounds: an end outside the
+ * particles, negative counts, a subset entry out of range or twice, a negative bound, a
+ * colouring without its order. Run under ASan in CI, so a read past a buffer fails too. */
+static void coloring_refuses_bad_arguments(void **state)
+{
+    (void)state;
+    int ends[6] = {0, 1, 1, 2, 2, 3}, bad_end[6] = {0, 1, 1, 4, 2, 3}, negative[6] = {0, -1};
+    int repeated[2] = {1, 1}, outside[2] = {0, 3};
+    pbd_error err = {0};
+    pbd_coloring c = {0};
+    pbd_color_options below = {.max_colors = -1};
+    assert_int_equal(pbd_color_constraints(4, bad_end, 2, 3, NULL, 0, NULL, &c, &err),
+                     PBD_ERR_ARGUMENT);
+    assert_non_null(strstr(err.message, "constraint 1's particle 4 is out of range"));
+    assert_int_equal(pbd_color_constraints(4, negative, 2, 3, NULL, 0, NULL, &c, &err),
+                     PBD_ERR_ARGUMENT);
+    assert_int_equal(pbd_color_constraints(-1, ends, 2, 3, NULL, 0, NULL, &c, &err),
+                     PBD_ERR_ARGUMENT);
+    assert_int_equal(pbd_color_constraints(4, ends, 2, -3, NULL, 0, NULL, &c, &err),
+                     PBD_ERR_ARGUMENT);
+    assert_int_equal(pbd_color_constraints(4, ends, 0, 3, NULL, 0, NULL, &c, &err),
+                     PBD_ERR_ARGUMENT);
+    assert_int_equal(pbd_color_constraints(4, NULL, 2, 3, NULL, 0, NULL, &c, &err),
+                     PBD_ERR_ARGUMENT);
+    assert_int_equal(pbd_color_constraints(4, ends, 2, 3, repeated, 2, NULL, &c, &err),
+                     PBD_ERR_ARGUMENT);
+    assert_non_null(strstr(err.message, "subset entry 1 is constraint 1"));
+    assert_int_equal(pbd_color_constraints(4, ends, 2, 3, outside, 2, NULL, &c, &err),
+                     PBD_ERR_ARGUMENT);
+    assert_int_equal(pbd_color_constraints(4, ends, 2, 3, outside, 4, NULL, &c, &err),
+                     PBD_ERR_ARGUMENT);
+    assert_int_equal(pbd_color_constraints(4, ends, 2, 3, NULL, 0, &below, &c, &err),
+                     PBD_ERR_ARGUMENT);
+    assert_null(c.offsets); /* nothing allocated on a refusal */
+    assert_int_equal(pbd_color_constraints(4, ends, 2, 3, NULL, 0, NULL, &c, &err), PBD_OK);
+    assert_int_equal(pbd_coloring_validate(4, ends, 2, 3, &c, NULL, &err), PBD_OK);
+    assert_int_equal(pbd_coloring_validate(4, bad_end, 2, 3, &c, NULL, &err), PBD_ERR_ARGUMENT);
+    assert_int_equal(pbd_coloring_validate(3, ends, 2, 3, &c, NULL, &err), PBD_ERR_ARGUMENT);
+    int *order = c.order;
+    c.order = NULL;
+    assert_int_equal(pbd_coloring_validate(4, ends, 2, 3, &c, NULL, &err), PBD_ERR_MODEL);
+    c.order = order;
+    pbd_coloring_free(&c);
+}
+
 /* Colourings a and b of n constraints are the same: colours, sizes and order. */
 static void expect_same_coloring(const pbd_coloring *a, const pbd_coloring *b, int n)
 {
@@ -3595,6 +3640,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(coloring_valid),
     cmocka_unit_test(coloring_validator_rejects),
     cmocka_unit_test(coloring_shared_and_bounded),
+    cmocka_unit_test(coloring_refuses_bad_arguments),
     cmocka_unit_test(coloring_smallest_last),
     cmocka_unit_test(coloring_hubs),
     cmocka_unit_test(coloring_hubs_as_walks),

@@ -2,6 +2,7 @@
  * share a particle that is not shared freely), then a balancing pass, so the constraints of
  * a colour can be projected in parallel without write races, and the colours are of similar
  * size. Under a bound, what finds no colour goes to a last, serial overflow set. */
+#include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,46 @@ void pbd_coloring_free(pbd_coloring *c)
     free(c->offsets);
     free(c->order);
     memset(c, 0, sizeof *c);
+}
+
+/* The arguments both public functions index by: counts, and every end a particle. */
+static pbd_status check_ends(int num_particles, const int *ends, int arity, int n, pbd_error *err)
+{
+    if (num_particles < 0 || n < 0 || arity < 1 || (long long)n * arity > INT_MAX ||
+        (n > 0 && !ends))
+        return pbd_error_set(err, PBD_ERR_ARGUMENT,
+                             "colouring: %d constraints of %d particles each among %d particles%s "
+                             "(expected counts >= 0, at least 1 particle a constraint, at most "
+                             "INT_MAX ends)",
+                             n, arity, num_particles, n > 0 && !ends ? ", no ends" : "");
+    for (size_t s = 0; s < (size_t)n * (size_t)arity; ++s)
+        if (ends[s] < 0 || ends[s] >= num_particles)
+            return pbd_error_set(err, PBD_ERR_ARGUMENT,
+                                 "colouring: constraint %zu's particle %d is out of range "
+                                 "(expected 0 to %d)",
+                                 s / (size_t)arity, ends[s], num_particles - 1);
+    return PBD_OK;
+}
+
+/* A subset of the n constraints: each index in range and there once. */
+static pbd_status check_subset(const int *subset, int count, int n, pbd_error *err)
+{
+    if (count < 0 || count > n)
+        return pbd_error_set(err, PBD_ERR_ARGUMENT,
+                             "colouring: a subset of %d of %d constraints (expected 0 to %d)",
+                             count, n, n);
+    unsigned char *seen = calloc((size_t)n + 1, 1);
+    if (!seen)
+        return pbd_error_set(err, PBD_ERR_MEMORY, "out of memory colouring %d constraints", n);
+    pbd_status st = PBD_OK;
+    for (int k = 0; k < count && st == PBD_OK; ++k)
+        if (subset[k] < 0 || subset[k] >= n || seen[subset[k]]++)
+            st = pbd_error_set(err, PBD_ERR_ARGUMENT,
+                               "colouring: subset entry %d is constraint %d (expected each of 0 "
+                               "to %d at most once)",
+                               k, subset[k], n - 1);
+    free(seen);
+    return st;
 }
 
 /* The constraints other than c that share with it a particle not shared freely, into out
@@ -288,12 +329,21 @@ pbd_status pbd_color_constraints(int num_particles, const int *ends, int arity, 
                                  pbd_coloring *out, pbd_error *err)
 {
     memset(out, 0, sizeof *out);
+    pbd_status st = check_ends(num_particles, ends, arity, n, err);
+    if (st != PBD_OK)
+        return st;
     if (!subset)
         count_in = n;
+    else if ((st = check_subset(subset, count_in, n, err)) != PBD_OK)
+        return st;
+    if (opt && opt->max_colors < 0)
+        return pbd_error_set(err, PBD_ERR_ARGUMENT,
+                             "colouring: max_colors %d (expected 0, no bound, or more)",
+                             opt->max_colors);
     const unsigned char *shared = opt ? opt->shared : NULL;
     int bound = opt && opt->max_colors > 0 ? opt->max_colors : 0;
     int *off = NULL, *slots = NULL;
-    pbd_status st = pbd_csr_build(num_particles, ends, arity, n, &off, &slots, NULL, err);
+    st = pbd_csr_build(num_particles, ends, arity, n, &off, &slots, NULL, err);
     if (st != PBD_OK)
         return st;
     /* A constraint has at most arity * (max degree - 1) neighbours, so that many + 1 colours
@@ -437,8 +487,11 @@ cleanup:
 pbd_status pbd_coloring_validate(int num_particles, const int *ends, int arity, int n,
                                  const pbd_coloring *c, const unsigned char *shared, pbd_error *err)
 {
+    pbd_status st = check_ends(num_particles, ends, arity, n, err);
+    if (st != PBD_OK)
+        return st;
     if (c->num_colors < 0 || (n > 0 && c->num_colors < 1) || !c->offsets || c->offsets[0] != 0 ||
-        c->offsets[c->num_colors] != n)
+        c->offsets[c->num_colors] != n || (n > 0 && !c->order))
         return pbd_error_set(err, PBD_ERR_MODEL,
                              "colouring: %d colours do not cover the %d "
                              "constraints",
@@ -446,7 +499,6 @@ pbd_status pbd_coloring_validate(int num_particles, const int *ends, int arity, 
     int *seen = calloc((size_t)n + 1, sizeof *seen);
     int *owner = malloc(((size_t)num_particles + 1) * sizeof *owner);
     int *owner_color = malloc(((size_t)num_particles + 1) * sizeof *owner_color);
-    pbd_status st = PBD_OK;
     if (!seen || !owner || !owner_color) {
         st = pbd_error_set(err, PBD_ERR_MEMORY, "out of memory validating a colouring");
         goto done;
