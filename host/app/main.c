@@ -372,9 +372,9 @@ static int parse_args(int argc, char **argv, options *o)
     o->damping_k = -1.0;
     o->velocity_update = -1;
     o->drag_particle = -1;
-    o->stats_every = 1;
+    o->stats_every = 0; /* 0: not given (1 after the checks) */
     o->export_format = -1;
-    o->export_every = 1;
+    o->export_every = 0;
     o->runs = 5;
     if (argc < 2)
         return usage_error("missing command");
@@ -606,13 +606,15 @@ static int parse_args(int argc, char **argv, options *o)
             return usage_error("%s %s: the scene file, expected another path", out_names[i],
                                outs[i]);
     }
-    if (o->stats_every != 1 && !o->stats)
+    if (o->stats_every && !o->stats)
         return usage_error("--stats-every: found without --stats FILE");
     if (o->export_dir && o->export_format < 0)
         return usage_error("--export %s: missing --format obj, ply, vtk or pc2", o->export_dir);
-    if (!o->export_dir && (o->export_format >= 0 || o->export_every != 1))
+    if (!o->export_dir && (o->export_format >= 0 || o->export_every))
         return usage_error("--%s: found without --export DIR",
                            o->export_format >= 0 ? "format" : "export-every");
+    o->stats_every = o->stats_every ? o->stats_every : 1;
+    o->export_every = o->export_every ? o->export_every : 1;
     if (o->desc.float_sums && o->desc.backend == PBD_BACKEND_CPU)
         return usage_error("--float-sums: found with --backend cpu, expected the OpenCL backend "
                            "(the CPU reference sums in double)");
