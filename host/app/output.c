@@ -2,6 +2,8 @@
 #include <fcntl.h>
 #include <stdint.h>
 #include <math.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,16 +72,25 @@ pbd_status pbd_output_open(pbd_output *o, const char *path, pbd_error *err)
         return pbd_error_set(err, PBD_ERR_MEMORY, "%s: out of memory", path);
     }
     snprintf(o->path, n, "%s", path);
-    /* A temporary name of its own (mkstemp), so two outputs never share one. */
+    /* A temporary name of its own (mkstemp), so two outputs never share one. The stop
+     * signals wait until the registry holds it: one between the two would leave the file. */
     snprintf(o->tmp, n, "%s.tmp.XXXXXX", path);
-    int fd = mkstemp(o->tmp);
+    sigset_t stops, old;
+    sigemptyset(&stops);
+    sigaddset(&stops, SIGINT);
+    sigaddset(&stops, SIGTERM);
+    sigaddset(&stops, SIGHUP);
+    sigaddset(&stops, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &stops, &old);
+    int fd = mkstemp(o->tmp), made_errno = errno;
+    if (fd >= 0)
+        pending_add(o->tmp);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (fd < 0) {
-        int e = errno;
         o->tmp[0] = '\0';
         pbd_output_abort(o);
-        return pbd_error_set(err, PBD_ERR_IO, "%s: cannot write: %s", path, strerror(e));
+        return pbd_error_set(err, PBD_ERR_IO, "%s: cannot write: %s", path, strerror(made_errno));
     }
-    pending_add(o->tmp);
     /* mkstemp makes the file private (0600); the output gets the usual mode. */
     mode_t mask = umask(0);
     umask(mask);
