@@ -260,6 +260,8 @@ static const bad_scene bad[] = {
     {"stiffness_and_compliance.json", "bodies[0].stiffness: found together with compliance"},
     {"mass_and_density.json", "bodies[0].density: found together with mass"},
     {"pinned_out_of_range.json", "bodies[0].pinned[1]: found 16, expected an index in [0, 15]"},
+    {"pinned_huge.json",
+     "bodies[0].pinned[1]: found 10000000000, expected an integer index in [0, 2147483647]"},
     {"large_number.json", "bodies[0].mass: found 1e+39, expected a magnitude of at most"},
     {"constraint_out_of_range.json", "bodies[0].constraints[0][1]: found 5, expected an index "
                                      "in [0, 1]"},

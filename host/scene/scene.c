@@ -131,8 +131,9 @@ typedef struct num_spec {
 static void describe(num_spec s, char *buf, size_t n)
 {
     const char *what = s.integer ? "an integer" : "a number";
-    if (s.integer && s.lo == INT_MIN && s.hi == INT_MAX) /* an index, checked by a generator */
-        snprintf(buf, n, "an integer index");
+    /* An index, checked against what it indexes by a generator; here only against int. */
+    if (s.integer && s.lo == INT_MIN && s.hi == INT_MAX)
+        snprintf(buf, n, "an integer index in [0, %d]", INT_MAX);
     else if (s.lo == -FLT_MAX && s.hi == FLT_MAX)
         snprintf(buf, n, "a finite number of magnitude at most %g", (double)FLT_MAX);
     else if (s.hi == FLT_MAX)
