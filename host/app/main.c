@@ -510,9 +510,13 @@ static int parse_args(int argc, char **argv, options *o)
             o->view_read_back = 1;
         } else if (strcmp(a, "--drag") == 0) {
             NEEDS_VALUE;
-            char end = 0;
-            if (sscanf(val, "%ld:%f,%f,%f%c", &o->drag_particle, &o->drag_target[0],
-                       &o->drag_target[1], &o->drag_target[2], &end) != 4 ||
+            char end = 0, *colon = NULL;
+            /* The index by strtol, whose overflow is seen (sscanf's %ld clamps it). */
+            errno = 0;
+            o->drag_particle = strtol(val, &colon, 10);
+            if (colon == val || *colon != ':' || errno == ERANGE || o->drag_particle > INT_MAX ||
+                sscanf(colon + 1, "%f,%f,%f%c", &o->drag_target[0], &o->drag_target[1],
+                       &o->drag_target[2], &end) != 3 ||
                 o->drag_particle < 0 || !isfinite(o->drag_target[0]) ||
                 !isfinite(o->drag_target[1]) || !isfinite(o->drag_target[2]) ||
                 fabsf(o->drag_target[0]) > PBD_MAX_COORD ||
