@@ -310,6 +310,16 @@ static int cmp_body_time(const void *pa, const void *pb)
     return (a->time > b->time) - (a->time < b->time);
 }
 
+/* |(a0, a1, a2)|, scaled by the largest component so that the squares do not overflow. */
+static double magnitude(const double *a)
+{
+    double m = fmax(fabs(a[0]), fmax(fabs(a[1]), fabs(a[2])));
+    if (m == 0.0)
+        return 0.0;
+    double x = a[0] / m, y = a[1] / m, z = a[2] / m;
+    return m * sqrt(x * x + y * y + z * z);
+}
+
 /* Parses one data line (NUL-terminated, no newline) into r. */
 static pbd_status parse_row(const char *csv, long line, char *s, stats_row *r, pbd_error *err)
 {
@@ -356,9 +366,16 @@ static pbd_status parse_row(const char *csv, long line, char *s, stats_row *r, p
                              line, v[2]);
     r->time = v[1];
     r->body = (int)v[2];
-    r->p = sqrt(v[7] * v[7] + v[8] * v[8] + v[9] * v[9]);
-    r->l = sqrt(v[10] * v[10] + v[11] * v[11] + v[12] * v[12]);
+    r->p = magnitude(v + 7);
+    r->l = magnitude(v + 10);
     r->ke = v[13];
+    if (!isfinite(r->p) || !isfinite(r->l))
+        return pbd_error_set(err, PBD_ERR_ARGUMENT,
+                             "%s:%ld: %s: the magnitude of (%g, %g, %g) is beyond a double, "
+                             "expected a finite |%c|",
+                             csv, line, isfinite(r->p) ? "l_x, l_y, l_z" : "p_x, p_y, p_z",
+                             v[isfinite(r->p) ? 10 : 7], v[isfinite(r->p) ? 11 : 8],
+                             v[isfinite(r->p) ? 12 : 9], isfinite(r->p) ? 'L' : 'P');
     return PBD_OK;
 }
 
