@@ -64,9 +64,8 @@ static const bad_mesh bad[] = {
      "line 1"},
     {"tg_count.node", "tg_count.ele", 3,
      "found the end of the file after 2 tetrahedra, expected 3"},
-    {"tg_inner_face.node", "tg_inner_face.face", 3, "found triangle 2 3 4 inside the mesh"},
     {"tg_not_a_face.node", "tg_not_a_face.face", 3,
-     "found triangle 1 2 5, which is no face of a tetrahedron"},
+     "found triangle 1 2 5, which is no face of a tetrahedron, expected a face of the mesh"},
     {"tg_nonmanifold.node", "tg_nonmanifold.ele", 4,
      "found a tetrahedron with face 1 2 3, which two other tetrahedra have"},
     {"tg_flat.node", "tg_flat.ele", 3,
@@ -205,6 +204,65 @@ static void bad_inputs(void **state)
            "status %d: %s", (int)st, err.message);
     unlink(fifo);
     rmdir(dir);
+}
+
+/* The surface of a tetrahedral mesh is its boundary whatever triangles the file gives: two
+ * tetrahedra sharing the face 2 3 4 have six boundary faces. A .face of the whole boundary
+ * (in an order of its own, wound either way) is kept in its order and wound outward; one of
+ * part of it (a physical group), with the inner face (tetgen -f), or with a face twice
+ * (two groups) gives the faces the tetrahedra alone give. */
+static void tet_surface_is_the_boundary(void **state)
+{
+    (void)state;
+    const char *node = "5 3 0 0\n1 0 0 0\n2 1 0 0\n3 0 1 0\n4 0 0 1\n5 1 1 1\n";
+    const char *ele = "2 4 0\n1 1 2 3 4\n2 2 3 4 5\n";
+    const char *faces[4] = {
+        "2 0\n1 1 2 3\n2 2 3 4\n", /* a boundary face and the inner one */
+        "1 0\n1 1 3 2\n",          /* part of the boundary */
+        "6 0\n1 1 2 3\n2 1 2 3\n3 1 2 4\n4 1 3 4\n5 2 3 5\n6 2 4 5\n", /* one twice */
+        NULL, /* the boundary, written below from `order` */
+    };
+    const int order[6][3] = {{3, 5, 4}, {4, 5, 2}, {3, 5, 2}, {1, 4, 3}, {4, 2, 1}, {3, 2, 1}};
+    char whole[256];
+    int at = snprintf(whole, sizeof whole, "6 0\n");
+    for (int t = 0; t < 6; ++t)
+        at += snprintf(whole + at, sizeof whole - (size_t)at, "%d %d %d %d\n", t + 1, order[t][0],
+                       order[t][1], order[t][2]);
+    faces[3] = whole;
+    pbd_mesh_text tn = {"two.node", node, strlen(node)}, te = {"two.ele", ele, strlen(ele)};
+    pbd_mesh derived, m;
+    pbd_error err = {0};
+    expect(pbd_mesh_parse_tetgen(&tn, &te, NULL, &derived, &err) == PBD_OK, "%s", err.message);
+    expect(derived.num_triangles == 6, "%d boundary faces, expected 6", derived.num_triangles);
+    for (int k = 0; k < 4; ++k) {
+        pbd_mesh_text tf = {"two.face", faces[k], strlen(faces[k])};
+        expect(pbd_mesh_parse_tetgen(&tn, &te, &tf, &m, &err) == PBD_OK, "face %d: %s", k,
+               err.message);
+        expect(m.num_triangles == 6, "face %d: %d triangles, expected 6", k, m.num_triangles);
+        if (k < 3)
+            expect(memcmp(m.triangles, derived.triangles, 18 * sizeof(int)) == 0,
+                   "face %d: not the tetrahedra's own boundary", k);
+        for (int t = 0; t < 6 && k == 3; ++t) {
+            /* the file's order: the vertex set of its face t */
+            int file[3], got[3];
+            for (int j = 0; j < 3; ++j) {
+                file[j] = order[t][j] - 1;
+                got[j] = m.triangles[3 * t + j];
+            }
+            int same = 0, outward = 0;
+            for (int d = 0; d < 6; ++d) /* outward: a rotation of a derived face */
+                for (int r = 0; r < 3; ++r)
+                    outward |= got[0] == derived.triangles[3 * d + r] &&
+                               got[1] == derived.triangles[3 * d + (r + 1) % 3] &&
+                               got[2] == derived.triangles[3 * d + (r + 2) % 3];
+            for (int j = 0; j < 3; ++j)
+                same += got[j] == file[0] || got[j] == file[1] || got[j] == file[2];
+            expect(same == 3 && outward, "face %d: triangle %d is %d %d %d", k, t, got[0], got[1],
+                   got[2]);
+        }
+        pbd_mesh_free(&m);
+    }
+    pbd_mesh_free(&derived);
 }
 
 /* ---- equal to the built-in bodies ------------------------------------------------------ */
@@ -667,6 +725,7 @@ static void bending_and_elastic_meshes(void **state)
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(bad_meshes),
     cmocka_unit_test(bad_inputs),
+    cmocka_unit_test(tet_surface_is_the_boundary),
     cmocka_unit_test(obj_equals_cloth),
     cmocka_unit_test(tets_equal_tet_box),
     cmocka_unit_test(obj_welding),

@@ -384,10 +384,19 @@ static void orient(const pbd_mesh *m, int *t, int opposite)
     }
 }
 
-/* The surface of a mesh with tetrahedra: the triangles the file gave (each must be a face of
- * exactly one tetrahedron, given once), or, when it gave none, the faces that one
- * tetrahedron alone has; wound outward either way. A face of three or more tetrahedra is an
- * error. */
+/* Whether face i of the sorted faces f (nf of them) is one tetrahedron's alone. */
+static int boundary_face(const tet_face *f, size_t nf, size_t i)
+{
+    return !(i > 0 && memcmp(f[i].v, f[i - 1].v, sizeof f[i].v) == 0) &&
+           !(i + 1 < nf && memcmp(f[i].v, f[i + 1].v, sizeof f[i].v) == 0);
+}
+
+/* The surface of a mesh with tetrahedra: the faces that one tetrahedron alone has, wound
+ * outward. Where the file's triangles are exactly those faces, each once, they are kept in
+ * their order; other triangles (a physical group's part of the boundary, interior faces,
+ * partition boundaries, a triangle given twice) say nothing about the surface, and the
+ * faces are taken from the tetrahedra instead. A given triangle that is no face of a
+ * tetrahedron, or a face of three or more tetrahedra, is an error. */
 static int tet_surface(mesh_build *b, pbd_error *err)
 {
     pbd_mesh *m = &b->m;
@@ -410,19 +419,52 @@ static int tet_surface(mesh_build *b, pbd_error *err)
         }
     qsort(f, nf, sizeof *f, face_cmp);
     int r = 0;
-    for (size_t i = 0; i + 2 < nf && r == 0; ++i)
-        if (memcmp(f[i].v, f[i + 2].v, sizeof f[i].v) == 0) {
+    size_t boundary = 0;
+    for (size_t i = 0; i < nf && r == 0; ++i) {
+        boundary += (size_t)boundary_face(f, nf, i);
+        if (i + 2 < nf && memcmp(f[i].v, f[i + 2].v, sizeof f[i].v) == 0) {
             tr.line = b->tet_line[f[i + 2].tet];
             r = fail(&tr,
                      "found a tetrahedron with face %lld %lld %lld, which two other tetrahedra "
                      "have, expected a face of at most two (a manifold mesh)",
                      label(b, f[i].v[0]), label(b, f[i].v[1]), label(b, f[i].v[2]));
         }
-    if (r == 0 && m->num_triangles == 0) {
+    }
+    /* The given triangles: each a face of some tetrahedron; kept if they are the boundary. */
+    int keep = r == 0 && m->num_triangles > 0 && (size_t)m->num_triangles == boundary;
+    unsigned char *given = r == 0 && m->num_triangles > 0 ? calloc(nf, 1) : NULL;
+    if (r == 0 && m->num_triangles > 0 && !given)
+        r = oom(&tr);
+    for (int t = 0; r == 0 && t < m->num_triangles; ++t) {
+        int *tri = m->triangles + 3 * (size_t)t;
+        tet_face key = {{tri[0], tri[1], tri[2]}, -1, 0};
+        sort3(key.v);
+        /* The first face with this key: tet -1 sorts before every real one. */
+        size_t lo = 0, hi = nf;
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (face_cmp(&f[mid], &key) < 0)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo == nf || memcmp(f[lo].v, key.v, sizeof key.v) != 0) {
+            tr.name = b->tri_name;
+            tr.line = b->tri_line[t];
+            r = fail(&tr,
+                     "found triangle %lld %lld %lld, which is no face of a tetrahedron, "
+                     "expected a face of the mesh",
+                     label(b, tri[0]), label(b, tri[1]), label(b, tri[2]));
+        } else if (!boundary_face(f, nf, lo) || given[lo]++)
+            keep = 0; /* inside the mesh, or given again */
+        else if (keep)
+            orient(m, tri, f[lo].opposite);
+    }
+    free(given);
+    if (r == 0 && !keep) {
+        m->num_triangles = 0;
         for (size_t i = 0; i < nf && r == 0; ++i) {
-            int shared = (i > 0 && memcmp(f[i].v, f[i - 1].v, sizeof f[i].v) == 0) ||
-                         (i + 1 < nf && memcmp(f[i].v, f[i + 1].v, sizeof f[i].v) == 0);
-            if (shared)
+            if (!boundary_face(f, nf, i))
                 continue;
             int t[3] = {f[i].v[0], f[i].v[1], f[i].v[2]};
             orient(m, t, f[i].opposite);
@@ -430,55 +472,6 @@ static int tet_surface(mesh_build *b, pbd_error *err)
             r = add_element(&tr, b, t, 3);
         }
         b->tri_name = b->tet_name;
-    } else if (r == 0) {
-        /* Each given triangle once: sorted keys side by side. */
-        tet_face *g = malloc((size_t)m->num_triangles * sizeof *g);
-        tr.name = b->tri_name;
-        if (!g)
-            r = oom(&tr);
-        for (int t = 0; r == 0 && t < m->num_triangles; ++t) {
-            memcpy(g[t].v, m->triangles + 3 * (size_t)t, sizeof g[t].v);
-            sort3(g[t].v);
-            g[t].tet = t;
-            g[t].opposite = 0;
-        }
-        if (r == 0)
-            qsort(g, (size_t)m->num_triangles, sizeof *g, face_cmp);
-        for (int t = 1; r == 0 && t < m->num_triangles; ++t)
-            if (memcmp(g[t].v, g[t - 1].v, sizeof g[t].v) == 0) {
-                tr.line = b->tri_line[g[t].tet];
-                r = fail(&tr, "found triangle %lld %lld %lld again (line %d), expected each once",
-                         label(b, g[t].v[0]), label(b, g[t].v[1]), label(b, g[t].v[2]),
-                         b->tri_line[g[t - 1].tet]);
-            }
-        free(g);
-        for (int t = 0; r == 0 && t < m->num_triangles; ++t) {
-            int *tri = m->triangles + 3 * (size_t)t;
-            tet_face key = {{tri[0], tri[1], tri[2]}, -1, 0};
-            sort3(key.v);
-            /* The first face with this key: tet -1 sorts before every real one. */
-            size_t lo = 0, hi = nf;
-            while (lo < hi) {
-                size_t mid = lo + (hi - lo) / 2;
-                if (face_cmp(&f[mid], &key) < 0)
-                    lo = mid + 1;
-                else
-                    hi = mid;
-            }
-            tr.line = b->tri_line[t];
-            if (lo == nf || memcmp(f[lo].v, key.v, sizeof key.v) != 0)
-                r = fail(&tr,
-                         "found triangle %lld %lld %lld, which is no face of a tetrahedron, "
-                         "expected a face of the boundary",
-                         label(b, tri[0]), label(b, tri[1]), label(b, tri[2]));
-            else if (lo + 1 < nf && memcmp(f[lo + 1].v, key.v, sizeof key.v) == 0)
-                r = fail(&tr,
-                         "found triangle %lld %lld %lld inside the mesh (a face of two "
-                         "tetrahedra), expected a face of the boundary",
-                         label(b, tri[0]), label(b, tri[1]), label(b, tri[2]));
-            else
-                orient(m, tri, f[lo].opposite);
-        }
     }
     free(f);
     return r;
