@@ -29,6 +29,10 @@ typedef struct bad_mesh {
 static const bad_mesh bad[] = {
     /* OBJ */
     {"obj_index_range.obj", "obj_index_range.obj", 5, "found face index 4, expected 1 to 3"},
+    {"obj_double_sided.obj", "obj_double_sided.obj", 8,
+     "found a face on the corners of the face on line 6, expected each triangle once"},
+    {"obj_texture_range.obj", "obj_texture_range.obj", 5,
+     "found texture index 5, expected a vt line before it"},
     {"obj_zero_index.obj", "obj_zero_index.obj", 4, "found '0', expected a face corner"},
     {"obj_nan.obj", "obj_nan.obj", 2, "found 'nan', expected a finite x coordinate"},
     {"obj_huge.obj", "obj_huge.obj", 3,

@@ -513,8 +513,12 @@ static int listed(const char *const *list, const char *t, size_t n)
 
 /* One face corner, v, v/vt, v//vn or v/vt/vn: the vertex, 0-based. Negative indices count
  * back from the last vertex read. */
-static int obj_corner(reader *r, const char *t, size_t n, int nv, int *out)
+/* Reads a face corner into *out (its vertex, 0-based); its texture and normal indices must
+ * name a vt and a vn line above it (counts[0], counts[1] of them), and are not used. */
+static int obj_corner(reader *r, const char *t, size_t n, int nv, const int *counts, int *out)
 {
+    static const char *const what[3] = {"face index", "texture index", "normal index"};
+    static const char *const line_kind[3] = {"v", "vt", "vn"};
     char q[48];
     const char *part[3] = {t, NULL, NULL};
     size_t len[3] = {n, 0, 0};
@@ -538,16 +542,14 @@ static int obj_corner(reader *r, const char *t, size_t n, int nv, int *out)
                         "found %s, expected a face corner v, v/vt, v//vn or v/vt/vn (indices "
                         "are non-zero integers)",
                         quote(q, sizeof q, t, n));
-        if (p > 0)
-            continue; /* texture and normal indices are not used */
-        if (nv == 0)
-            return fail(r, "found face index %lld, expected a vertex (v) before the first face", v);
-        if (v > nv || v < -(long long)nv)
-            return fail(r,
-                        "found face index %lld, expected 1 to %d or -%d to -1 (the vertices "
-                        "so far)",
-                        v, nv, nv);
-        *out = v > 0 ? (int)(v - 1) : (int)(nv + v);
+        int have = p == 0 ? nv : counts[p - 1];
+        if (have == 0)
+            return fail(r, "found %s %lld, expected a %s line before it", what[p], v, line_kind[p]);
+        if (v > have || v < -(long long)have)
+            return fail(r, "found %s %lld, expected 1 to %d or -%d to -1 (the %s lines so far)",
+                        what[p], v, have, have, line_kind[p]);
+        if (p == 0)
+            *out = v > 0 ? (int)(v - 1) : (int)(nv + v);
     }
     return 0;
 }
@@ -620,6 +622,28 @@ static int obj_weld(reader *r, mesh_build *b)
             }
     }
     free(to);
+    /* Each triangle once: a face repeated, or given with both windings (a double-sided
+     * surface), would count its area twice and leave its edges without bending. */
+    tet_face *key = res == 0 ? malloc(((size_t)m->num_triangles + 1) * sizeof *key) : NULL;
+    if (res == 0 && !key)
+        return oom(r);
+    for (int t = 0; res == 0 && t < m->num_triangles; ++t) {
+        memcpy(key[t].v, m->triangles + 3 * (size_t)t, sizeof key[t].v);
+        sort3(key[t].v);
+        key[t].tet = t;
+        key[t].opposite = 0;
+    }
+    if (res == 0)
+        qsort(key, (size_t)m->num_triangles, sizeof *key, face_cmp);
+    for (int t = 1; res == 0 && t < m->num_triangles; ++t)
+        if (memcmp(key[t].v, key[t - 1].v, sizeof key[t].v) == 0) {
+            r->line = b->tri_line[key[t].tet];
+            res = fail(r,
+                       "found a face on the corners of the face on line %d, expected each "
+                       "triangle once (a repeated or double-sided face)",
+                       b->tri_line[key[t - 1].tet]);
+        }
+    free(key);
     return res;
 }
 
@@ -634,7 +658,7 @@ pbd_status pbd_mesh_parse_obj(const pbd_mesh_text *obj, pbd_mesh *out, pbd_error
     reader r;
     reader_init(&r, obj, '#', err);
     b.tri_name = r.name;
-    int *poly = NULL, pcap = 0, res = 0, got;
+    int *poly = NULL, pcap = 0, res = 0, got, uv_normals[2] = {0, 0};
     while (res == 0 && (got = next_line(&r)) != 0) {
         const char *t;
         size_t n;
@@ -661,7 +685,7 @@ pbd_status pbd_mesh_parse_obj(const pbd_mesh_text *obj, pbd_mesh *out, pbd_error
                     res = oom(&r);
                     break;
                 }
-                res = obj_corner(&r, t, n, b.m.num_vertices, &poly[corners]);
+                res = obj_corner(&r, t, n, b.m.num_vertices, uv_normals, &poly[corners]);
                 for (int k = 0; res == 0 && k < corners; ++k)
                     if (poly[k] == poly[corners])
                         res = fail(&r,
@@ -678,6 +702,9 @@ pbd_status pbd_mesh_parse_obj(const pbd_mesh_text *obj, pbd_mesh *out, pbd_error
                 res = add_element(&r, &b, tri, 3);
             }
         } else if (listed(obj_ignored, t, n)) {
+            /* counted, so that a corner's vt and vn indices can be checked */
+            uv_normals[0] += token_is(t, n, "vt") && uv_normals[0] < INT32_MAX;
+            uv_normals[1] += token_is(t, n, "vn") && uv_normals[1] < INT32_MAX;
             continue;
         } else if (listed(obj_freeform, t, n)) {
             res = fail(&r, "found free-form geometry (%s), expected polygonal faces (f)",
