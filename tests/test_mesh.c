@@ -626,6 +626,112 @@ static void write_file(const char *path, const char *text)
     fclose(f);
 }
 
+/* Two meshes are the same: vertices, triangles and tetrahedra. */
+static void same_mesh(const pbd_mesh *a, const pbd_mesh *b, const char *what)
+{
+    expect(a->num_vertices == b->num_vertices && a->num_triangles == b->num_triangles &&
+               a->num_tets == b->num_tets,
+           "%s: %d/%d/%d against %d/%d/%d vertices/triangles/tetrahedra", what, a->num_vertices,
+           a->num_triangles, a->num_tets, b->num_vertices, b->num_triangles, b->num_tets);
+    expect(memcmp(a->vertices, b->vertices, 3 * (size_t)a->num_vertices * sizeof(double)) == 0 &&
+               memcmp(a->triangles, b->triangles, 3 * (size_t)a->num_triangles * sizeof(int)) ==
+                   0 &&
+               (a->num_tets == 0 ||
+                memcmp(a->tets, b->tets, 4 * (size_t)a->num_tets * sizeof(int)) == 0),
+           "%s: not the same mesh", what);
+}
+
+/* What real tools write and the strict forms leave out: a UTF-8 byte-order mark; TetGen
+ * headers that stop after the count (its own reader fills in 3, 0, 0 and 4, 0), several
+ * attributes a tetrahedron, and tetgen -nn's two adjacent tetrahedra after a face; names in
+ * upper case. Lines ended by CR alone are refused, naming the cause. */
+static void what_tools_write(void **state)
+{
+    (void)state;
+    const char *node = "5 3 0 0\n1 0 0 0\n2 1 0 0\n3 0 1 0\n4 0 0 1\n5 1 1 1\n";
+    const char *ele = "2 4 0\n1 1 2 3 4\n2 2 3 4 5\n";
+    const char *obj = "v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\n";
+    const char *msh = "$MeshFormat\n2.2 0 8\n$EndMeshFormat\n$Nodes\n3\n1 0 0 0\n2 1 0 0\n"
+                      "3 0 1 0\n$EndNodes\n$Elements\n1\n1 2 0 1 2 3\n$EndElements\n";
+    pbd_mesh plain, m;
+    pbd_error err = {0};
+    char bom[512];
+    /* the byte-order mark, in each format */
+    const char *texts[3] = {obj, msh, node};
+    for (int f = 0; f < 3; ++f) {
+        snprintf(bom, sizeof bom, "\xEF\xBB\xBF%s", texts[f]);
+        pbd_mesh_text a = {"plain", texts[f], strlen(texts[f])}, b = {"bom", bom, strlen(bom)};
+        pbd_mesh_text e = {"two.ele", ele, strlen(ele)};
+        pbd_status s0 = f == 0   ? pbd_mesh_parse_obj(&a, &plain, &err)
+                        : f == 1 ? pbd_mesh_parse_msh(&a, &plain, &err)
+                                 : pbd_mesh_parse_tetgen(&a, &e, NULL, &plain, &err);
+        expect(s0 == PBD_OK, "format %d: %s", f, err.message);
+        pbd_status s1 = f == 0   ? pbd_mesh_parse_obj(&b, &m, &err)
+                        : f == 1 ? pbd_mesh_parse_msh(&b, &m, &err)
+                                 : pbd_mesh_parse_tetgen(&b, &e, NULL, &m, &err);
+        expect(s1 == PBD_OK, "format %d with a byte-order mark: %s", f, err.message);
+        same_mesh(&plain, &m, "a byte-order mark");
+        pbd_mesh_free(&m);
+        pbd_mesh_free(&plain);
+    }
+    /* short TetGen headers, attributes, tetgen -nn */
+    pbd_mesh_text tn = {"two.node", node, strlen(node)}, te = {"two.ele", ele, strlen(ele)};
+    expect(pbd_mesh_parse_tetgen(&tn, &te, NULL, &plain, &err) == PBD_OK, "%s", err.message);
+    const char *nodes[2] = {"5 3\n1 0 0 0\n2 1 0 0\n3 0 1 0\n4 0 0 1\n5 1 1 1\n",
+                            "5\n1 0 0 0\n2 1 0 0\n3 0 1 0\n4 0 0 1\n5 1 1 1\n"};
+    const char *eles[2] = {"2\n1 1 2 3 4\n2 2 3 4 5\n", "2 4 2\n1 1 2 3 4 7 0.5\n2 2 3 4 5 7 1\n"};
+    const char *nn = "6 1\n1 1 2 4 1 1 -1\n2 1 3 4 1 1 -1\n3 1 2 3 1 1 -1\n4 2 3 5 1 2 -1\n"
+                     "5 2 4 5 1 2 -1\n6 3 4 5 1 2 -1\n";
+    for (int k = 0; k < 2; ++k) {
+        pbd_mesh_text a = {"short.node", nodes[k], strlen(nodes[k])};
+        pbd_mesh_text b = {"short.ele", eles[k], strlen(eles[k])};
+        expect(pbd_mesh_parse_tetgen(&a, &b, NULL, &m, &err) == PBD_OK, "header %d: %s", k,
+               err.message);
+        same_mesh(&plain, &m, "short headers");
+        pbd_mesh_free(&m);
+    }
+    pbd_mesh_text tf = {"nn.face", nn, strlen(nn)};
+    expect(pbd_mesh_parse_tetgen(&tn, &te, &tf, &m, &err) == PBD_OK, "%s", err.message);
+    /* the file's first face, 1 2 4, wound outward (-y) */
+    expect(m.num_triangles == 6 && m.triangles[0] == 0 && m.triangles[1] == 1 &&
+               m.triangles[2] == 3,
+           "tetgen -nn: %d triangles, the first %d %d %d", m.num_triangles, m.triangles[0],
+           m.triangles[1], m.triangles[2]);
+    pbd_mesh_free(&m);
+    const char *nn_one = "1 1\n1 1 2 4 1 1\n";
+    pbd_mesh_text t1 = {"nn1.face", nn_one, strlen(nn_one)};
+    expect(pbd_mesh_parse_tetgen(&tn, &te, &t1, &m, &err) == PBD_ERR_SCENE &&
+               strstr(err.message, "nn1.face:2: found the end of the line, expected the second "
+                                   "adjacent tetrahedron"),
+           "%s", err.message);
+    pbd_mesh_free(&plain);
+    /* lines ended by CR alone */
+    const char *mac = "v 0 0 0\rv 1 0 0\rv 0 1 0\rf 1 2 3\r";
+    pbd_mesh_text tm = {"mac.obj", mac, strlen(mac)};
+    expect(pbd_mesh_parse_obj(&tm, &m, &err) == PBD_ERR_SCENE &&
+               strstr(err.message, "mac.obj:1: found a carriage return inside a line"),
+           "%s", err.message);
+    /* names in upper case, a TetGen set's parts found in the same case */
+    char dir[] = "/tmp/pbd_mesh_case_XXXXXX", path[96];
+    expect(mkdtemp(dir) != NULL, "mkdtemp %s", dir);
+    const char *files[3][2] = {{"UP.OBJ", obj}, {"BOX.NODE", node}, {"BOX.ELE", ele}};
+    for (int k = 0; k < 3; ++k) {
+        snprintf(path, sizeof path, "%s/%s", dir, files[k][0]);
+        write_file(path, files[k][1]);
+    }
+    for (int k = 0; k < 3; k += 2) {
+        snprintf(path, sizeof path, "%s/%s", dir, files[k][0]);
+        expect(pbd_mesh_load(path, &m, &err) == PBD_OK, "%s: %s", files[k][0], err.message);
+        expect(m.num_vertices == (k ? 5 : 3), "%s: %d vertices", files[k][0], m.num_vertices);
+        pbd_mesh_free(&m);
+    }
+    for (int k = 0; k < 3; ++k) {
+        snprintf(path, sizeof path, "%s/%s", dir, files[k][0]);
+        unlink(path);
+    }
+    rmdir(dir);
+}
+
 /* A scene and its mesh in a folder of their own load from any working directory. */
 static void relative_path(void **state)
 {
@@ -736,6 +842,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(transform),
     cmocka_unit_test(mesh_keys),
     cmocka_unit_test(relative_path),
+    cmocka_unit_test(what_tools_write),
     cmocka_unit_test(bending_and_elastic_meshes),
 };
 

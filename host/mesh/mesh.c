@@ -33,6 +33,9 @@ static void reader_init(reader *r, const pbd_mesh_text *t, char comment, pbd_err
     r->name = t->name ? t->name : "mesh";
     r->p = t->text;
     r->end = t->text + t->length;
+    /* A UTF-8 byte-order mark (Windows editors write one) is not part of the first line. */
+    if (t->length >= 3 && memcmp(t->text, "\xEF\xBB\xBF", 3) == 0)
+        r->p += 3;
     r->cur = r->lend = r->p;
     r->comment = comment;
     r->err = err;
@@ -89,6 +92,11 @@ static int next_line(reader *r)
         r->line++;
         if (memchr(s, '\0', (size_t)(e - s)))
             return fail(r, "found a NUL byte, expected text");
+        /* A carriage return inside a line: lines ended by CR alone (classic Mac OS). */
+        const char *cr = memchr(s, '\r', (size_t)(e - s));
+        if (cr && cr + 1 < e)
+            return fail(r, "found a carriage return inside a line (lines ended by CR alone?), "
+                           "expected lines ended by LF or CR LF");
         const char *c = r->comment ? memchr(s, r->comment, (size_t)(e - s)) : NULL;
         r->cur = s;
         r->lend = c ? c : e;
@@ -803,10 +811,13 @@ static int tetgen_node(reader *r, mesh_build *b)
     if (got <= 0)
         return got < 0 ? -1 : fail(r, "found an empty file, expected the .node header");
     int declared = r->line;
+    /* As TetGen reads it: the fields after the count may be left out (3, 0 and 0). */
+    dim = 3;
+    nattr = nmark = 0;
     if (read_int(r, "the number of points", 4, PBD_MAX_PARTICLES, &n) ||
-        read_int(r, "the dimension", 3, 3, &dim) ||
-        read_int(r, "the number of attributes", 0, 1000, &nattr) ||
-        read_int(r, "the number of boundary markers", 0, 1, &nmark) ||
+        (more(r) && read_int(r, "the dimension", 3, 3, &dim)) ||
+        (more(r) && read_int(r, "the number of attributes", 0, 1000, &nattr)) ||
+        (more(r) && read_int(r, "the number of boundary markers", 0, 1, &nmark)) ||
         end_of_line(r, "the .node header"))
         return -1;
     for (long long k = 0; k < n; ++k) {
@@ -838,14 +849,16 @@ static int tetgen_ele(reader *r, mesh_build *b)
     int declared = r->line;
     if (read_int(r, "the number of tetrahedra", 1, PBD_MAX_DISTANCE, &n))
         return -1;
-    if (read_int(r, "the nodes per tetrahedron", 0, 1000, &per))
+    per = 4; /* as TetGen reads it: 4 nodes and no attributes where left out */
+    region = 0;
+    if (more(r) && read_int(r, "the nodes per tetrahedron", 0, 1000, &per))
         return -1;
     if (per != 4)
         return fail(r,
                     "found %lld nodes per tetrahedron, expected 4 (second-order tetrahedra are "
                     "not supported; mesh without -o2)",
                     per);
-    if (read_int(r, "the number of region attributes", 0, 1, &region) ||
+    if ((more(r) && read_int(r, "the number of attributes", 0, 1000, &region)) ||
         end_of_line(r, "the .ele header"))
         return -1;
     b->tet_name = r->name;
@@ -853,10 +866,12 @@ static int tetgen_ele(reader *r, mesh_build *b)
         int v[4];
         double a;
         if (list_line(r, "tetrahedra", k, n, declared) ||
-            entry_number(r, "tetrahedron", k, &base) || read_vertices(r, b, 4, v) ||
-            (region && read_number(r, "a region attribute", &a)) ||
-            end_of_line(r, region ? "the region attribute" : "the four nodes") ||
-            add_element(r, b, v, 4))
+            entry_number(r, "tetrahedron", k, &base) || read_vertices(r, b, 4, v))
+            return -1;
+        for (long long c = 0; c < region; ++c)
+            if (read_number(r, "an attribute (a region's)", &a))
+                return -1;
+        if (end_of_line(r, region ? "the attributes" : "the four nodes") || add_element(r, b, v, 4))
             return -1;
     }
     return end_of_file(r, "tetrahedra", n, declared);
@@ -876,11 +891,19 @@ static int tetgen_face(reader *r, mesh_build *b)
     b->tri_name = r->name;
     for (long long k = 0; k < n; ++k) {
         int v[3];
+        long long adjacent;
+        const long long big = (long long)1 << 62;
         if (list_line(r, "faces", k, n, declared) || entry_number(r, "face", k, &base) ||
             read_vertices(r, b, 3, v) ||
-            (nmark &&
-             read_int(r, "a boundary marker", -((long long)1 << 62), (long long)1 << 62, &mark)) ||
-            end_of_line(r, nmark ? "the boundary marker" : "the three nodes") ||
+            (nmark && read_int(r, "a boundary marker", -big, big, &mark)))
+            return -1;
+        /* tetgen -nn: the face's two tetrahedra (-1: none), read and not used */
+        if (more(r) && (read_int(r, "an adjacent tetrahedron (tetgen -nn)", -1, big, &adjacent) ||
+                        read_int(r, "the second adjacent tetrahedron (tetgen -nn writes two)", -1,
+                                 big, &adjacent)))
+            return -1;
+        if (end_of_line(r, nmark ? "the boundary marker (and two adjacent tetrahedra)"
+                                 : "the three nodes (and two adjacent tetrahedra)") ||
             add_element(r, b, v, 3))
             return -1;
     }
@@ -1274,10 +1297,21 @@ pbd_status pbd_mesh_parse_msh(const pbd_mesh_text *text, pbd_mesh *out, pbd_erro
 
 /* ---- files -------------------------------------------------------------------------------- */
 
+/* Whether s ends in suffix (lower case), in any case: 1 in lower case, 2 in another. */
 static int ends_with(const char *s, const char *suffix)
 {
     size_t n = strlen(s), k = strlen(suffix);
-    return n >= k && strcmp(s + n - k, suffix) == 0;
+    if (n < k)
+        return 0;
+    int other = 0;
+    for (size_t i = 0; i < k; ++i) {
+        char c = s[n - k + i];
+        if (c >= 'A' && c <= 'Z')
+            c = (char)(c - 'A' + 'a'), other = 1;
+        if (c != suffix[i])
+            return 0;
+    }
+    return 1 + other;
 }
 
 static pbd_status read_text(const char *path, char **text, pbd_mesh_text *t, pbd_error *err)
@@ -1315,9 +1349,11 @@ pbd_status pbd_mesh_load(const char *path, pbd_mesh *out, pbd_error *err)
     char *names = malloc(3 * (base + 6));
     if (!names)
         return pbd_error_set(err, PBD_ERR_MEMORY, "%s: out of memory", path);
-    static const char *const ext[3] = {".node", ".ele", ".face"};
+    /* The other parts in the given part's case: BOX.ELE beside BOX.NODE. */
+    int upper = ends_with(path, ".ele") == 2 || ends_with(path, ".node") == 2;
+    static const char *const ext[2][3] = {{".node", ".ele", ".face"}, {".NODE", ".ELE", ".FACE"}};
     for (int k = 0; k < 3; ++k)
-        snprintf(names + k * (base + 6), base + 6, "%.*s%s", (int)base, path, ext[k]);
+        snprintf(names + k * (base + 6), base + 6, "%.*s%s", (int)base, path, ext[upper][k]);
     st = PBD_OK;
     for (int k = 0; k < 3 && st == PBD_OK; ++k) {
         pbd_error e = {0};
