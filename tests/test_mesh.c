@@ -643,8 +643,9 @@ static void same_mesh(const pbd_mesh *a, const pbd_mesh *b, const char *what)
 
 /* What real tools write and the strict forms leave out: a UTF-8 byte-order mark; TetGen
  * headers that stop after the count (its own reader fills in 3, 0, 0 and 4, 0), several
- * attributes a tetrahedron, and tetgen -nn's two adjacent tetrahedra after a face; names in
- * upper case. Lines ended by CR alone are refused, naming the cause. */
+ * attributes a tetrahedron, and tetgen -nn's two adjacent tetrahedra after a face; OBJ's
+ * line continuations; names in upper case. Lines ended by CR alone are refused, naming the cause.
+ */
 static void what_tools_write(void **state)
 {
     (void)state;
@@ -704,6 +705,18 @@ static void what_tools_write(void **state)
                strstr(err.message, "nn1.face:2: found the end of the line, expected the second "
                                    "adjacent tetrahedron"),
            "%s", err.message);
+    pbd_mesh_free(&plain);
+    /* OBJ's line continuation: a backslash at a line's end (LF or CR LF); lines counted on */
+    const char *joined = "v 0 \\\n 0 0\r\nv 1 0 \\\r\n 0\nv 0 1 0\nf 1 \\\n2 3\nf 1 2 4\n";
+    pbd_mesh_text to = {"plain.obj", obj, strlen(obj)}, tj = {"joined.obj", joined, strlen(joined)};
+    expect(pbd_mesh_parse_obj(&to, &plain, &err) == PBD_OK, "%s", err.message);
+    expect(pbd_mesh_parse_obj(&tj, &m, &err) == PBD_ERR_SCENE &&
+               strstr(err.message, "joined.obj:8: found face index 4"),
+           "%s", err.message);
+    tj.length = strlen(joined) - strlen("f 1 2 4\n");
+    expect(pbd_mesh_parse_obj(&tj, &m, &err) == PBD_OK, "%s", err.message);
+    same_mesh(&plain, &m, "continued lines");
+    pbd_mesh_free(&m);
     pbd_mesh_free(&plain);
     /* lines ended by CR alone */
     const char *mac = "v 0 0 0\rv 1 0 0\rv 0 1 0\rf 1 2 3\r";

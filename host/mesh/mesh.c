@@ -23,7 +23,9 @@ typedef struct reader {
     const char *p, *end;    /* the next line starts at p */
     const char *cur, *lend; /* what is left of the current line */
     int line;               /* the current line, from 1 (0 before the first) */
+    int joined;             /* lines the current one took in after it (continuations) */
     char comment;           /* starts a comment that runs to the end of the line; 0: none */
+    int joins;              /* a backslash at a line's end continues it on the next (OBJ) */
     pbd_error *err;
 } reader;
 
@@ -74,26 +76,61 @@ static int is_space(char c)
     return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f';
 }
 
+/* The length of a line continuation at p (a backslash, CR, LF), or 0. */
+static size_t continuation(const reader *r, const char *p)
+{
+    if (!r->joins || p >= r->lend || *p != '\\')
+        return 0;
+    if (p + 1 < r->lend && p[1] == '\n')
+        return 2;
+    return p + 2 < r->lend && p[1] == '\r' && p[2] == '\n' ? 3 : 0;
+}
+
 static void skip_space(reader *r)
 {
-    while (r->cur < r->lend && is_space(*r->cur))
-        ++r->cur;
+    for (;;) {
+        size_t k = continuation(r, r->cur);
+        if (k)
+            r->cur += k;
+        else if (r->cur < r->lend && is_space(*r->cur))
+            ++r->cur;
+        else
+            return;
+    }
+}
+
+/* Whether the text s .. e (a line, without its LF) ends in a continuation. */
+static int continues(const char *s, const char *e)
+{
+    if (e > s && e[-1] == '\r')
+        --e;
+    return e > s && e[-1] == '\\';
 }
 
 /* Moves to the next line that holds a token (blank lines and comments are passed over):
  * 1, 0 at the end of the text, -1 for a NUL byte (not text). */
 static int next_line(reader *r)
 {
+    r->line += r->joined;
+    r->joined = 0;
     while (r->p < r->end) {
         const char *s = r->p, *e = memchr(s, '\n', (size_t)(r->end - s));
         if (!e)
             e = r->end;
+        /* OBJ: lines ending in a backslash go on on the next; messages name the first */
+        while (r->joins && e < r->end && continues(s, e)) {
+            const char *n = memchr(e + 1, '\n', (size_t)(r->end - e - 1));
+            e = n ? n : r->end;
+            r->joined++;
+        }
         r->p = e < r->end ? e + 1 : r->end;
         r->line++;
         if (memchr(s, '\0', (size_t)(e - s)))
             return fail(r, "found a NUL byte, expected text");
         /* A carriage return inside a line: lines ended by CR alone (classic Mac OS). */
         const char *cr = memchr(s, '\r', (size_t)(e - s));
+        while (cr && cr + 1 < e && cr[1] == '\n') /* a joined line's CR LF */
+            cr = memchr(cr + 1, '\r', (size_t)(e - cr - 1));
         if (cr && cr + 1 < e)
             return fail(r, "found a carriage return inside a line (lines ended by CR alone?), "
                            "expected lines ended by LF or CR LF");
@@ -132,7 +169,7 @@ static int token(reader *r, const char **t, size_t *n)
     *n = 0;
     if (r->cur >= r->lend)
         return 0;
-    while (r->cur < r->lend && !is_space(*r->cur))
+    while (r->cur < r->lend && !is_space(*r->cur) && !continuation(r, r->cur))
         ++r->cur;
     *n = (size_t)(r->cur - *t);
     return 1;
@@ -665,6 +702,7 @@ pbd_status pbd_mesh_parse_obj(const pbd_mesh_text *obj, pbd_mesh *out, pbd_error
     b.base = 1;
     reader r;
     reader_init(&r, obj, '#', err);
+    r.joins = 1;
     b.tri_name = r.name;
     int *poly = NULL, pcap = 0, res = 0, got, uv_normals[2] = {0, 0};
     while (res == 0 && (got = next_line(&r)) != 0) {
