@@ -65,6 +65,15 @@ cp good.ck again.ck
 "$pbd" run "$scene" --frames 2 --quiet --load-state again.ck --save-state again.ck ||
     fail "refreshing a checkpoint in place failed"
 cmp -s good.ck again.ck && fail "refreshing a checkpoint in place left it as it was"
+# Progress after a resume numbers frames from the scene's start, as the hash lines do: the
+# run goes on until SIGTERM (a background job ignores SIGINT), after the first report (2 s in).
+"$pbd" run "$scene" --frames 100000000 --load-state good.ck 2>progress.txt >/dev/null &
+pid=$!
+sleep 4
+kill -TERM "$pid"
+wait "$pid"
+grep -q '^pbd: frame [0-9]* of 100000003 (' progress.txt ||
+    fail "progress after a resume: $(grep frame progress.txt | head -n 2)"
 left=$(ls | grep '\.tmp\.')
 [ -z "$left" ] || fail "temporary files left: $left"
 echo "checkpoint: ok"

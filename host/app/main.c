@@ -983,8 +983,9 @@ static int cmd_run(const options *o)
         }
         double t = now_s();
         if (!o->quiet && t >= t_report) {
+            /* frame numbers from the scene's start, as the hash lines and rows number them */
             fprintf(stderr, "%sframe %ld of %ld (%.0f%%), %.3f ms per step%s",
-                    tty ? "\r" : "pbd: ", done_frames, (long)c->frames,
+                    tty ? "\r" : "pbd: ", first + done_frames, first + (long)c->frames,
                     100.0 * (double)done_frames / (double)c->frames,
                     1e3 * t_step / (double)done_frames, tty ? "" : "\n");
             fflush(stderr);
