@@ -1147,13 +1147,18 @@ static void tweak_config(const void *ctx, pbd_scene *s)
     apply_overrides((const options *)ctx, s);
 }
 
+/* Whether a plot's file name ends in a format PLplot writes here. */
+static int plot_name(const char *path)
+{
+    size_t n = strlen(path);
+    return n >= 4 && (strcmp(path + n - 4, ".png") == 0 || strcmp(path + n - 4, ".pdf") == 0);
+}
+
 static int cmd_bench(const options *o)
 {
     const char *scenes = o->scenes_dir ? o->scenes_dir : PBD_DEFAULT_SCENES;
     /* A plot that cannot be drawn is refused before the suite runs, not after. */
-    size_t plot_len = o->plot ? strlen(o->plot) : 0;
-    if (o->plot && (plot_len < 4 || (strcmp(o->plot + plot_len - 4, ".png") != 0 &&
-                                     strcmp(o->plot + plot_len - 4, ".pdf") != 0)))
+    if (o->plot && !plot_name(o->plot))
         return usage_error("--plot: found '%s', expected a file name ending in .png or .pdf",
                            o->plot);
     if (o->plot && !pbd_plot_available()) {
@@ -1195,6 +1200,9 @@ static int cmd_plot(const options *o)
         return usage_error("plot: takes no options, found %d", o->num_options);
     if (same_file(o->scene, o->plot_out))
         return usage_error("plot: %s: the same file as the statistics, expected two paths",
+                           o->plot_out);
+    if (!plot_name(o->plot_out))
+        return usage_error("plot: found '%s', expected a file name ending in .png or .pdf",
                            o->plot_out);
     pbd_error err = {0};
     int rc = pbd_plot_stats(o->scene, o->plot_out, &err) == PBD_OK ? EXIT_OK : fail(&err);
