@@ -317,6 +317,10 @@ static const bad_scene bad[] = {
     {"bad_solver.json", ": solver: found \"newton\", expected one of: gs, jacobi"},
     {"vec_length.json", ": gravity: found an array of 2, expected an array of 3 numbers"},
     {"name_too_long.json", "bodies[0].name: found a string of 66 bytes, expected 1 to 63"},
+    {"name_not_utf8.json",
+     "bodies[0].name: found byte 0xff at byte 2, which is not UTF-8, expected UTF-8 text"},
+    {"name_c1_control.json",
+     "bodies[0].name: found control character U+0085 at byte 2, expected printable text"},
     {"name_control.json", "bodies[0].name: found control character 0x0a at byte 2, expected "
                           "printable text"},
     {"shape_matching_type.json", "bodies[0].shape_matching: found a number, expected an object"},

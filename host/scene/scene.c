@@ -834,6 +834,33 @@ static int read_mesh(ctx *c, const cJSON *obj, const char *key, body_read *b)
     return generated(c, key, st, &merr);
 }
 
+/* The code point of the UTF-8 sequence at q, its length in *len; *len = 0 where it is not
+ * one (a stray continuation byte, a sequence cut short, an overlong form, a surrogate, past
+ * U+10FFFF). */
+static unsigned utf8_next(const unsigned char *q, int *len)
+{
+    unsigned cp = q[0];
+    int n = cp < 0x80             ? 1
+            : (cp & 0xe0) == 0xc0 ? 2
+            : (cp & 0xf0) == 0xe0 ? 3
+            : (cp & 0xf8) == 0xf0 ? 4
+                                  : 0;
+    static const unsigned lowest[5] = {0, 0, 0x80, 0x800, 0x10000};
+    *len = 0;
+    if (n == 0)
+        return 0;
+    cp &= n == 1 ? 0x7fu : n == 2 ? 0x1fu : n == 3 ? 0x0fu : 0x07u;
+    for (int k = 1; k < n; ++k) {
+        if ((q[k] & 0xc0) != 0x80)
+            return 0;
+        cp = (cp << 6) | (q[k] & 0x3fu);
+    }
+    if (cp < lowest[n] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+        return 0;
+    *len = n;
+    return cp;
+}
+
 static int read_body(ctx *c, const cJSON *obj, const char *key, body_read *b)
 {
     char sub[KEY_MAX], list[128];
@@ -919,11 +946,19 @@ static int read_body(ctx *c, const cJSON *obj, const char *key, body_read *b)
                  "found a string of %zu bytes, expected 1 to 63 (UTF-8)", strlen(com->name));
     /* The name goes into messages, statistics and exported files (an OBJ's object line), so
      * a control character (a line break) would forge lines there. */
-    for (const char *q = com->name; r == 0 && q && *q; ++q)
-        if ((unsigned char)*q < 0x20 || *q == 0x7f)
+    for (const unsigned char *q = (const unsigned char *)com->name; r == 0 && q && *q;) {
+        int at = (int)((const char *)q - com->name), len = 0;
+        unsigned cp = utf8_next(q, &len);
+        if (!len)
             r = fail(c, PBD_ERR_SCENE, join(sub, key, "name"),
-                     "found control character 0x%02x at byte %d, expected printable text",
-                     (unsigned char)*q, (int)(q - com->name));
+                     "found byte 0x%02x at byte %d, which is not UTF-8, expected UTF-8 text", *q,
+                     at);
+        else if (cp < 0x20 || (cp >= 0x7f && cp <= 0x9f))
+            r = fail(c, PBD_ERR_SCENE, join(sub, key, "name"),
+                     "found control character %s%02x at byte %d, expected printable text",
+                     cp < 0x80 ? "0x" : "U+00", cp, at);
+        q += len;
+    }
     com->pinned = b->l.pinned;
     return r;
 }
