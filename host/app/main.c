@@ -699,6 +699,13 @@ static int load_scene(const options *o, pbd_scene *scene, pbd_error *err)
     }
     if (st != PBD_OK)
         return fail(err);
+    /* The scene gave a damping_k where a body takes the scene's fraction (a scene's unused
+     * damping_k is refused at load). */
+    int scene_k = 0;
+    for (int b = 0; b < scene->model.num_bodies; ++b)
+        scene_k |=
+            pbd_body_damping(&scene->model.bodies[b], &scene->config, NULL) != PBD_DAMPING_NONE &&
+            scene->model.bodies[b].damping_k < 0.0f;
     apply_overrides(o, scene);
     /* A substep too short because of --dt or --substeps is the command line's mistake. */
     const pbd_config *c = &scene->config;
@@ -715,6 +722,12 @@ static int load_scene(const options *o, pbd_scene *scene, pbd_error *err)
         return usage_error("--damping-k: found %g where no body damps (the damping of %s and "
                            "its bodies is none), expected --damping point or rigid too",
                            o->damping_k, o->scene);
+    /* --damping without a fraction from anywhere would damp by 0: nothing. */
+    for (int b = 0; b < scene->model.num_bodies && o->damping > 0 && o->damping_k < 0.0; ++b)
+        if (!scene_k && scene->model.bodies[b].damping_k < 0.0f)
+            return usage_error("--damping %s: found without --damping-k, and %s gives no "
+                               "damping_k, expected --damping-k K",
+                               o->damping == PBD_DAMPING_POINT ? "point" : "rigid", o->scene);
     return EXIT_OK;
 }
 
