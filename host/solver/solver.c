@@ -2084,7 +2084,7 @@ uint64_t pbd_model_fingerprint(const pbd_model *m)
     return h;
 }
 
-/* The checkpoint's layout, version 1 (little-endian hosts write and read it as they are; the
+/* The checkpoint's layout, version 2 (little-endian hosts write and read it as they are; the
  * byte-order mark refuses the others): a fixed header, then the arrays. */
 #define STATE_MAGIC   "PBDSTATE"
 #define STATE_VERSION 2u /* 2: max_colors in the header */
@@ -2112,6 +2112,12 @@ typedef struct state_header {
 
 _Static_assert(sizeof(state_header) == 256, "the checkpoint header is 256 bytes");
 _Static_assert(offsetof(state_header, checksum) == 24, "the checksum is at byte 24");
+/* The offsets docs/checkpoints.md gives. */
+_Static_assert(offsetof(state_header, dt) == 40 && offsetof(state_header, num_particles) == 88 &&
+                   offsetof(state_header, substeps_done) == 112 &&
+                   offsetof(state_header, device) == 120 &&
+                   offsetof(state_header, max_colors) == 248,
+               "the checkpoint header's fields are where docs/checkpoints.md says");
 
 size_t pbd_solver_state_size(const pbd_solver *s)
 {
