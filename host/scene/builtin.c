@@ -195,9 +195,9 @@ pbd_status pbd_scene_builtin(const char *name, pbd_scene *out, pbd_error *err)
     } else
         st = pbd_error_set(err, PBD_ERR_SCENE,
                            "%s: unknown built-in scene (expected @cloth-N with N in [2, 4096], "
-                           "@pile-N with N in [1, 20000], or @boxes-BxP[-asG]: B boxes of P "
-                           "particles, B x P <= 2^26, their momentum preserved as G bodies, G "
-                           "dividing B)",
+                           "@pile-N with N in [1, 20000], or @boxes-BxP[-asG]: B boxes (1 to "
+                           "100000) of P particles (8 to 1e7), B x P <= 2^26, their momentum "
+                           "preserved as G bodies, G dividing B)",
                            name);
     if (st == PBD_OK)
         st = pbd_model_validate(&out->model, err);
