@@ -702,8 +702,7 @@ static void what_tools_write(void **state)
     const char *nn_one = "1 1\n1 1 2 4 1 1\n";
     pbd_mesh_text t1 = {"nn1.face", nn_one, strlen(nn_one)};
     expect(pbd_mesh_parse_tetgen(&tn, &te, &t1, &m, &err) == PBD_ERR_SCENE &&
-               strstr(err.message, "nn1.face:2: found the end of the line, expected the second "
-                                   "adjacent tetrahedron"),
+               strstr(err.message, "nn1.face:2: found one number after the boundary marker"),
            "%s", err.message);
     pbd_mesh_free(&plain);
     /* OBJ's line continuation: a backslash at a line's end (LF or CR LF); lines counted on */
@@ -718,6 +717,28 @@ static void what_tools_write(void **state)
     same_mesh(&plain, &m, "continued lines");
     pbd_mesh_free(&m);
     pbd_mesh_free(&plain);
+    /* a comment's backslash continues nothing; a continued blank line counts its lines */
+    const char *comment = "# C:\\dir\\\nv 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\n";
+    pbd_mesh_text tc = {"comment.obj", comment, strlen(comment)};
+    expect(pbd_mesh_parse_obj(&tc, &m, &err) == PBD_OK && m.num_vertices == 3, "%s", err.message);
+    pbd_mesh_free(&m);
+    const char *blank = "v 0 0 0\n \\\n\nv 0 0 x\n";
+    pbd_mesh_text tb = {"blank.obj", blank, strlen(blank)};
+    expect(pbd_mesh_parse_obj(&tb, &m, &err) == PBD_ERR_SCENE &&
+               strstr(err.message, "blank.obj:4: found 'x'"),
+           "%s", err.message);
+    /* a polygon whose corners weld so that its fan repeats a triangle names itself so */
+    const char *fan = "v 0 0 0\nv 1 0 0\nv 0 1 0\nv 1 0 0\nf 1 2 3 4\n";
+    pbd_mesh_text tw = {"fan.obj", fan, strlen(fan)};
+    expect(
+        pbd_mesh_parse_obj(&tw, &m, &err) == PBD_ERR_SCENE &&
+            strstr(err.message, "fan.obj:5: found a polygon whose fan covers one triangle twice"),
+        "%s", err.message);
+    /* CR CR LF, as some Windows writers end lines */
+    const char *crcr = "v 0 0 0\r\r\nv 1 0 0\r\r\nv 0 1 0\r\r\nf 1 2 3\r\r\n";
+    pbd_mesh_text tr = {"crcr.obj", crcr, strlen(crcr)};
+    expect(pbd_mesh_parse_obj(&tr, &m, &err) == PBD_OK && m.num_triangles == 1, "%s", err.message);
+    pbd_mesh_free(&m);
     /* lines ended by CR alone */
     const char *mac = "v 0 0 0\rv 1 0 0\rv 0 1 0\rf 1 2 3\r";
     pbd_mesh_text tm = {"mac.obj", mac, strlen(mac)};
@@ -727,18 +748,26 @@ static void what_tools_write(void **state)
     /* names in upper case, a TetGen set's parts found in the same case */
     char dir[] = "/tmp/pbd_mesh_case_XXXXXX", path[96];
     expect(mkdtemp(dir) != NULL, "mkdtemp %s", dir);
-    const char *files[3][2] = {{"UP.OBJ", obj}, {"BOX.NODE", node}, {"BOX.ELE", ele}};
-    for (int k = 0; k < 3; ++k) {
+    /* the part named as given, the others in upper case beside an all-upper name, else in
+     * lower case */
+    const char *files[5][2] = {{"UP.OBJ", obj},
+                               {"BOX.NODE", node},
+                               {"BOX.ELE", ele},
+                               {"MIX.Node", node},
+                               {"MIX.ele", ele}};
+    for (int k = 0; k < 5; ++k) {
         snprintf(path, sizeof path, "%s/%s", dir, files[k][0]);
         write_file(path, files[k][1]);
     }
-    for (int k = 0; k < 3; k += 2) {
+    for (int k = 0; k < 5; ++k) {
+        if (k == 1 || k == 4)
+            continue;
         snprintf(path, sizeof path, "%s/%s", dir, files[k][0]);
         expect(pbd_mesh_load(path, &m, &err) == PBD_OK, "%s: %s", files[k][0], err.message);
         expect(m.num_vertices == (k ? 5 : 3), "%s: %d vertices", files[k][0], m.num_vertices);
         pbd_mesh_free(&m);
     }
-    for (int k = 0; k < 3; ++k) {
+    for (int k = 0; k < 5; ++k) {
         snprintf(path, sizeof path, "%s/%s", dir, files[k][0]);
         unlink(path);
     }

@@ -111,15 +111,18 @@ static int continues(const char *s, const char *e)
  * 1, 0 at the end of the text, -1 for a NUL byte (not text). */
 static int next_line(reader *r)
 {
-    r->line += r->joined;
-    r->joined = 0;
     while (r->p < r->end) {
-        const char *s = r->p, *e = memchr(s, '\n', (size_t)(r->end - s));
+        r->line += r->joined;
+        r->joined = 0;
+        const char *s = r->p, *e = memchr(s, '\n', (size_t)(r->end - s)), *last = s;
         if (!e)
             e = r->end;
-        /* OBJ: lines ending in a backslash go on on the next; messages name the first */
-        while (r->joins && e < r->end && continues(s, e)) {
-            const char *n = memchr(e + 1, '\n', (size_t)(r->end - e - 1));
+        /* OBJ: a line ending in a backslash goes on on the next (not a comment's backslash:
+         * `# C:\dir\`); messages name its first line */
+        while (r->joins && e < r->end && continues(last, e) &&
+               !(r->comment && memchr(last, r->comment, (size_t)(e - last)))) {
+            last = e + 1;
+            const char *n = memchr(last, '\n', (size_t)(r->end - last));
             e = n ? n : r->end;
             r->joined++;
         }
@@ -127,13 +130,19 @@ static int next_line(reader *r)
         r->line++;
         if (memchr(s, '\0', (size_t)(e - s)))
             return fail(r, "found a NUL byte, expected text");
-        /* A carriage return inside a line: lines ended by CR alone (classic Mac OS). */
-        const char *cr = memchr(s, '\r', (size_t)(e - s));
-        while (cr && cr + 1 < e && cr[1] == '\n') /* a joined line's CR LF */
-            cr = memchr(cr + 1, '\r', (size_t)(e - cr - 1));
-        if (cr && cr + 1 < e)
-            return fail(r, "found a carriage return inside a line (lines ended by CR alone?), "
-                           "expected lines ended by LF or CR LF");
+        /* A carriage return inside a line, not before a line feed (CR LF, or CR CR LF as some
+         * Windows writers give): lines ended by CR alone (classic Mac OS). */
+        for (const char *cr = memchr(s, '\r', (size_t)(e - s)); cr;
+             cr = memchr(cr + 1, '\r', (size_t)(e - cr - 1))) {
+            const char *q = cr;
+            while (q < e && *q == '\r')
+                ++q;
+            if (q < e && *q != '\n')
+                return fail(r, "found a carriage return inside a line (lines ended by CR alone?), "
+                               "expected lines ended by LF or CR LF");
+            if (q >= e - 1)
+                break;
+        }
         const char *c = r->comment ? memchr(s, r->comment, (size_t)(e - s)) : NULL;
         r->cur = s;
         r->lend = c ? c : e;
@@ -141,6 +150,8 @@ static int next_line(reader *r)
         if (r->cur < r->lend)
             return 1;
     }
+    r->line += r->joined;
+    r->joined = 0;
     r->cur = r->lend = r->end;
     return 0;
 }
@@ -682,11 +693,16 @@ static int obj_weld(reader *r, mesh_build *b)
         qsort(key, (size_t)m->num_triangles, sizeof *key, face_cmp);
     for (int t = 1; res == 0 && t < m->num_triangles; ++t)
         if (memcmp(key[t].v, key[t - 1].v, sizeof key[t].v) == 0) {
-            r->line = b->tri_line[key[t].tet];
-            res = fail(r,
-                       "found a face on the corners of the face on line %d, expected each "
-                       "triangle once (a repeated or double-sided face)",
-                       b->tri_line[key[t - 1].tet]);
+            int first = b->tri_line[key[t - 1].tet], second = b->tri_line[key[t].tet];
+            r->line = first > second ? first : second;
+            if (first == second)
+                res = fail(r, "found a polygon whose fan covers one triangle twice (its "
+                              "corners welded by position), expected each triangle once");
+            else
+                res = fail(r,
+                           "found a face on the corners of the face on line %d, expected each "
+                           "triangle once (a repeated or double-sided face)",
+                           first < second ? first : second);
         }
     free(key);
     return res;
@@ -935,11 +951,20 @@ static int tetgen_face(reader *r, mesh_build *b)
             read_vertices(r, b, 3, v) ||
             (nmark && read_int(r, "a boundary marker", -big, big, &mark)))
             return -1;
-        /* tetgen -nn: the face's two tetrahedra (-1: none), read and not used */
-        if (more(r) && (read_int(r, "an adjacent tetrahedron (tetgen -nn)", -1, big, &adjacent) ||
-                        read_int(r, "the second adjacent tetrahedron (tetgen -nn writes two)", -1,
-                                 big, &adjacent)))
-            return -1;
+        /* tetgen -nn: the face's two tetrahedra (-1: none), read and not used; one number
+         * alone is a marker the header did not declare */
+        if (more(r)) {
+            if (read_int(r, "an adjacent tetrahedron (tetgen -nn)", -1, big, &adjacent))
+                return -1;
+            if (!more(r))
+                return fail(r, nmark ? "found one number after the boundary marker, expected "
+                                       "none or two adjacent tetrahedra (tetgen -nn)"
+                                     : "found a fourth number after the three nodes, expected "
+                                       "none (the header declares no boundary markers) or two "
+                                       "adjacent tetrahedra (tetgen -nn)");
+            if (read_int(r, "the second adjacent tetrahedron", -1, big, &adjacent))
+                return -1;
+        }
         if (end_of_line(r, nmark ? "the boundary marker (and two adjacent tetrahedra)"
                                  : "the three nodes (and two adjacent tetrahedra)") ||
             add_element(r, b, v, 3))
@@ -1387,11 +1412,15 @@ pbd_status pbd_mesh_load(const char *path, pbd_mesh *out, pbd_error *err)
     char *names = malloc(3 * (base + 6));
     if (!names)
         return pbd_error_set(err, PBD_ERR_MEMORY, "%s: out of memory", path);
-    /* The other parts in the given part's case: BOX.ELE beside BOX.NODE. */
-    int upper = ends_with(path, ".ele") == 2 || ends_with(path, ".node") == 2;
+    /* The part given as named; the others in upper case beside one named all in upper case
+     * (BOX.ELE beside BOX.NODE), else in lower case. */
+    int upper = 1, given = ends_with(path, ".ele") ? 1 : 0;
+    for (const char *q = path + base + 1; *q; ++q)
+        upper &= *q >= 'A' && *q <= 'Z';
     static const char *const ext[2][3] = {{".node", ".ele", ".face"}, {".NODE", ".ELE", ".FACE"}};
     for (int k = 0; k < 3; ++k)
-        snprintf(names + k * (base + 6), base + 6, "%.*s%s", (int)base, path, ext[upper][k]);
+        snprintf(names + k * (base + 6), base + 6, "%.*s%s", (int)base, path,
+                 k == given ? path + base : ext[upper][k]);
     st = PBD_OK;
     for (int k = 0; k < 3 && st == PBD_OK; ++k) {
         pbd_error e = {0};
