@@ -487,7 +487,11 @@ static int obj_frame(pbd_export *e, long frame, const pbd_float4 *x, int one_obj
     for (int bi = 0; bi < e->num_bodies; ++bi) {
         const pbd_body *body = &e->bodies[bi];
         size_t elements = e->obj_start[bi + 1] - e->obj_start[bi];
-        if (put_text(b, "%s %s\n", one_object ? "g" : "o", body->name) != 0 ||
+        /* A name ending in a backslash would continue the line in a reader of OBJ's line
+         * continuations: it gets a '_' after it. */
+        size_t nl = strlen(body->name);
+        int escaped = nl > 0 && body->name[nl - 1] == '\\';
+        if (put_text(b, "%s %s%s\n", one_object ? "g" : "o", body->name, escaped ? "_" : "") != 0 ||
             reserve(b, (size_t)body->count * 2 * 56 + elements) != 0)
             return -1;
         char *p = b->p + b->len;
