@@ -66,10 +66,14 @@ cp good.ck again.ck
     fail "refreshing a checkpoint in place failed"
 cmp -s good.ck again.ck && fail "refreshing a checkpoint in place left it as it was"
 # Progress after a resume numbers frames from the scene's start, as the hash lines do: the
-# run goes on until SIGTERM (a background job ignores SIGINT), after the first report (2 s in).
+# run goes on until SIGTERM (a background job ignores SIGINT), sent after its first report
+# (2 s in).
 "$pbd" run "$scene" --frames 100000000 --load-state good.ck 2>progress.txt >/dev/null &
 pid=$!
-sleep 4
+for _ in $(seq 1 120); do # up to 60 s on a slow machine
+    grep -q '^pbd: frame' progress.txt && break
+    sleep 0.5
+done
 kill -TERM "$pid"
 wait "$pid"
 grep -q '^pbd: frame [0-9]* of 100000003 (' progress.txt ||

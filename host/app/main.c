@@ -2,6 +2,7 @@
 #define _XOPEN_SOURCE 700 /* realpath */
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <math.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -155,9 +156,18 @@ static void on_signal(int sig)
     interrupted = sig;
 }
 
-/* Other commands than run: remove the outputs' temporary files, then die of the signal. */
+/* The thread that makes the outputs' temporary files (main's). */
+static pthread_t main_thread;
+
+/* Other commands than run: remove the outputs' temporary files, then die of the signal. On
+ * the main thread only, where making a temporary file and registering it blocks the signal
+ * (pbd_output_open): another thread (an OpenCL runtime's) passes it on. */
 static void on_fatal_signal(int sig)
 {
+    if (!pthread_equal(pthread_self(), main_thread)) {
+        pthread_kill(main_thread, sig);
+        return;
+    }
     pbd_output_remove_pending();
     signal(sig, SIG_DFL);
     raise(sig); /* delivered when the handler returns (the signal is blocked in it) */
@@ -1004,7 +1014,7 @@ static int cmd_run(const options *o)
             /* frame numbers from the scene's start, as the hash lines and rows number them */
             fprintf(stderr, "%sframe %ld of %ld (%.0f%%), %.3f ms per step%s",
                     tty ? "\r" : "pbd: ", first + done_frames, first + (long)c->frames,
-                    100.0 * (double)done_frames / (double)c->frames,
+                    100.0 * (double)(first + done_frames) / (double)(first + c->frames),
                     1e3 * t_step / (double)done_frames, tty ? "" : "\n");
             fflush(stderr);
             t_report = t + 1.0;
@@ -1274,6 +1284,7 @@ static int cmd_view(const options *o)
 
 int main(int argc, char **argv)
 {
+    main_thread = pthread_self();
     /* --help anywhere (pbd run --help too) prints the usage. */
     for (int k = 1; k < argc; ++k)
         if (strcmp(argv[k], "--help") == 0 || strcmp(argv[k], "-h") == 0 ||
