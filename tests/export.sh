@@ -73,7 +73,7 @@ grep -q "exported     3 frames (pc2, every 5) to pc2" out_pc2.txt || fail "pc2: 
 # File names as wide as the run's last frame needs: 7 digits for a run of 1,000,000 frames.
 # (env --default-signal: a shell's background job ignores SIGINT, and pbd keeps it ignored.)
 env --default-signal "$pbd" run "$scene" --backend cpu --frames 1000000 --export-every 400000 --export wide \
-    --format ply --quiet --dt 0.0001 --iterations 1 --substeps 1 >/dev/null 2>&1 &
+    --format ply --quiet --dt 0.001 --iterations 1 --substeps 1 >/dev/null 2>&1 &
 pid=$!
 wait_for wide/frame_0000000.ply
 kill -INT $pid
