@@ -375,11 +375,17 @@ PBD_INLINE pbd_float4 pbd_collide_one(pbd_float4 p, PBD_GLOBAL const pbd_collide
 
 /* Coulomb friction of a contact (Macklin et al. 2014, eq. 24-25): the collision moved the
  * particle from p0 to p1 (its depth, along the normal); the particle's motion over the
- * substep so far, p1 - x, has a tangential part dt. Static: |dt| < mu_s depth, the
- * particle keeps its place (dt removed); kinetic: dt shrinks by mu_k depth. The normal is
- * the push's direction, so every kind gets friction without a function of its own. */
+ * substep so far, p1 - x, has a tangential part dt. Static friction holds over the whole
+ * substep, not one push: *budget is mu_s times the depth of the particle's frictional pushes
+ * in the substep so far, less the tangential motion friction has taken back in them (a
+ * body's constraints press its resting particles in and drag them along between pushes, so
+ * one push's depth alone held a body on a slope only to about 0.6 mu_s). Static: |dt| within
+ * the budget with this push's mu_s depth, the particle keeps its place (dt removed); kinetic:
+ * dt shrinks by mu_k depth. Either way what is taken back is spent from the budget. The
+ * normal is the push's direction, so every kind gets friction without a function of its
+ * own. */
 PBD_INLINE pbd_float4 pbd_friction(pbd_float4 p0, pbd_float4 p1, pbd_float4 x, float mu_s,
-                                   float mu_k)
+                                   float mu_k, float *budget)
 {
     if (!(mu_s > 0.0f))
         return p1;
@@ -387,14 +393,16 @@ PBD_INLINE pbd_float4 pbd_friction(pbd_float4 p0, pbd_float4 p1, pbd_float4 x, f
     float depth = pbd_sqrtf(nx * nx + ny * ny + nz * nz);
     if (!(depth > 0.0f))
         return p1;
+    *budget = *budget + mu_s * depth;
     nx = nx / depth, ny = ny / depth, nz = nz / depth;
     float mx = p1.x - x.x, my = p1.y - x.y, mz = p1.z - x.z;
     float mn = mx * nx + my * ny + mz * nz;
     float tx = mx - mn * nx, ty = my - mn * ny, tz = mz - mn * nz;
     float lt = pbd_sqrtf(tx * tx + ty * ty + tz * tz);
-    float k = lt < mu_s * depth ? 1.0f
-              : lt > 0.0f       ? (mu_k * depth < lt ? mu_k * depth / lt : 1.0f)
-                                : 0.0f;
+    float k = lt < *budget ? 1.0f
+              : lt > 0.0f  ? (mu_k * depth < lt ? mu_k * depth / lt : 1.0f)
+                           : 0.0f;
+    *budget = *budget - k * lt;
     return PBD_F4(p1.x - k * tx, p1.y - k * ty, p1.z - k * tz, p1.w);
 }
 
@@ -412,17 +420,18 @@ PBD_INLINE float pbd_mix_restitution(float c, float b)
 
 /* Pushes a free particle out of every collider, in list order, with friction against its
  * position x at the substep's start, the colliders' coefficients mixed with its body's
- * material m (mu_s, mu_k, e; < 0: none). Pinned particles (inverse mass 0) stay. */
+ * material m (mu_s, mu_k, e; < 0: none); *budget is its static friction's budget in the
+ * substep so far (pbd_friction). Pinned particles (inverse mass 0) stay. */
 PBD_INLINE pbd_float4 pbd_collide(pbd_float4 p, pbd_float4 x,
                                   PBD_GLOBAL const pbd_collider *colliders, int num_colliders,
-                                  pbd_float4 m)
+                                  pbd_float4 m, float *budget)
 {
     if (p.w <= 0.0f)
         return p;
     for (int k = 0; k < num_colliders; ++k) {
         pbd_float4 q = pbd_collide_one(p, &colliders[k]);
         p = pbd_friction(p, q, x, pbd_mix_friction(colliders[k].friction, m.x),
-                         pbd_mix_friction(colliders[k].friction_kinetic, m.y));
+                         pbd_mix_friction(colliders[k].friction_kinetic, m.y), budget);
     }
     return p;
 }
@@ -545,7 +554,7 @@ PBD_INLINE void pbd_update_bounce(int i, PBD_GLOBAL pbd_float4 *x, PBD_GLOBAL co
  * momentum tracker adds to the body's P_r and L_r. */
 PBD_INLINE pbd_float4 pbd_add_displacement(pbd_float4 dx, pbd_float4 p0, pbd_float4 p1)
 {
-    return PBD_F4(dx.x + (p1.x - p0.x), dx.y + (p1.y - p0.y), dx.z + (p1.z - p0.z), 0.0f);
+    return PBD_F4(dx.x + (p1.x - p0.x), dx.y + (p1.y - p0.y), dx.z + (p1.z - p0.z), dx.w);
 }
 
 /* Stores a projected particle: a pinned one (inverse mass 0), which a projection does not
@@ -558,16 +567,21 @@ PBD_INLINE void pbd_store(PBD_GLOBAL pbd_float4 *p, int i, pbd_float4 v)
 
 /* Particle i's position p0 collided with the colliders (friction against x[i], its position
  * at the substep's start), stored in p[i]; with `track`, the collision's displacement is
- * added to dx[i]. Every collision stage does this per particle. */
+ * added to dx[i], and dx[i].w keeps its static friction's budget (pbd_friction; zeroed each
+ * substep, as the prediction zeroes dx). Every collision stage does this per particle. */
 PBD_INLINE void pbd_collide_particle(PBD_GLOBAL pbd_float4 *p, PBD_GLOBAL pbd_float4 *dx, int i,
                                      pbd_float4 p0, PBD_GLOBAL const pbd_float4 *x,
                                      PBD_GLOBAL const pbd_collider *colliders, int num_colliders,
                                      int track, pbd_float4 m)
 {
-    pbd_float4 p1 = pbd_collide(p0, x[i], colliders, num_colliders, m);
+    float budget = track ? dx[i].w : 0.0f;
+    pbd_float4 p1 = pbd_collide(p0, x[i], colliders, num_colliders, m, &budget);
     p[i] = p1;
-    if (track)
-        dx[i] = pbd_add_displacement(dx[i], p0, p1);
+    if (track) {
+        pbd_float4 d = pbd_add_displacement(dx[i], p0, p1);
+        d.w = budget;
+        dx[i] = d;
+    }
 }
 
 /* Adds the xyz of d to p, keeping p.w (the inverse mass). */

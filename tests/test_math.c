@@ -89,6 +89,14 @@ static void distance_pbd_stiffness(void **state)
     pbd_model_free(&m);
 }
 
+/* pbd_collide at a substep's first push: no earlier pushes' depth. */
+static pbd_float4 collide_fresh(pbd_float4 p, pbd_float4 x, const pbd_collider *colliders, int n,
+                                pbd_float4 m)
+{
+    float pushed = 0.0f;
+    return pbd_collide(p, x, colliders, n, m, &pushed);
+}
+
 /* Coincident particles have no direction: no correction and no NaN. */
 static void distance_degenerate(void **state)
 {
@@ -109,13 +117,13 @@ static void collide_planes_math(void **state)
 {
     (void)state;
     pbd_collider planes[2] = {plane(0, 1, 0, 0), plane(1, 0, 0, -1)}; /* y >= 0, x >= -1 */
-    pbd_float4 p = pbd_collide(F4(-3, -0.5f, 2, 1), F4(-3, -0.5f, 2, 1), planes, 2, NO_MATERIAL);
+    pbd_float4 p = collide_fresh(F4(-3, -0.5f, 2, 1), F4(-3, -0.5f, 2, 1), planes, 2, NO_MATERIAL);
     assert_near(p.x, -1.0, 0.0, "x pushed to the wall");
     assert_near(p.y, 0.0, 0.0, "y pushed to the floor");
     assert_near(p.z, 2.0, 0.0, "z unchanged");
-    p = pbd_collide(F4(-3, -0.5f, 2, 0), F4(-3, -0.5f, 2, 0), planes, 2, NO_MATERIAL);
+    p = collide_fresh(F4(-3, -0.5f, 2, 0), F4(-3, -0.5f, 2, 0), planes, 2, NO_MATERIAL);
     assert_near(p.y, -0.5, 0.0, "a pinned particle is not moved");
-    p = pbd_collide(F4(0, 0.25f, 0, 1), F4(0, 0.25f, 0, 1), planes, 2, NO_MATERIAL);
+    p = collide_fresh(F4(0, 0.25f, 0, 1), F4(0, 0.25f, 0, 1), planes, 2, NO_MATERIAL);
     assert_near(p.y, 0.25, 0.0, "a particle above the floor is not moved");
 }
 
@@ -125,15 +133,16 @@ static void collide_sphere_math(void **state)
 {
     (void)state;
     pbd_collider s = {.kind = PBD_COLLIDER_SPHERE, .shape = F4(1, 2, 3, 2)};
-    pbd_float4 p = pbd_collide(F4(1, 2.5f, 3, 1), F4(1, 2.5f, 3, 1), &s, 1, NO_MATERIAL);
+    pbd_float4 p = collide_fresh(F4(1, 2.5f, 3, 1), F4(1, 2.5f, 3, 1), &s, 1, NO_MATERIAL);
     assert_near(p.y, 4.0, 1e-6, "pushed out along +y to the radius");
     assert_near(p.x, 1.0, 0.0, "x unchanged");
-    p = pbd_collide(F4(1 + 0.6f, 2 + 0.8f, 3, 1), F4(1 + 0.6f, 2 + 0.8f, 3, 1), &s, 1, NO_MATERIAL);
+    p = collide_fresh(F4(1 + 0.6f, 2 + 0.8f, 3, 1), F4(1 + 0.6f, 2 + 0.8f, 3, 1), &s, 1,
+                      NO_MATERIAL);
     assert_near(p.x, 1.0 + 1.2, 1e-6, "radially: x");
     assert_near(p.y, 2.0 + 1.6, 1e-6, "radially: y");
-    p = pbd_collide(F4(1, 5, 3, 1), F4(1, 5, 3, 1), &s, 1, NO_MATERIAL);
+    p = collide_fresh(F4(1, 5, 3, 1), F4(1, 5, 3, 1), &s, 1, NO_MATERIAL);
     assert_near(p.y, 5.0, 0.0, "outside: not moved");
-    p = pbd_collide(F4(1, 2, 3, 1), F4(1, 2, 3, 1), &s, 1, NO_MATERIAL);
+    p = collide_fresh(F4(1, 2, 3, 1), F4(1, 2, 3, 1), &s, 1, NO_MATERIAL);
     assert_near(p.y, 2.0, 0.0, "the centre: not moved");
 }
 
@@ -1055,23 +1064,47 @@ static void friction_math(void **state)
     (void)state;
     pbd_collider floor = plane(0, 1, 0, 0);
     pbd_float4 x = F4(0, 0.1f, 0, 1), p = F4(0.01f, -0.04f, 0, 1);
-    pbd_float4 q = pbd_collide(p, x, &floor, 1, NO_MATERIAL), plain = pbd_collide_plane(p, &floor);
+    pbd_float4 q = collide_fresh(p, x, &floor, 1, NO_MATERIAL),
+               plain = pbd_collide_plane(p, &floor);
     expect(q.x == plain.x && q.y == plain.y && q.z == plain.z, "frictionless: (%g, %g)",
            (double)q.x, (double)q.y);
     floor.friction = 0.5f;
     floor.friction_kinetic = 0.5f;
-    q = pbd_collide(p, x, &floor, 1, NO_MATERIAL);
+    q = collide_fresh(p, x, &floor, 1, NO_MATERIAL);
     assert_near(q.x, 0.0, 1e-7, "static: back over its start");
     assert_near(q.y, 0.0, 1e-7, "static: on the floor");
     floor.friction = floor.friction_kinetic = 0.1f;
-    q = pbd_collide(p, x, &floor, 1, NO_MATERIAL);
+    q = collide_fresh(p, x, &floor, 1, NO_MATERIAL);
     assert_near(q.x, 0.01 - 0.1 * 0.04, 1e-7, "kinetic: sideways motion less mu_k depth");
     floor.friction_kinetic = 0.0f;
-    q = pbd_collide(p, x, &floor, 1, NO_MATERIAL);
+    q = collide_fresh(p, x, &floor, 1, NO_MATERIAL);
     assert_near(q.x, 0.01, 1e-7, "mu_k 0: sideways motion kept");
     pbd_float4 pinned = F4(0.01f, -0.04f, 0, 0);
-    q = pbd_collide(pinned, x, &floor, 1, NO_MATERIAL);
+    q = collide_fresh(pinned, x, &floor, 1, NO_MATERIAL);
     expect(q.x == pinned.x && q.y == pinned.y, "a pinned particle moved");
+}
+
+/* Static friction over the substep's pushes together: a resting particle of a body, pushed
+ * out by 0.04 m (its weight and its load) and then dragged 0.01 m sideways by its
+ * constraints and pressed in again by 0.001 m, stays put with mu_s 0.5 (0.01 within the
+ * budget 0.5 x 0.041), where that last push alone (0.5 x 0.001) would let it slide; what it
+ * takes back is spent from the budget. */
+static void friction_over_the_substep(void **state)
+{
+    (void)state;
+    pbd_collider floor = plane(0, 1, 0, 0);
+    floor.friction = 0.5f;
+    floor.friction_kinetic = 0.3f;
+    pbd_float4 x = F4(0, 0, 0, 1);
+    float pushed = 0.0f;
+    pbd_float4 q = pbd_collide(F4(0, -0.04f, 0, 1), x, &floor, 1, NO_MATERIAL, &pushed);
+    assert_near(pushed, 0.02, 1e-7, "the first push's budget");
+    q = pbd_collide(F4(q.x + 0.01f, q.y - 0.001f, 0, 1), x, &floor, 1, NO_MATERIAL, &pushed);
+    assert_near(pushed, 0.0205 - 0.01, 1e-7, "the budget less the motion taken back");
+    assert_near(q.x, 0.0, 1e-7, "static over the substep: back over its start");
+    float alone = 0.0f;
+    q = pbd_collide(F4(0.01f, -0.001f, 0, 1), x, &floor, 1, NO_MATERIAL, &alone);
+    assert_near(q.x, 0.01 - 0.3 * 0.001, 1e-7, "one shallow push alone: kinetic");
 }
 
 /* Boxes: a particle inside an axis-aligned box leaves through its nearest face; turned 90
@@ -1182,7 +1215,7 @@ static void gather_average(void **state)
     q = pbd_gather(p, 0, gain, slots, other, 0, 0, 1.0f);
     assert_near(q.y, -200.0, 0.0, "no constraints: unchanged");
     pbd_float4 dx =
-        pbd_add_displacement(F4(1, 0, 0, 0), q, pbd_collide(q, q, &floor, 1, NO_MATERIAL));
+        pbd_add_displacement(F4(1, 0, 0, 0), q, collide_fresh(q, q, &floor, 1, NO_MATERIAL));
     assert_near(dx.y, 100.0, 0.0, "the collision's displacement is recorded");
     assert_near(dx.x, 1.0, 0.0, "and added to what was there");
 }
@@ -1416,6 +1449,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(cluster_invariants),
     cmocka_unit_test(neo_hookean_math),
     cmocka_unit_test(friction_math),
+    cmocka_unit_test(friction_over_the_substep),
     cmocka_unit_test(box_capsule_math),
     cmocka_unit_test(predict_and_update),
     cmocka_unit_test(gather_average),

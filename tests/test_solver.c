@@ -3315,30 +3315,36 @@ static void neo_hookean_too_stiff(void **state)
     pbd_scene_free(&sc);
 }
 
-/* Coulomb friction with a plane (gravity tilted 20 degrees, a stiff tet box resting on the
- * floor): with mu_s 0.5 > tan 20 it stays put; with mu_s = mu_k = 0.1 it slides with
- * a = g (sin 20 - 0.1 cos 20) = 2.433 m/s^2, s = a t^2 / 2 within 5 % after 2 s. Friction is
- * an external impulse: the free body's P stays its tracked P_r. Small steps (20 substeps of
- * 4 iterations) hold static friction; many iterations a substep let the constraints drag
- * the contacts (docs/scene-format.md). */
+/* Coulomb friction with a plane (gravity tilted, a stiff tet box resting on the floor): at
+ * 20 degrees with mu_s 0.5 > tan 20 it stays put, with mu_k 0.5 and with mu_k 0.3 (static
+ * friction over the substep's pushes together: against one push's depth alone this box slid
+ * 1.18 m in 2 s); with mu_s = mu_k = 0.1 it slides with a = g (sin 20 - 0.1 cos 20) = 2.433
+ * m/s^2, and at 30 degrees with mu_s 0.5, mu_k 0.3 with a = g (sin 30 - 0.3 cos 30), s = a t^2
+ * / 2 within 5 % after 2 s. Friction is an external impulse: the free body's P stays its
+ * tracked P_r. Small steps (20 substeps of 4 iterations) hold static friction; many
+ * iterations a substep let the constraints drag the contacts (docs/scene-format.md). */
 static void friction_on_slope(void **state)
 {
     (void)state;
-    const double g = 9.81, th = 20.0 * 3.14159265358979 / 180.0;
-    const double mus[2] = {0.5, 0.1};
-    for (int k = 0; k < 2; ++k) {
+    const double g = 9.81, deg = 3.14159265358979 / 180.0;
+    const double mus[4] = {0.5, 0.1, 0.5, 0.5}, muk[4] = {0.5, 0.1, 0.3, 0.3};
+    const double angle[4] = {20.0, 20.0, 20.0, 30.0};
+    for (int k = 0; k < 4; ++k) {
+        const double th = angle[k] * deg;
+        const int slides = mus[k] < tan(th);
         char json[1024];
         snprintf(json, sizeof json,
                  "{\"dt\": 0.016666666666666666, \"substeps\": 20, \"iterations\": 4, "
                  "\"frames\": 120, \"gravity\": [%.9g, %.9g, 0], \"planes\": [{\"normal\": [0, 1, "
-                 "0], \"offset\": 0, \"friction\": %g}], \"bodies\": [{\"type\": \"tet_box\", "
+                 "0], \"offset\": 0, \"friction\": %g, \"kinetic_friction\": %g}], \"bodies\": "
+                 "[{\"type\": \"tet_box\", "
                  "\"cells\": [2, 2, 2], \"size\": [0.2, 0.2, 0.2], \"center\": [0, 0.1, 0], "
                  "\"mass\": 1, \"compliance\": 0}]}",
-                 g * sin(th), -g * cos(th), mus[k]);
+                 g * sin(th), -g * cos(th), mus[k], muk[k]);
         pbd_scene sc = {0};
         pbd_error err = {0};
         assert_int_equal(pbd_scene_parse(json, "slope", &sc, &err), PBD_OK);
-        assert_true(sc.model.colliders[0].friction_kinetic == (float)mus[k]);
+        assert_true(sc.model.colliders[0].friction_kinetic == (float)muk[k]);
         pbd_solver *sv = make_solver(&sc, PBD_BACKEND_CPU);
         pbd_body_stats st0, st;
         pbd_body_momentum mo;
@@ -3347,22 +3353,24 @@ static void friction_on_slope(void **state)
         assert_int_equal(pbd_solver_stats(sv, &st, &err), PBD_OK);
         assert_int_equal(pbd_solver_momentum(sv, &mo, &err), PBD_OK);
         double s = st.com[0] - st0.com[0], t = 2.0;
-        double a = g * (sin(th) - mus[k] * cos(th)), want = k ? 0.5 * a * t * t : 0.0;
+        double a = g * (sin(th) - muk[k] * cos(th)), want = slides ? 0.5 * a * t * t : 0.0;
         double dp =
             fabs(st.p[0] - mo.p_r[0]) + fabs(st.p[1] - mo.p_r[1]) + fabs(st.p[2] - mo.p_r[2]);
-        print_message("mu %.1f: slid %.6f m in 2 s (expected %.4f), |P - P_r| %.3g of |P| %.4g\n",
-                      mus[k], s, want, dp, fabs(st.p[0]));
-        if (k == 0)
-            expect(fabs(s) < 1e-4, "static friction 0.5: slid %g m", s);
+        print_message("%g degrees, mu_s %.1f, mu_k %.1f: slid %.6f m in 2 s (expected %.4f), "
+                      "|P - P_r| %.3g of |P| %.4g\n",
+                      angle[k], mus[k], muk[k], s, want, dp, fabs(st.p[0]));
+        if (!slides)
+            expect(fabs(s) < 1e-4, "static friction %g (mu_k %g): slid %g m", mus[k], muk[k], s);
         else
-            expect(fabs(s / want - 1.0) < 0.05, "kinetic friction 0.1: slid %g m, expected %g", s,
-                   want);
+            expect(fabs(s / want - 1.0) < 0.05, "kinetic friction %g: slid %g m, expected %g",
+                   muk[k], s, want);
         expect(mo.enabled && dp < 1e-4 * (1.0 + fabs(st.p[0])), "P %g, P_r %g", st.p[0], mo.p_r[0]);
         pbd_solver_destroy(sv);
         /* the device collides with friction as the CPU reference does */
         pair_result pr = run_pair(&sc.model, &sc.config, 30);
-        print_message("mu %.1f on the device: %ld values differ from the CPU reference\n", mus[k],
-                      pr.differ);
+        print_message("mu_s %.1f, mu_k %.1f on the device: %ld values differ from the CPU "
+                      "reference\n",
+                      mus[k], muk[k], pr.differ);
         pair_check_free(&pr);
         pbd_scene_free(&sc);
     }

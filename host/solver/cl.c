@@ -1468,7 +1468,7 @@ static pbd_status create_buffers(cl_impl *c, const pbd_model *m, const pbd_plan 
     BUF(v, np * f4, m->v);
     BUF(xp, bdf2 ? np * f4 : 0, NULL);
     BUF(vp, bdf2 ? np * f4 : 0, NULL);
-    BUF(dx, plan->momentum_active ? np * f4 : 0, NULL);
+    BUF(dx, plan->momentum_active || plan->track ? np * f4 : 0, NULL);
     for (int t = 0; t < PBD_CONSTRAINT_COUNT; ++t) {
         size_t n = (size_t)plan->type[t].count;
         if (t == PBD_CONSTRAINT_NEO_HOOKEAN && c->type_blocks[t].k && st == PBD_OK) {

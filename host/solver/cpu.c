@@ -75,7 +75,7 @@ static pbd_status cpu_predict(void *impl, int bdf2, pbd_error *err)
             c->v[i] = v;
         c->p[i] = pbd_predict(c->x[i], v, bdf2 ? c->xp[i] : c->x[i], bdf2 ? c->vp[i] : v, bdf2,
                               g[0], g[1], g[2], pl->h);
-        if (pl->momentum_active)
+        if (pl->momentum_active || pl->track)
             c->dx[i] = (pbd_float4){0.0f, 0.0f, 0.0f, 0.0f};
     }
     c->pending = 0;
@@ -514,7 +514,8 @@ static size_t cpu_memory_bytes(const void *impl)
     size_t np = (size_t)pl->num_particles, nc = (size_t)pl->type[PBD_CONSTRAINT_DISTANCE].count + 1;
     size_t nb = (size_t)pl->num_bodies, f4 = sizeof(pbd_float4);
     int bdf2 = pl->cfg.velocity_update == PBD_VELOCITY_BDF2;
-    size_t b = 3 * np * f4 + (bdf2 ? 2 * np * f4 : 0) + (pl->momentum_active ? np * f4 : 0);
+    size_t b =
+        3 * np * f4 + (bdf2 ? 2 * np * f4 : 0) + (pl->momentum_active || pl->track ? np * f4 : 0);
     int jacobi = pl->cfg.solver == PBD_SOLVER_JACOBI;
     b += (jacobi ? np * f4 + nc * sizeof(float) + 2 * nc * sizeof(int) : 0);
     b += np * sizeof(int) +
@@ -611,7 +612,7 @@ pbd_status pbd_cpu_create(const pbd_model *m, pbd_plan *plan, const pbd_solver_d
         c->v = alloc4(np);
         c->xp = alloc4(bdf2 ? np : 1);
         c->vp = alloc4(bdf2 ? np : 1);
-        c->dx = alloc4(plan->momentum_active ? np : 1);
+        c->dx = alloc4(plan->momentum_active || plan->track ? np : 1);
         int jacobi = plan->cfg.solver == PBD_SOLVER_JACOBI;
         c->p_next = alloc4(jacobi ? np : 1);
         c->gain = calloc(jacobi ? nc : 1, sizeof(float));

@@ -1494,12 +1494,18 @@ pbd_status pbd_plan_build(const pbd_model *m, const pbd_config *cfg, pbd_variant
             plan->momentum_active = 1; /* rigid damping needs the body's rigid motion */
     /* Collision and attachment displacements are recorded only where there is something
      * external to record. */
-    plan->track = plan->momentum_active && plan->external;
+    int tracked = plan->momentum_active && plan->external;
+    /* ... and where friction keeps its budget over a substep's pushes (pbd_friction), in
+     * the same records' w. */
+    int friction = 0;
+    for (int k = 0; k < m->num_colliders; ++k)
+        friction |= m->colliders[k].friction > 0.0f;
+    plan->track = tracked || friction;
     /* contacts between bodies: their impulses' moments where they acted */
     int with = 0;
     for (int b = 0; b < m->num_bodies; ++b)
         with += m->bodies[b].radius > 0.0f;
-    plan->contact_moments = plan->track && plan->contacts && with > 1;
+    plan->contact_moments = tracked && plan->contacts && with > 1;
     /* The correction: the reduction and the solve (its broadcast rides on the next predict). */
     plan->momentum_launches = plan->momentum_active ? 2 : 0;
     plan->body_segments[m->num_bodies] = nseg;

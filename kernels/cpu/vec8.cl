@@ -178,8 +178,9 @@ VEC8_INLINE void store8(__global pbd_float4 *a, int i, int n, float8 x, float8 y
  * pbd_friction, against the positions at the substep's start px0), one lane at a time. A
  * plane with friction takes only the lanes below it that way: on the others pbd_collide_one
  * returns the particle as it was and pbd_friction, at depth 0, leaves it (the same bits). */
-VEC8_INLINE void collide8(float8 *x, float8 *y, float8 *z, float8 w, __global const pbd_float4 *px0,
-                          int i, int n, __global const int *particle_body,
+VEC8_INLINE void collide8(float8 *x, float8 *y, float8 *z, float8 w, float8 *pushed,
+                          __global const pbd_float4 *px0, int i, int n,
+                          __global const int *particle_body,
                           __global const pbd_float4 *body_material, int materials,
                           __global const pbd_collider *colliders, int num_colliders)
 {
@@ -199,12 +200,13 @@ VEC8_INLINE void collide8(float8 *x, float8 *y, float8 *z, float8 w, __global co
             if (!any(hit))
                 continue;
         }
-        float xs[8], ys[8], zs[8], ws[8];
+        float xs[8], ys[8], zs[8], ws[8], ds[8];
         int hs[8];
         vstore8(*x, 0, xs);
         vstore8(*y, 0, ys);
         vstore8(*z, 0, zs);
         vstore8(w, 0, ws);
+        vstore8(*pushed, 0, ds);
         vstore8(hit, 0, hs);
         for (int j = 0; j < 8; ++j) {
             if (!hs[j])
@@ -214,7 +216,7 @@ VEC8_INLINE void collide8(float8 *x, float8 *y, float8 *z, float8 w, __global co
             float4 q0 = (float4)(xs[j], ys[j], zs[j], ws[j]);
             float4 q = pbd_friction(q0, pbd_collide_one(q0, &colliders[k]), px0[at],
                                     pbd_mix_friction(colliders[k].friction, mat.x),
-                                    pbd_mix_friction(colliders[k].friction_kinetic, mat.y));
+                                    pbd_mix_friction(colliders[k].friction_kinetic, mat.y), &ds[j]);
             xs[j] = q.x;
             ys[j] = q.y;
             zs[j] = q.z;
@@ -222,26 +224,27 @@ VEC8_INLINE void collide8(float8 *x, float8 *y, float8 *z, float8 w, __global co
         *x = vload8(0, xs);
         *y = vload8(0, ys);
         *z = vload8(0, zs);
+        *pushed = vload8(0, ds);
     }
 }
 
 /* pbd_collide_particle for particles i .. i + n - 1 (n <= 8) at x, y, z, w: collided, stored
- * to p, and with `track` their displacements added to dx. */
+ * to p, and with `track` their displacements added to dx and their static friction's budget
+ * kept in dx's w (pbd_collide_particle). */
 VEC8_INLINE void collide_store8(__global pbd_float4 *p, __global pbd_float4 *dx,
                                 __global const pbd_float4 *px0, int i, int n, float8 x, float8 y,
                                 float8 z, float8 w, __global const pbd_collider *colliders,
                                 int num_colliders, int track, __global const int *particle_body,
                                 __global const pbd_float4 *body_material, int materials)
 {
-    float8 x1 = x, y1 = y, z1 = z;
-    collide8(&x1, &y1, &z1, w, px0, i, n, particle_body, body_material, materials, colliders,
+    float8 x1 = x, y1 = y, z1 = z, dxx, dxy, dxz, dxw = (float8)0.0f;
+    if (track)
+        load8(dx, i, n, &dxx, &dxy, &dxz, &dxw);
+    collide8(&x1, &y1, &z1, w, &dxw, px0, i, n, particle_body, body_material, materials, colliders,
              num_colliders);
     store8(p, i, n, x1, y1, z1, w);
-    if (track) {
-        float8 dxx, dxy, dxz, dxw;
-        load8(dx, i, n, &dxx, &dxy, &dxz, &dxw);
-        store8(dx, i, n, dxx + (x1 - x), dxy + (y1 - y), dxz + (z1 - z), (float8)0.0f);
-    }
+    if (track)
+        store8(dx, i, n, dxx + (x1 - x), dxy + (y1 - y), dxz + (z1 - z), dxw);
 }
 
 /* Particles [first, end) of p collided and stored, eight at a time (collide_store8): a block's
