@@ -2134,7 +2134,7 @@ PBD_INLINE void pbd_contact_solve(
     dp[i] = PBD_F4(o[0], o[1], o[2], 0.0f);
     if (track && (o[3] != 0.0f || o[4] != 0.0f || o[5] != 0.0f)) {
         pbd_float4 c = cdx[i], m = a[i];
-        dx[i] = PBD_F4(dx[i].x + o[3], dx[i].y + o[4], dx[i].z + o[5], 0.0f);
+        dx[i] = PBD_F4(dx[i].x + o[3], dx[i].y + o[4], dx[i].z + o[5], dx[i].w); /* w: friction's */
         cdx[i] = PBD_F4(c.x + o[3], c.y + o[4], c.z + o[5], 0.0f);
         a[i] = PBD_F4(m.x + o[6], m.y + o[7], m.z + o[8], 0.0f);
     }

@@ -3570,6 +3570,18 @@ static void kinematic_colliders(void **state)
     assert_int_equal(pbd_solver_update_collider(sv, 0, &ball, &err), PBD_ERR_ARGUMENT);
     assert_non_null(strstr(err.message, "restitution"));
     pbd_solver_destroy(sv);
+    /* friction keeps a budget in records made only where friction was there at creation (or
+     * the momentum is tracked): given later without them, it is refused as restitution is */
+    pbd_config off = sc.config;
+    off.momentum = 0;
+    pbd_solver_desc desc = {.backend = PBD_BACKEND_CPU};
+    assert_int_equal(pbd_solver_create(&sc.model, &off, &desc, &sv, &err), PBD_OK);
+    ball.restitution = 0.0f;
+    ball.friction = 0.5f;
+    assert_int_equal(pbd_solver_update_collider(sv, 0, &ball, &err), PBD_ERR_ARGUMENT);
+    assert_non_null(strstr(err.message, "collider 0: found friction 0.5, expected 0 on a solver "
+                                        "made without friction"));
+    pbd_solver_destroy(sv);
     pair_result pr = run_pair(&sc.model, &sc.config, 120);
     pair_check_free(&pr);
     pbd_scene_free(&sc);

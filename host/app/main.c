@@ -197,6 +197,9 @@ static void catch_signals(int stop)
     struct sigaction sa, old;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = stop ? on_signal : on_fatal_signal;
+    /* A thread that passes the signal on goes on undisturbed; a run's waits (a FIFO scene)
+     * are to be cut short by it. */
+    sa.sa_flags = stop ? 0 : SA_RESTART;
     sigemptyset(&sa.sa_mask);
     for (int k = 0; k < 4; ++k) {
         if (stop_ignored[k] < 0)

@@ -81,9 +81,10 @@ static size_t continuation(const reader *r, const char *p)
 {
     if (!r->joins || p >= r->lend || *p != '\\')
         return 0;
-    if (p + 1 < r->lend && p[1] == '\n')
-        return 2;
-    return p + 2 < r->lend && p[1] == '\r' && p[2] == '\n' ? 3 : 0;
+    const char *q = p + 1;
+    while (q < r->lend && *q == '\r') /* CR LF, CR CR LF */
+        ++q;
+    return q < r->lend && *q == '\n' ? (size_t)(q - p) + 1 : 0;
 }
 
 static void skip_space(reader *r)
@@ -102,7 +103,7 @@ static void skip_space(reader *r)
 /* Whether the text s .. e (a line, without its LF) ends in a continuation. */
 static int continues(const char *s, const char *e)
 {
-    if (e > s && e[-1] == '\r')
+    while (e > s && e[-1] == '\r')
         --e;
     return e > s && e[-1] == '\\';
 }

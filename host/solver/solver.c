@@ -679,34 +679,45 @@ static pbd_status neo_hookean_refused(const char *who, int at, double ratio, con
 #define PBD_MIN_GRAVITY_STEPS 8.0
 static pbd_status check_precision(const pbd_model *m, const pbd_config *c, pbd_error *err)
 {
-    double g = sqrt((double)c->gravity[0] * c->gravity[0] + (double)c->gravity[1] * c->gravity[1] +
-                    (double)c->gravity[2] * c->gravity[2]);
-    if (!(g > 0.0))
-        return PBD_OK;
-    float far = 0.0f;
-    int at = -1;
-    for (int i = 0; i < m->num_particles; ++i) {
-        if (!(m->x[i].w > 0.0f))
-            continue; /* pinned: never falls */
-        float a = fmaxf(fabsf(m->x[i].x), fmaxf(fabsf(m->x[i].y), fabsf(m->x[i].z)));
-        if (a > far || at < 0)
-            far = a, at = i;
+    static const char axis[3] = {'x', 'y', 'z'};
+    double h = (double)c->dt / c->substeps;
+    for (int a = 0; a < 3; ++a) {
+        double g = fabs((double)c->gravity[a]);
+        if (!(g > 0.0))
+            continue;
+        /* gravity moves each coordinate on its own: the one along it, at its largest */
+        float far = 0.0f;
+        int at = -1;
+        for (int i = 0; i < m->num_particles; ++i) {
+            if (!(m->x[i].w > 0.0f))
+                continue; /* pinned: never falls */
+            float v = fabsf(a == 0 ? m->x[i].x : a == 1 ? m->x[i].y : m->x[i].z);
+            if (at < 0 || v > far)
+                far = v, at = i;
+        }
+        if (at < 0 || far < FLT_MIN)
+            continue;
+        double step = (double)nextafterf(far, INFINITY) - (double)far; /* a float step there */
+        double fall = h * h * g;
+        if (fall >= PBD_MIN_GRAVITY_STEPS * step)
+            continue;
+        double h_min = sqrt(PBD_MIN_GRAVITY_STEPS * step / g);
+        int most = (int)floor((double)c->dt / h_min);
+        char expected[128];
+        if (most >= 1)
+            snprintf(expected, sizeof expected, "at most %d substeps of this dt", most);
+        else
+            snprintf(expected, sizeof expected, "a dt of at least %.3g s at 1 substep", h_min);
+        return pbd_error_set(err, PBD_ERR_MODEL,
+                             "substeps: found %d, where gravity moves a particle %.3g m a "
+                             "substep along %c, under %g float steps (%.3g m each) at particle "
+                             "%d, %g m from the origin along %c: rounding would distort its "
+                             "fall (under one step, stop it); expected %s, or the scene nearer "
+                             "the origin",
+                             c->substeps, fall, axis[a], PBD_MIN_GRAVITY_STEPS, step, at,
+                             (double)far, axis[a], expected);
     }
-    if (at < 0 || far < FLT_MIN)
-        return PBD_OK;
-    double step = (double)nextafterf(far, INFINITY) - (double)far; /* a float step there */
-    double h = (double)c->dt / c->substeps, fall = h * h * g;
-    if (fall >= PBD_MIN_GRAVITY_STEPS * step)
-        return PBD_OK;
-    double h_min = sqrt(PBD_MIN_GRAVITY_STEPS * step / g);
-    int most = (int)floor((double)c->dt / h_min);
-    return pbd_error_set(err, PBD_ERR_MODEL,
-                         "substeps: found %d, where gravity moves a particle %.3g m a substep, "
-                         "under %g float steps (%.3g m each) at particle %d, %g m from the "
-                         "origin: rounding would distort its fall (under one step, stop it); "
-                         "expected at most %d substeps of this dt, or the scene nearer the origin",
-                         c->substeps, fall, PBD_MIN_GRAVITY_STEPS, step, at, (double)far,
-                         most < 1 ? 1 : most);
+    return PBD_OK;
 }
 
 static pbd_status check_neo_hookean(const pbd_model *m, const pbd_config *cfg, pbd_error *err)
@@ -1669,6 +1680,12 @@ pbd_status pbd_solver_update_collider(pbd_solver *s, int index, const pbd_collid
                              "without restitution (give it to the collider before creating "
                              "the solver)",
                              index, (double)c->restitution);
+    if (c->friction > 0.0f && !pl->track) /* no records for friction's budget (pbd_friction) */
+        return pbd_error_set(err, PBD_ERR_ARGUMENT,
+                             "collider %d: found friction %g, expected 0 on a solver made "
+                             "without friction (give a collider friction before creating the "
+                             "solver)",
+                             index, (double)c->friction);
     pl->colliders[index] = pl->colliders0[index] = *c;
     pl->collider_t0[index] = (double)s->substeps_done * pl->h;
     pl->moving |= pbd_collider_moves(c);
