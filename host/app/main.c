@@ -1178,18 +1178,11 @@ static void tweak_config(const void *ctx, pbd_scene *s)
     apply_overrides((const options *)ctx, s);
 }
 
-/* Whether a plot's file name ends in a format PLplot writes here. */
-static int plot_name(const char *path)
-{
-    size_t n = strlen(path);
-    return n >= 4 && (strcmp(path + n - 4, ".png") == 0 || strcmp(path + n - 4, ".pdf") == 0);
-}
-
 static int cmd_bench(const options *o)
 {
     const char *scenes = o->scenes_dir ? o->scenes_dir : PBD_DEFAULT_SCENES;
     /* A plot that cannot be drawn is refused before the suite runs, not after. */
-    if (o->plot && !plot_name(o->plot))
+    if (o->plot && !pbd_plot_name_ok(o->plot))
         return usage_error("--plot: found '%s', expected a file name ending in .png or .pdf",
                            o->plot);
     if (o->plot && !pbd_plot_available()) {
@@ -1232,7 +1225,7 @@ static int cmd_plot(const options *o)
     if (same_file(o->scene, o->plot_out))
         return usage_error("plot: %s: the same file as the statistics, expected two paths",
                            o->plot_out);
-    if (!plot_name(o->plot_out))
+    if (!pbd_plot_name_ok(o->plot_out))
         return usage_error("plot: found '%s', expected a file name ending in .png or .pdf",
                            o->plot_out);
     pbd_error err = {0};

@@ -30,11 +30,16 @@ static int ends_with(const char *s, const char *tail)
     return n >= m && strcmp(s + n - m, tail) == 0;
 }
 
+int pbd_plot_name_ok(const char *path)
+{
+    return ends_with(path, ".png") || ends_with(path, ".pdf");
+}
+
 /* Checks what can be checked without drawing: the extension, the size and the data. */
 static pbd_status check(const pbd_plot *panels, int num_panels, const char *path, int *w, int *h,
                         pbd_error *err)
 {
-    if (!ends_with(path, ".png") && !ends_with(path, ".pdf"))
+    if (!pbd_plot_name_ok(path))
         return pbd_error_set(err, PBD_ERR_ARGUMENT,
                              "%s: found no .png or .pdf at the end, expected OUT.png or OUT.pdf",
                              path);

@@ -31,6 +31,9 @@ typedef struct pbd_plot {
     int legend_bottom; /* 1: the legend at the bottom right (for rising lines), else top right */
 } pbd_plot;
 
+/* Whether `path` names a file pbd_plot_write draws: it ends in .png or .pdf. */
+int pbd_plot_name_ok(const char *path);
+
 /* Draws `num_panels` panels, stacked top to bottom, to `path`: a PNG when it ends in .png, a
  * PDF when it ends in .pdf. The file is written under a temporary name and renamed into
  * place, so it appears whole or not at all. Errors (one line, starting with the path):
