@@ -1361,21 +1361,18 @@ pbd_status pbd_mesh_parse_msh(const pbd_mesh_text *text, pbd_mesh *out, pbd_erro
 
 /* ---- files -------------------------------------------------------------------------------- */
 
-/* Whether s ends in suffix (lower case), in any case: 1 in lower case, 2 in another. */
+/* Whether s ends in suffix (lower case), in any case. */
 static int ends_with(const char *s, const char *suffix)
 {
     size_t n = strlen(s), k = strlen(suffix);
     if (n < k)
         return 0;
-    int other = 0;
     for (size_t i = 0; i < k; ++i) {
         char c = s[n - k + i];
-        if (c >= 'A' && c <= 'Z')
-            c = (char)(c - 'A' + 'a'), other = 1;
-        if (c != suffix[i])
+        if ((c >= 'A' && c <= 'Z' ? (char)(c - 'A' + 'a') : c) != suffix[i])
             return 0;
     }
-    return 1 + other;
+    return 1;
 }
 
 static pbd_status read_text(const char *path, char **text, pbd_mesh_text *t, pbd_error *err)
