@@ -641,6 +641,26 @@ static void same_mesh(const pbd_mesh *a, const pbd_mesh *b, const char *what)
            "%s: not the same mesh", what);
 }
 
+/* The OBJ text `text` named `name` is refused with a message holding `message`. */
+static void obj_refused(const char *name, const char *text, const char *message)
+{
+    pbd_mesh m;
+    pbd_error err = {0};
+    pbd_mesh_text t = {name, text, strlen(text)};
+    expect(pbd_mesh_parse_obj(&t, &m, &err) == PBD_ERR_SCENE && strstr(err.message, message),
+           "%s: %s", name, err.message);
+}
+
+/* The OBJ text `text` reads, into *m, with `triangles` triangles. */
+static void obj_reads(const char *name, const char *text, int triangles, pbd_mesh *m)
+{
+    pbd_error err = {0};
+    pbd_mesh_text t = {name, text, strlen(text)};
+    expect(pbd_mesh_parse_obj(&t, m, &err) == PBD_OK, "%s: %s", name, err.message);
+    expect(m->num_triangles == triangles, "%s: %d triangles, expected %d", name, m->num_triangles,
+           triangles);
+}
+
 /* What real tools write and the strict forms leave out: a UTF-8 byte-order mark; TetGen
  * headers that stop after the count (its own reader fills in 3, 0, 0 and 4, 0), several
  * attributes a tetrahedron, and tetgen -nn's two adjacent tetrahedra after a face; OBJ's
@@ -718,33 +738,19 @@ static void what_tools_write(void **state)
     pbd_mesh_free(&m);
     pbd_mesh_free(&plain);
     /* a comment's backslash continues nothing; a continued blank line counts its lines */
-    const char *comment = "# C:\\dir\\\nv 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\n";
-    pbd_mesh_text tc = {"comment.obj", comment, strlen(comment)};
-    expect(pbd_mesh_parse_obj(&tc, &m, &err) == PBD_OK && m.num_vertices == 3, "%s", err.message);
+    obj_reads("comment.obj", "# C:\\dir\\\nv 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\n", 1, &m);
+    expect(m.num_vertices == 3, "comment.obj: %d vertices, expected 3", m.num_vertices);
     pbd_mesh_free(&m);
-    const char *blank = "v 0 0 0\n \\\n\nv 0 0 x\n";
-    pbd_mesh_text tb = {"blank.obj", blank, strlen(blank)};
-    expect(pbd_mesh_parse_obj(&tb, &m, &err) == PBD_ERR_SCENE &&
-               strstr(err.message, "blank.obj:4: found 'x'"),
-           "%s", err.message);
+    obj_refused("blank.obj", "v 0 0 0\n \\\n\nv 0 0 x\n", "blank.obj:4: found 'x'");
     /* a polygon whose corners weld so that its fan repeats a triangle names itself so */
-    const char *fan = "v 0 0 0\nv 1 0 0\nv 0 1 0\nv 1 0 0\nf 1 2 3 4\n";
-    pbd_mesh_text tw = {"fan.obj", fan, strlen(fan)};
-    expect(
-        pbd_mesh_parse_obj(&tw, &m, &err) == PBD_ERR_SCENE &&
-            strstr(err.message, "fan.obj:5: found a polygon whose fan covers one triangle twice"),
-        "%s", err.message);
+    obj_refused("fan.obj", "v 0 0 0\nv 1 0 0\nv 0 1 0\nv 1 0 0\nf 1 2 3 4\n",
+                "fan.obj:5: found a polygon whose fan covers one triangle twice");
     /* CR CR LF, as some Windows writers end lines */
-    const char *crcr = "v 0 0 0\r\r\nv 1 0 0\r\r\nv 0 1 0\r\r\nf 1 2 3\r\r\n";
-    pbd_mesh_text tr = {"crcr.obj", crcr, strlen(crcr)};
-    expect(pbd_mesh_parse_obj(&tr, &m, &err) == PBD_OK && m.num_triangles == 1, "%s", err.message);
+    obj_reads("crcr.obj", "v 0 0 0\r\r\nv 1 0 0\r\r\nv 0 1 0\r\r\nf 1 2 3\r\r\n", 1, &m);
     pbd_mesh_free(&m);
     /* lines ended by CR alone */
-    const char *mac = "v 0 0 0\rv 1 0 0\rv 0 1 0\rf 1 2 3\r";
-    pbd_mesh_text tm = {"mac.obj", mac, strlen(mac)};
-    expect(pbd_mesh_parse_obj(&tm, &m, &err) == PBD_ERR_SCENE &&
-               strstr(err.message, "mac.obj:1: found a carriage return inside a line"),
-           "%s", err.message);
+    obj_refused("mac.obj", "v 0 0 0\rv 1 0 0\rv 0 1 0\rf 1 2 3\r",
+                "mac.obj:1: found a carriage return inside a line");
     /* names in upper case, a TetGen set's parts found in the same case */
     char dir[] = "/tmp/pbd_mesh_case_XXXXXX", path[96];
     expect(mkdtemp(dir) != NULL, "mkdtemp %s", dir);
