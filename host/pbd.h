@@ -165,6 +165,7 @@ int pbd_model_add_plane(pbd_model *m, float nx, float ny, float nz, float offset
 /* A shape-matching cluster's radius: at most this many times the clusters' spacing. */
 #define PBD_MAX_CLUSTER_REACH 4.0f
 #define PBD_MIN_SUBSTEP       1e-9f /* s */
+#define PBD_MAX_SUBSTEPS      1000  /* a frame's */
 
 /* Checks one record of constraint `type` (its particles among num_particles, its values);
  * `index` names it in the message. */

@@ -3292,8 +3292,10 @@ static void neo_hookean_too_stiff(void **state)
     assert_null(sv);
     assert_non_null(strstr(err.message, "body 0 (jelly): Neo-Hookean element "));
     assert_non_null(strstr(err.message, " is too stiff for substeps of "));
-    assert_non_null(strstr(err.message, "use substeps >= 3"));
+    assert_non_null(strstr(err.message, "use substeps >= 4"));
     sc.config.substeps = 3;
+    assert_int_equal(pbd_solver_create(&sc.model, &sc.config, &desc, &sv, &err), PBD_ERR_MODEL);
+    sc.config.substeps = 4;
     assert_int_equal(pbd_solver_create(&sc.model, &sc.config, &desc, &sv, &err), PBD_OK);
     /* An update is held to the same limit: a stiffer element, or a hard one, is refused and
      * the solver steps on with the element it had. */
@@ -3312,7 +3314,76 @@ static void neo_hookean_too_stiff(void **state)
                      PBD_OK);
     assert_int_equal(pbd_solver_step(sv, 2, &err), PBD_OK);
     pbd_solver_destroy(sv);
+    sv = NULL;
+    /* Past what the most substeps can hold, the advice is the material or the mass. */
+    for (int k = 0; k < sc.model.num_neo_hookean; ++k) {
+        sc.model.neo_hookean[k].compliance *= 1e-7f;
+        sc.model.neo_hookean[k].compliance_h *= 1e-7f;
+    }
+    sc.config.substeps = 1;
+    assert_int_equal(pbd_solver_create(&sc.model, &sc.config, &desc, &sv, &err), PBD_ERR_MODEL);
+    assert_null(sv);
+    assert_non_null(strstr(err.message, "use a lower young_modulus or heavier particles (substeps "
+                                        "would need "));
+    assert_non_null(strstr(err.message, ", over the most, 1000)"));
     pbd_scene_free(&sc);
+}
+
+/* Just inside the stiffness limit a Neo-Hookean body keeps its energy: a 4^3-cell box
+ * spinning freely (momentum off, no gravity) at 95 % of the limit, Poisson ratios 0 and 0.45,
+ * 1 and 10 iterations, gains no more than 1 % in 40 frames. At twice the limit's h^2 mu V
+ * sum w |grad C|^2 (0.8) the same box went from 2.6 J to 600-8,000 J; the limit is found from
+ * the refusal of a box a thousand times stiffer, whose ratio scales with the modulus. */
+static void neo_hookean_stable_at_the_limit(void **state)
+{
+    (void)state;
+    const char *fmt = "{\"dt\": 0.016666666666666666, \"substeps\": 20, \"iterations\": %d, "
+                      "\"gravity\": [0, 0, 0], \"momentum\": false, \"bodies\": [{\"type\": "
+                      "\"tet_box\", \"cells\": [4, 4, 4], \"size\": [0.4, 0.4, 0.4], \"center\": "
+                      "[0, 1, 0], \"density\": 500, \"young_modulus\": %.9g, \"poisson_ratio\": "
+                      "%g, \"angular_velocity\": [0, 2, 0]}]}";
+    static const double nus[2] = {0.0, 0.45};
+    static const int its[2] = {1, 10};
+    for (int n = 0; n < 2; ++n) {
+        char json[640];
+        pbd_scene sc = {0};
+        pbd_error err = {0};
+        pbd_solver *sv = NULL;
+        pbd_solver_desc desc = {.backend = PBD_BACKEND_CPU};
+        const double e_stiff = 1e8;
+        snprintf(json, sizeof json, fmt, 10, e_stiff, nus[n]);
+        assert_int_equal(pbd_scene_parse(json, "stiff", &sc, &err), PBD_OK);
+        assert_int_equal(pbd_solver_create(&sc.model, &sc.config, &desc, &sv, &err), PBD_ERR_MODEL);
+        const char *at = strstr(err.message, "|grad C|^2 = ");
+        double ratio = 0.0, limit = 0.0;
+        assert_non_null(at);
+        assert_int_equal(sscanf(at, "|grad C|^2 = %lf, expected <= %lf", &ratio, &limit), 2);
+        assert_true(ratio > limit && limit > 0.0);
+        pbd_scene_free(&sc);
+        double e = e_stiff * 0.95 * limit / ratio;
+        for (int k = 0; k < 2; ++k) {
+            snprintf(json, sizeof json, fmt, its[k], e, nus[n]);
+            memset(&sc, 0, sizeof sc);
+            assert_int_equal(pbd_scene_parse(json, "limit", &sc, &err), PBD_OK);
+            assert_int_equal(pbd_solver_create(&sc.model, &sc.config, &desc, &sv, &err), PBD_OK);
+            pbd_body_stats st;
+            assert_int_equal(pbd_solver_stats(sv, &st, &err), PBD_OK);
+            double ke0 = st.kinetic_energy, most = ke0;
+            for (int f = 0; f < 40; ++f) {
+                assert_int_equal(pbd_solver_step(sv, 1, &err), PBD_OK);
+                assert_int_equal(pbd_solver_stats(sv, &st, &err), PBD_OK);
+                most = st.kinetic_energy > most ? st.kinetic_energy : most;
+            }
+            print_message("nu %g, %d iterations, E %.4g Pa: KE %.6g J, at most %.6g, now %.6g\n",
+                          nus[n], its[k], e, ke0, most, st.kinetic_energy);
+            expect(ke0 > 1.0 && most <= 1.01 * ke0 && st.kinetic_energy > 0.9 * ke0,
+                   "nu %g, %d iterations: KE %g J, at most %g, now %g", nus[n], its[k], ke0, most,
+                   st.kinetic_energy);
+            pbd_solver_destroy(sv);
+            sv = NULL;
+            pbd_scene_free(&sc);
+        }
+    }
 }
 
 /* Coulomb friction with a plane (gravity tilted, a stiff tet box resting on the floor): at
@@ -3703,6 +3774,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(xpbd_iteration_independent),
     cmocka_unit_test(shape_matching_xpbd),
     cmocka_unit_test(neo_hookean_too_stiff),
+    cmocka_unit_test(neo_hookean_stable_at_the_limit),
     pbd_device_test(friction_on_slope),
     pbd_device_test(restitution_bounce),
     pbd_device_test(shapes_same_bits),

@@ -1105,7 +1105,7 @@ static const char *const top_keys[] = {"description", "dt",      "substeps",   "
 
 static const field config_fields[] = {
     {"dt", 'f', 0, {1e-9, 10.0, 1, 0, 0}, offsetof(pbd_config, dt)}, /* PBD_MIN_SUBSTEP */
-    {"substeps", 'i', 0, INT_IN(1, 1000), offsetof(pbd_config, substeps)},
+    {"substeps", 'i', 0, INT_IN(1, PBD_MAX_SUBSTEPS), offsetof(pbd_config, substeps)},
     {"iterations", 'i', 0, INT_IN(1, 10000), offsetof(pbd_config, iterations)},
     {"omega", 'f', 0, {0.0, 2.0, 1, 1, 0}, offsetof(pbd_config, omega)},
     /* 1e6 m/s^2 (about 1e5 g): beyond it a fall leaves the 1e9 m/s the run allows within
