@@ -231,6 +231,7 @@ static const bad_scene bad[] = {
     {"unknown_top_key.json", ": gravty: unknown key (expected one of: description, dt,"},
     {"unknown_body_key.json", "bodies[0].colour: unknown key (expected one of: type, name,"},
     {"wrong_type.json", ": dt: found a string, expected a number"},
+    {"nul_escape.json", ": line 1, column 5: found \\u0000 (NUL) in a string, expected no NUL"},
     {"bending_name.json", ": bodies[0].bending: found \"folds\", expected one of: none, springs, "
                           "dihedral, isometric"},
     {"bending_type.json", ": bodies[0].bending: found a number, expected true, false, or one of: "

@@ -1444,7 +1444,9 @@ static int parse_root(ctx *c, const cJSON *root, pbd_scene *out)
     /* A body's damping fraction with no damping model to use it would be ignored, and so
      * would a model with no fraction (0 by default) on the body or the scene. */
     int scene_k = cJSON_GetObjectItemCaseSensitive(root, "damping_k") != NULL, scene_k_used = 0;
-    for (int b = 0; b < out->model.num_bodies && b < cJSON_GetArraySize(bodies); ++b) {
+    /* cJSON counts a list by walking it: once, not per body */
+    int listed = cJSON_GetArraySize(bodies);
+    for (int b = 0; b < out->model.num_bodies && b < listed; ++b) {
         const pbd_body *bd = &out->model.bodies[b];
         char key[KEY_MAX], sub[KEY_MAX];
         at_index(key, "bodies", b);
@@ -1470,6 +1472,23 @@ static int parse_root(ctx *c, const cJSON *root, pbd_scene *out)
     pbd_status st = pbd_model_validate(&out->model, &verr);
     /* In a scene, an invalid model is an invalid scene. */
     return st == PBD_OK ? 0 : fail(c, PBD_ERR_SCENE, NULL, "%s", verr.message);
+}
+
+/* The first "\u0000" escape inside a string of the JSON text, or NULL. */
+static const char *escaped_nul(const char *s)
+{
+    int in_string = 0;
+    for (; *s; ++s) {
+        if (*s == '"')
+            in_string = !in_string;
+        else if (in_string && *s == '\\') {
+            if (strncmp(s + 1, "u0000", 5) == 0)
+                return s;
+            if (s[1])
+                ++s; /* the escaped character, a quote too */
+        }
+    }
+    return NULL;
 }
 
 /* Line and column (from 1) of the byte at `at`. */
@@ -1510,6 +1529,17 @@ static pbd_status parse(const char *json, size_t length, const char *name, pbd_s
     if (!root) {
         locate(json, end ? end : cJSON_GetErrorPtr(), &line, &column);
         fail(&c, PBD_ERR_SCENE, NULL, "line %d, column %d: JSON syntax error", line, column);
+        return PBD_ERR_SCENE;
+    }
+    /* cJSON keeps strings NUL-terminated: "\u0000" would cut a key, a name or a path short
+     * without a word ("dt\u0000x" read as "dt"). */
+    const char *nul = escaped_nul(json);
+    if (nul) {
+        cJSON_Delete(root);
+        locate(json, nul, &line, &column);
+        fail(&c, PBD_ERR_SCENE, NULL,
+             "line %d, column %d: found \\u0000 (NUL) in a string, expected no NUL characters",
+             line, column);
         return PBD_ERR_SCENE;
     }
     int r = parse_root(&c, root, out);
