@@ -2200,6 +2200,7 @@ static void checkpoint_refused(void **state)
         {"dt", "ck: dt: found 0.0166666675 in the checkpoint, this run has 0.00999999978"},
         {"max_colors", "ck: max_colors: found 32 in the checkpoint, this run has 5"},
         {"scene", "ck: made from another scene"},
+        {"material", "ck: made from another scene"},
         {"short", "ck: truncated: found 100 bytes, expected a header of 256"},
         {"mass", "ck: particle 2: mass 4 kg, expected the scene's"},
         {"momentum", "ck: body 0: tracked momentum |P| 1e+30"},
@@ -2226,15 +2227,19 @@ static void checkpoint_refused(void **state)
             float nan = NAN;
             memcpy(d + 256 + (size_t)s.model.num_particles * 16 + 3 * 16, &nan, sizeof nan);
             reseal(d, n);
-        } else if (strcmp(what, "dt") == 0 || strcmp(what, "max_colors") == 0) {
-            /* the same scene under another option (another colouring: another order) */
+        } else if (strcmp(what, "dt") == 0 || strcmp(what, "max_colors") == 0 ||
+                   strcmp(what, "material") == 0) {
+            /* the same scene under another option (another colouring: another order), or
+             * with a body's material changed */
             pbd_scene s2 = {0};
             assert_int_equal(pbd_scene_load(PBD_SCENES_DIR "/spinning_box.json", &s2, &err),
                              PBD_OK);
             if (strcmp(what, "dt") == 0)
                 s2.config.dt = 0.01f;
-            else
+            else if (strcmp(what, "max_colors") == 0)
                 s2.config.max_colors = 5;
+            else
+                s2.model.bodies[0].restitution = 0.5f;
             o = make_solver(&s2, PBD_BACKEND_CPU);
             target = o;
             pbd_scene_free(&s2);

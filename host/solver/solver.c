@@ -2148,6 +2148,20 @@ uint64_t pbd_model_fingerprint(const pbd_model *m)
             float cl[2] = {bd->shape_cluster_spacing, bd->shape_cluster_radius};
             h = fnv(h, cl, sizeof cl);
         }
+        /* its materials, where it has any (a body without keeps the fingerprint it had) */
+        float mat[8] = {bd->friction,
+                        bd->friction_kinetic,
+                        bd->restitution,
+                        bd->shape_stiffness,
+                        bd->shape_compliance,
+                        bd->pressure,
+                        bd->pressure > 0.0f ? bd->pressure_compliance : 0.0f,
+                        bd->radius};
+        if (mat[0] >= 0.0f || mat[1] >= 0.0f || mat[2] >= 0.0f || mat[3] != 0.0f ||
+            mat[4] != 0.0f || mat[5] != 0.0f || mat[7] != 0.0f || bd->self_collision) {
+            h = fnv(h, mat, sizeof mat);
+            h = fnv(h, &bd->self_collision, sizeof bd->self_collision);
+        }
     }
     for (int t = 0; t < PBD_CONSTRAINT_COUNT; ++t) {
         int n = 0;
