@@ -854,6 +854,35 @@ static void bending_and_elastic_meshes(void **state)
         pbd_scene_free(&mesh);
         pbd_scene_free(&grid);
     }
+    /* Isometric bending takes a flat rest shape: a hinge folded 10 degrees is refused (it
+     * would be pulled flat), one folded 0.5 degrees is taken, and dihedral bending takes
+     * either. */
+    static const char *const hinges[2] = {"hinge_10.obj", "hinge_0.5.obj"};
+    for (int h = 0; h < 2; ++h)
+        for (int k = 0; k < 2; ++k) {
+            char json[512];
+            pbd_scene s;
+            pbd_error err = {0};
+            snprintf(json, sizeof json,
+                     "{\"bodies\": [{\"type\": \"mesh\", \"file\": \"%s\", \"as\": "
+                     "\"cloth\", \"bending\": \"%s\"}]}",
+                     hinges[h], kinds[k]);
+            pbd_status st = pbd_scene_parse(json, MESH_DIR "/scene.json", &s, &err);
+            if (h == 0 && k == 1)
+                expect(st == PBD_ERR_SCENE &&
+                           strstr(err.message, "bodies[0].bending: found \"isometric\" on a "
+                                               "surface folded 10 degrees at rest at the edge of "
+                                               "particles 0 and 1 (from 0), expected one flat"),
+                       "%s, isometric: %s", hinges[h], err.message);
+            else {
+                expect(st == PBD_OK, "%s, %s: %s", hinges[h], kinds[k], err.message);
+                if (st == PBD_OK) {
+                    int n = k ? s.model.num_isometric : s.model.num_dihedral;
+                    expect(n == 1, "%s, %s: %d elements, expected 1", hinges[h], kinds[k], n);
+                    pbd_scene_free(&s);
+                }
+            }
+        }
     static const char *const files[] = {"box.node", "box22.msh", "box41.msh"};
     pbd_scene box;
     load_body("{\"type\": \"tet_box\", \"cells\": [1, 1, 1], \"young_modulus\": 5000, "

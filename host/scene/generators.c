@@ -399,6 +399,33 @@ static double cotangent(const double *u, const double *v, double *cross_len)
     return dot3(u, v) / *cross_len;
 }
 
+/* The angle of the hinge over edge a-b with opposite corners c and d (0: flat), as
+ * pbd_dihedral_project measures it; 0 where a triangle is degenerate. */
+static int hinge_angle(const pbd_model *m, int a, int b, int c, int d, double *angle)
+{
+    const pbd_float4 *X[4] = {&m->x[a], &m->x[b], &m->x[c], &m->x[d]};
+    double e0[3], e1[3], e2[3], e3[3], e4[3];
+    e0[0] = (double)X[1]->x - X[0]->x, e0[1] = (double)X[1]->y - X[0]->y;
+    e0[2] = (double)X[1]->z - X[0]->z;
+    e1[0] = (double)X[2]->x - X[0]->x, e1[1] = (double)X[2]->y - X[0]->y;
+    e1[2] = (double)X[2]->z - X[0]->z;
+    e2[0] = (double)X[3]->x - X[0]->x, e2[1] = (double)X[3]->y - X[0]->y;
+    e2[2] = (double)X[3]->z - X[0]->z;
+    e3[0] = (double)X[2]->x - X[1]->x, e3[1] = (double)X[2]->y - X[1]->y;
+    e3[2] = (double)X[2]->z - X[1]->z;
+    e4[0] = (double)X[3]->x - X[1]->x, e4[1] = (double)X[3]->y - X[1]->y;
+    e4[2] = (double)X[3]->z - X[1]->z;
+    double n1[3], n2[3], s[3];
+    cross3(e1, e3, n1);
+    cross3(e4, e2, n2);
+    cross3(n2, n1, s);
+    double el = sqrt(dot3(e0, e0));
+    if (!(dot3(n1, n1) > 0.0 && dot3(n2, n2) > 0.0 && el > 0.0))
+        return 0;
+    *angle = atan2(dot3(s, e0) / el, dot3(n1, n2));
+    return 1;
+}
+
 int pbd_scene_add_bending_pair(pbd_model *m, pbd_bending kind, float compliance, int a, int b,
                                int c, int d)
 {
@@ -431,18 +458,35 @@ int pbd_scene_add_bending_pair(pbd_model *m, pbd_bending kind, float compliance,
             r.k[i] = (float)(scale * K[i]);
         return pbd_model_add_constraint(m, PBD_CONSTRAINT_ISOMETRIC, &r) != 0;
     }
-    /* dihedral: the rest angle as pbd_dihedral_project measures it */
-    double ca[3] = {e1[0], e1[1], e1[2]}, cb[3] = {e3[0], e3[1], e3[2]};
-    double db[3] = {e4[0], e4[1], e4[2]}, da[3] = {e2[0], e2[1], e2[2]};
-    double n1[3], n2[3], s[3];
-    cross3(ca, cb, n1);
-    cross3(db, da, n2);
-    cross3(n2, n1, s);
-    double el = sqrt(dot3(e0, e0));
-    if (!(dot3(n1, n1) > 0.0 && dot3(n2, n2) > 0.0 && el > 0.0))
+    double rest;
+    if (!hinge_angle(m, a, b, c, d, &rest))
         return 0;
-    pbd_dihedral r = {a, b, c, d, (float)atan2(dot3(s, e0) / el, dot3(n1, n2)), compliance, 0, 0};
+    pbd_dihedral r = {a, b, c, d, (float)rest, compliance, 0, 0};
     return pbd_model_add_constraint(m, PBD_CONSTRAINT_DIHEDRAL, &r) != 0;
+}
+
+/* Isometric bending (Bergou et al. 2006) takes a flat rest shape: its energy is 0 only
+ * there, so it pulls any other flat. A hinge folded more than this at rest is refused. */
+#define PBD_ISOMETRIC_MAX_FOLD 1.0 /* degrees */
+
+/* The hinge of the body's surface folded most at rest: its angle from flat (degrees) and
+ * its edge's particles, or 0 without hinges; -1 on an allocation failure. */
+static double most_folded(build *b, int *lo, int *hi)
+{
+    int nt = b->m->num_triangles - b->triangles;
+    tri_edge *e = triangle_edges(b->m->triangles + 3 * (size_t)b->triangles, nt, NULL);
+    if (!e)
+        return -1.0;
+    double most = 0.0, angle;
+    for (int k = 0, h; (h = next_hinge(e, 3 * nt, &k)) >= 0;)
+        if (hinge_angle(b->m, e[h].lo, e[h].hi, e[h].opposite, e[h + 1].opposite, &angle) &&
+            fabs(angle) * (180.0 / 3.14159265358979323846) > most) {
+            most = fabs(angle) * (180.0 / 3.14159265358979323846);
+            *lo = e[h].lo;
+            *hi = e[h].hi;
+        }
+    free(e);
+    return most;
 }
 
 /* Bending elements (dihedral or isometric) for every edge that exactly two of the body's
@@ -1157,6 +1201,20 @@ pbd_status pbd_scene_add_mesh(pbd_model *m, const pbd_mesh_desc *d, pbd_error *e
                 pbd_model_add_triangle(m, b.first + q[0], b.first + q[1], b.first + q[2]) != 0;
     }
     plan_free(&p);
+    if (!failures && !soft && d->bending == PBD_BENDING_ISOMETRIC) {
+        int lo = 0, hi = 0;
+        double fold = most_folded(&b, &lo, &hi);
+        failures += fold < 0.0;
+        if (fold > PBD_ISOMETRIC_MAX_FOLD) {
+            rollback(&b, NULL);
+            return pbd_error_set(err, PBD_ERR_ARGUMENT,
+                                 "bending: found \"isometric\" on a surface folded %.3g degrees "
+                                 "at rest at the edge of particles %d and %d (from 0), expected "
+                                 "one flat within %g degrees (isometric bending pulls any other "
+                                 "shape flat; \"dihedral\" keeps it)",
+                                 fold, lo - b.first, hi - b.first, PBD_ISOMETRIC_MAX_FOLD);
+        }
+    }
     if (!failures && !soft &&
         (d->bending == PBD_BENDING_DIHEDRAL || d->bending == PBD_BENDING_ISOMETRIC))
         failures += add_surface_bending(&b, d->bending,
