@@ -1178,6 +1178,23 @@ static void tweak_config(const void *ctx, pbd_scene *s)
     apply_overrides((const options *)ctx, s);
 }
 
+/* Whether each output (NULL: none) can be made where it is asked for, tried before a
+ * measurement that may take minutes rather than after it: 0, or the exit status. */
+static int outputs_usable(const char *const *paths, int n)
+{
+    for (int i = 0; i < n; ++i) {
+        pbd_output t = {0};
+        pbd_error err = {0};
+        if (paths[i] && pbd_output_open(&t, paths[i], &err) != PBD_OK) {
+            int rc = fail(&err);
+            pbd_error_clear(&err);
+            return rc;
+        }
+        pbd_output_abort(&t);
+    }
+    return 0;
+}
+
 static int cmd_bench(const options *o)
 {
     const char *scenes = o->scenes_dir ? o->scenes_dir : PBD_DEFAULT_SCENES;
@@ -1193,6 +1210,10 @@ static int cmd_bench(const options *o)
                 o->plot);
         return EXIT_FAIL;
     }
+    const char *const outs[3] = {o->csv, o->json, o->plot};
+    int unusable = outputs_usable(outs, 3);
+    if (unusable)
+        return unusable;
     if (o->suite) {
         if (o->scene)
             return usage_error("bench: give a SCENE or --suite, not both (found '%s')", o->scene);
