@@ -197,7 +197,7 @@ cat >element_blocks.json <<'EOF'
    "center": [0, 0.02, 0], "density": 100, "volume": true, "volume_compliance": 1e-6,
    "compliance": 1e-4},
   {"type": "tet_box", "cells": [3, 1, 512], "size": [0.06, 0.02, 10.24],
-   "center": [0.2, 0.02, 0], "density": 100, "young_modulus": 5000, "poisson_ratio": 0.3}]}
+   "center": [0.2, 0.02, 0], "density": 100, "young_modulus": 2500, "poisson_ratio": 0.3}]}
 EOF
 l=$("$pbd" run element_blocks.json --frames 1 --variant cpu 2>/dev/null | sed -n 's/.*, \([0-9]*\) launches per frame/\1/p')
 [ "$l" -eq 32 ] || fail "element_blocks.json: $l launches a frame, expected 32"
@@ -209,7 +209,7 @@ cat >element_collide.json <<'EOF'
  "planes": [{"normal": [0, 1, 0], "offset": 0}],
  "bodies": [
   {"type": "tet_box", "cells": [3, 1, 512], "size": [0.06, 0.02, 10.24],
-   "center": [0, 0.012, 0], "density": 100, "young_modulus": 5000, "poisson_ratio": 0.3,
+   "center": [0, 0.012, 0], "density": 100, "young_modulus": 2500, "poisson_ratio": 0.3,
    "velocity": [0, -1, 0]}]}
 EOF
 l=$("$pbd" run element_collide.json --frames 1 --variant cpu 2>/dev/null | sed -n 's/.*, \([0-9]*\) launches per frame/\1/p')
