@@ -1531,7 +1531,8 @@ PBD_INLINE float pbd_particle_error(PBD_GLOBAL const pbd_float4 *x,
 typedef struct pbd_body_constraint {
     int flags;        /* PBD_BODY_SHAPE (| PBD_BODY_SHAPE_XPBD) | PBD_BODY_PRESSURE; 0: none (the
                          stages skip it) */
-    int first;        /* the first member's particle: p[first] is the sums' reference point */
+    int first;        /* the member nearest the members' initial centroid: p[first] is the
+                         sums' reference point */
     float shape_k;    /* shape matching's per-iteration stiffness 1 - (1 - k)^(1/n), (0, 1] */
     float volume;     /* the target volume: pressure x rest volume, m^3, > 0 */
     float compliance; /* pressure: >= 0 XPBD compliance, m^3/Pa (volume per pressure);

@@ -2802,6 +2802,46 @@ static void jelly_returns_to_shape(void **state)
     pbd_scene_free(&sc);
 }
 
+/* A shape-matched box at rest, pinned at a corner, no gravity: nothing acts on it, so it
+ * stays where it is. Its sums are of offsets from a reference particle in float; from the
+ * corner their rounding moved the centre the same way every iteration, and this box swung
+ * 20 cm about its pin in 5 s (KE up to 1e-1 J); from the particle nearest the centre, it
+ * moves about two millimetres (the devices give the CPU reference's bits). */
+static void shape_matching_rests(void **state)
+{
+    (void)state;
+    const char *json = "{\"dt\": 0.016666666666666666, \"substeps\": 8, \"iterations\": 10, "
+                       "\"gravity\": [0, 0, 0], \"bodies\": [{\"type\": \"tet_box\", \"cells\": "
+                       "[4, 4, 4], \"size\": [0.4, 0.4, 0.4], \"center\": [0, 1, 0], "
+                       "\"density\": 500, \"compliance\": 1e-4, \"shape_matching\": "
+                       "{\"stiffness\": 1}, \"pinned\": [0]}]}";
+    pbd_scene sc = {0};
+    pbd_error err = {0};
+    assert_int_equal(pbd_scene_parse(json, "resting", &sc, &err), PBD_OK);
+    assert_int_equal(sc.model.num_particles, 125);
+    pbd_solver *sv = make_solver(&sc, PBD_BACKEND_CPU);
+    pbd_float4 x[125], v[125];
+    double most = 0.0, ke = 0.0;
+    for (int f = 0; f < 300; ++f) {
+        assert_int_equal(pbd_solver_step(sv, 1, &err), PBD_OK);
+        assert_int_equal(pbd_solver_read(sv, x, v, &err), PBD_OK);
+        double k = 0.0;
+        for (int i = 0; i < 125; ++i) {
+            double dx = x[i].x - sc.model.x[i].x, dy = x[i].y - sc.model.x[i].y;
+            double dz = x[i].z - sc.model.x[i].z;
+            most = fmax(most, sqrt(dx * dx + dy * dy + dz * dz));
+            k += 0.5 * v[i].w *
+                 ((double)v[i].x * v[i].x + (double)v[i].y * v[i].y + (double)v[i].z * v[i].z);
+        }
+        ke = fmax(ke, k);
+    }
+    print_message("pinned shape-matched box at rest: moved at most %.3g m, KE at most %.3g J\n",
+                  most, ke);
+    expect(most < 5e-3 && ke < 1e-3, "moved %g m, KE %g J: expected at rest", most, ke);
+    pbd_solver_destroy(sv);
+    pbd_scene_free(&sc);
+}
+
 /* The linear momentum of n particles (masses in v.w). */
 static void particle_momentum(const pbd_float4 *v, int n, double p[3])
 {
@@ -3793,6 +3833,7 @@ static const struct CMUnitTest tests[] = {
     pbd_device_test(serial_types_same_bits),
     cmocka_unit_test(balloon_reaches_volume),
     cmocka_unit_test(jelly_returns_to_shape),
+    cmocka_unit_test(shape_matching_rests),
     cmocka_unit_test(shape_clusters),
     cmocka_unit_test(shape_clusters_refused),
     cmocka_unit_test(pressure_needs_closed_surface),
