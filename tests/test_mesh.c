@@ -596,6 +596,10 @@ static void mesh_keys(void **state)
          "\"translate\": [5e8, 0, 0]}",
          "bodies[0].scale: found mesh vertex 0 (from 0) at (-1e+09, -1.5e+09, -1.5e+09) m",
          PBD_ERR_SCENE},
+        /* within the bounds as scaled and turned: the translation put it out */
+        {"{\"type\": \"mesh\", \"file\": \"box.node\", \"as\": \"soft\", \"translate\": "
+         "[999999999.9, 0, 0]}",
+         "bodies[0].translate: found mesh vertex 1 (from 0) at (1e+09, ", PBD_ERR_SCENE},
         {"{\"type\": \"mesh\", \"file\": \"box.node\", \"as\": \"soft\", \"colour\": 1}",
          "bodies[0].colour: unknown key", PBD_ERR_SCENE},
         {"{\"type\": \"mesh\", \"file\": \"../bad_meshes/obj_nan.obj\", \"as\": \"cloth\"}",

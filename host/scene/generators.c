@@ -1118,17 +1118,22 @@ pbd_status pbd_scene_add_mesh(pbd_model *m, const pbd_mesh_desc *d, pbd_error *e
         if (q < 0)
             continue;
         double s[3], *out = y + 3 * (size_t)q;
+        int turned_in = 1; /* within the bounds before the translation */
         for (int k = 0; k < 3; ++k)
             s[k] = mesh->vertices[3 * (size_t)i + k] * d->scale[k];
-        for (int k = 0; k < 3; ++k)
-            out[k] = r[k][0] * s[0] + r[k][1] * s[1] + r[k][2] * s[2] + d->translate[k];
+        for (int k = 0; k < 3; ++k) {
+            out[k] = r[k][0] * s[0] + r[k][1] * s[1] + r[k][2] * s[2];
+            turned_in &= fabs(out[k]) <= PBD_MAX_COORD;
+            out[k] += d->translate[k];
+        }
         if (!(fabs(out[0]) <= PBD_MAX_COORD && fabs(out[1]) <= PBD_MAX_COORD &&
               fabs(out[2]) <= PBD_MAX_COORD)) {
             st = pbd_error_set(err, PBD_ERR_ARGUMENT,
-                               "scale: found mesh vertex %d (from 0) at (%g, %g, %g) m after "
+                               "%s: found mesh vertex %d (from 0) at (%g, %g, %g) m after "
                                "scale, rotate and translate, expected coordinates of magnitude "
                                "at most %g",
-                               i, out[0], out[1], out[2], (double)PBD_MAX_COORD);
+                               turned_in ? "translate" : "scale", i, out[0], out[1], out[2],
+                               (double)PBD_MAX_COORD);
             free(y);
             plan_free(&p);
             return st;
