@@ -141,4 +141,26 @@ grep -q "kept the [0-9]* frames exported to sig" sig.txt || fail "SIGINT: messag
 $check pvd sig 0.01 || fail "SIGINT: series.pvd"
 $check files sig vtu "$(ls sig | sed -n 's/^frame_0*\([0-9][0-9]*\)\.vtu$/\1/p; s/^frame_0*\.vtu$/0/p' | paste -sd,)" ||
     fail "SIGINT: files"
+# A run continued from a checkpoint into the same folder continues its point cache and its
+# series.pvd: both as one uninterrupted run's. A cache it cannot continue (another grid) is
+# refused before the run, and left as it was.
+"$pbd" run "$scene" --backend cpu --frames 4 --export half_pc2 --format pc2 --save-state half.ck \
+    --quiet || fail "resume: first half, exit $?"
+"$pbd" run "$scene" --backend cpu --frames 4 --load-state half.ck --export half_pc2 --format pc2 \
+    --quiet || fail "resume: second half, exit $?"
+"$pbd" run "$scene" --backend cpu --frames 8 --export whole_pc2 --format pc2 --quiet ||
+    fail "resume: whole run, exit $?"
+cmp half_pc2/positions.pc2 whole_pc2/positions.pc2 || fail "resume: the point cache differs"
+cp half_pc2/positions.pc2 kept.pc2
+"$pbd" run "$scene" --backend cpu --frames 4 --load-state half.ck --export half_pc2 --format pc2 \
+    --export-every 3 >grid.txt 2>&1 && fail "resume: another grid taken"
+grep -q "^pbd: half_pc2/positions.pc2: found a cache of [0-9]* points, frames 0 every 1 (9 samples), expected one of [0-9]* points every 3 ending at frame 1 or 4" grid.txt ||
+    fail "resume: another grid: $(cat grid.txt)"
+cmp half_pc2/positions.pc2 kept.pc2 || fail "resume: the refused run changed the cache"
+"$pbd" run "$scene" --backend cpu --frames 4 --export half_vtk --format vtk --quiet &&
+    "$pbd" run "$scene" --backend cpu --frames 4 --load-state half.ck --export half_vtk \
+        --format vtk --quiet || fail "resume: vtk, exit $?"
+"$pbd" run "$scene" --backend cpu --frames 8 --export whole_vtk --format vtk --quiet ||
+    fail "resume: whole vtk run, exit $?"
+cmp half_vtk/series.pvd whole_vtk/series.pvd || fail "resume: series.pvd differs"
 echo "export: ok"

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -70,6 +71,7 @@ struct pbd_export {
     double pvd_time; /* when series.pvd was last rewritten, s */
     pbd_output pc2;
     long pc2_samples;
+    long pc2_first; /* the cache's first frame: first, or an earlier run's it continues */
     /* Frames are written on a thread of their own, so that the solver steps on while a
      * frame goes to disk: the main thread copies a frame into a free slot (of two) and
      * queues it. Under mu: queued, head, stop, drop, failed, reported; werr is the
@@ -938,6 +940,129 @@ static void *writer(void *arg)
     return NULL;
 }
 
+/* A frame file found in the export folder: its frame and the digits of its name. */
+typedef struct found_frame {
+    long frame;
+    int digits;
+} found_frame;
+
+static int cmp_found(const void *a, const void *b)
+{
+    long x = ((const found_frame *)a)->frame, y = ((const found_frame *)b)->frame;
+    return (x > y) - (x < y);
+}
+
+static uint32_t get_u32(const unsigned char *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* A run resumed at frame `first` into a folder holding the point cache of the run before
+ * it: that cache's samples up to the frame before `first` are copied into this run's
+ * (open, after its header), which then continues it. A cache that does not end at
+ * `first` on this run's grid, or with other particles, would be lost under the new one:
+ * refused. No cache there: this run's starts at `first`. */
+static pbd_status pc2_continue(pbd_export *e, pbd_error *err)
+{
+    FILE *f = fopen(e->path, "rb");
+    if (!f)
+        return errno == ENOENT ? PBD_OK
+                               : pbd_error_set(err, PBD_ERR_IO, "%s: cannot read: %s", e->path,
+                                               strerror(errno));
+    unsigned char h[32];
+    int ok = fread(h, 1, sizeof h, f) == sizeof h && memcmp(h, "POINTCACHE2", 12) == 0 &&
+             get_u32(h + 12) == 1;
+    uint32_t points = ok ? get_u32(h + 16) : 0, samples = ok ? get_u32(h + 28) : 0, u;
+    float start = 0.0f, rate = 0.0f;
+    u = get_u32(h + 20);
+    memcpy(&start, &u, 4);
+    u = get_u32(h + 24);
+    memcpy(&rate, &u, 4);
+    /* its frames: start, start + rate, ..., the last; this run's first must be the next one
+     * or its last (written again, the same state) */
+    long s0 = (long)start, next = s0 + (long)samples * e->every;
+    long keep = next == e->first ? (long)samples : next - e->every == e->first ? samples - 1L : -1L;
+    if (!ok || points != (uint32_t)e->n || rate != (float)e->every || (float)s0 != start ||
+        samples == 0 || keep < 0) {
+        fclose(f);
+        if (!ok)
+            return pbd_error_set(err, PBD_ERR_IO,
+                                 "%s: found a file that is not a point cache, expected the cache "
+                                 "of the run this one continues (or none): export into another "
+                                 "folder",
+                                 e->path);
+        return pbd_error_set(err, PBD_ERR_IO,
+                             "%s: found a cache of %u points, frames %g every %g (%u samples), "
+                             "expected one of %d points every %ld ending at frame %ld or %ld, "
+                             "which this run continues from the checkpoint's: export into "
+                             "another folder",
+                             e->path, points, (double)start, (double)rate, samples, e->n, e->every,
+                             e->first - e->every, e->first);
+    }
+    size_t bytes = (size_t)keep * (size_t)e->n * 12, done = 0;
+    char chunk[65536];
+    while (done < bytes) {
+        size_t want = bytes - done < sizeof chunk ? bytes - done : sizeof chunk;
+        size_t got = fread(chunk, 1, want, f);
+        if (got != want || fwrite(chunk, 1, got, e->pc2.f) != got) {
+            int en = ferror(f) ? errno : 0;
+            fclose(f);
+            return pbd_error_set(err, PBD_ERR_IO, "%s: %s", got != want ? e->path : e->pc2.path,
+                                 got != want ? (en ? strerror(en) : "shorter than its header says")
+                                             : strerror(errno));
+        }
+        done += got;
+    }
+    fclose(f);
+    e->pc2_samples = keep;
+    e->pc2_first = s0;
+    return PBD_OK;
+}
+
+/* A run resumed at frame `first`: series.pvd lists the folder's frame files before it too
+ * (frame_N.vtu, N < first), so that runs continued from checkpoints into one folder read as
+ * one series. */
+static int pvd_earlier(pbd_export *e)
+{
+    DIR *d = opendir(e->dir);
+    if (!d)
+        return 0;
+    found_frame *frames = NULL;
+    size_t n = 0, cap = 0;
+    int bad = 0;
+    for (struct dirent *de; !bad && (de = readdir(d)) != NULL;) {
+        const char *name = de->d_name;
+        size_t len = strlen(name);
+        if (len < 11 || len > 30 || strncmp(name, "frame_", 6) != 0 ||
+            strcmp(name + len - 4, ".vtu") != 0)
+            continue;
+        long frame = 0;
+        size_t k = 6;
+        for (; k < len - 4 && name[k] >= '0' && name[k] <= '9'; ++k)
+            frame = frame * 10 + (name[k] - '0');
+        if (k != len - 4 || k - 6 > 18 || frame >= e->first)
+            continue;
+        if (n == cap) {
+            found_frame *grown = realloc(frames, (cap ? 2 * cap : 64) * sizeof *frames);
+            bad = !grown;
+            if (grown)
+                frames = grown, cap = cap ? 2 * cap : 64;
+        }
+        if (!bad)
+            frames[n++] = (found_frame){frame, (int)(k - 6)};
+    }
+    closedir(d);
+    if (n > 1)
+        qsort(frames, n, sizeof *frames, cmp_found);
+    for (size_t k = 0; k < n && !bad; ++k)
+        bad = put_text(&e->pvd,
+                       "    <DataSet timestep=\"%.9g\" group=\"\" part=\"0\" "
+                       "file=\"frame_%0*ld.vtu\"/>\n",
+                       (double)frames[k].frame * e->dt, frames[k].digits, frames[k].frame) != 0;
+    free(frames);
+    return bad;
+}
+
 /* ---- the interface ------------------------------------------------------------------------- */
 
 pbd_status pbd_export_open(pbd_export **out, const char *dir, pbd_export_format format,
@@ -1002,6 +1127,11 @@ pbd_status pbd_export_open(pbd_export **out, const char *dir, pbd_export_format 
         pbd_export_free(e);
         return pbd_error_set(err, PBD_ERR_MEMORY, "%s: out of memory", dir);
     }
+    if (format == PBD_EXPORT_VTK && first > 0 && pvd_earlier(e) != 0) {
+        pbd_export_free(e);
+        return pbd_error_set(err, PBD_ERR_MEMORY, "%s: out of memory", dir);
+    }
+    e->pc2_first = first;
     if (format == PBD_EXPORT_PC2) {
         snprintf(e->path, e->path_size, "%s/positions.pc2", dir);
         char h[32];
@@ -1011,6 +1141,11 @@ pbd_status pbd_export_open(pbd_export **out, const char *dir, pbd_export_format 
             return err ? err->status : PBD_ERR_IO;
         }
         fwrite(h, 1, sizeof h, e->pc2.f);
+        pbd_status cont = first > 0 ? pc2_continue(e, err) : PBD_OK;
+        if (cont != PBD_OK) {
+            pbd_export_free(e);
+            return cont;
+        }
     }
     for (int k = 0; k < 2; ++k) {
         e->slots[k].x = malloc((size_t)e->n * sizeof(pbd_float4));
@@ -1178,7 +1313,7 @@ pbd_status pbd_export_finish(pbd_export *e, pbd_error *err)
         st = pvd_write(e, 1, err);
     if (st == PBD_OK && e->format == PBD_EXPORT_PC2 && e->pc2.f) {
         char h[32];
-        pc2_header(h, e->n, e->first, e->every, e->pc2_samples);
+        pc2_header(h, e->n, e->pc2_first, e->every, e->pc2_samples);
         errno = 0;
         if (fflush(e->pc2.f) != 0 || fseek(e->pc2.f, 0, SEEK_SET) != 0 ||
             fwrite(h, 1, sizeof h, e->pc2.f) != sizeof h)
