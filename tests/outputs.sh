@@ -1,7 +1,7 @@
 #!/bin/sh
 # pbd run's outputs replace only a regular file or a new path: a FIFO or a symbolic link at
 # the path is an error and stays as it was; --stats and --dump may not name one file; two
-# outputs appear whole, with no temporary file left.
+# outputs appear whole, with no temporary file left; a replaced one keeps its mode.
 # usage: outputs.sh PBD SCENE WORKDIR
 set -u
 pbd=$1
@@ -50,6 +50,13 @@ fi
 
 "$pbd" run "$scene" --frames 2 --quiet --stats a.csv --dump b.txt || fail "two outputs: failed"
 [ -s a.csv ] && [ -s b.txt ] || fail "two outputs: missing"
+# a replaced output keeps the mode its user gave it; a new one gets the umask's
+chmod 640 a.csv
+"$pbd" run "$scene" --frames 2 --quiet --stats a.csv || fail "replacing a.csv: failed"
+[ "$(stat -c %a a.csv)" = 640 ] || fail "a.csv: mode $(stat -c %a a.csv), expected 640 kept"
+rm -f c.csv
+(umask 027 && "$pbd" run "$scene" --frames 2 --quiet --stats c.csv) || fail "c.csv: failed"
+[ "$(stat -c %a c.csv)" = 640 ] || fail "c.csv: mode $(stat -c %a c.csv), expected 640 (umask 027)"
 left=$(ls | grep '\.tmp\.')
 [ -z "$left" ] || fail "temporary files left: $left"
 echo "outputs: ok"

@@ -60,7 +60,8 @@ pbd_status pbd_output_open(pbd_output *o, const char *path, pbd_error *err)
     /* Only a regular file (or a new path) is ever replaced: renaming over a device, a FIFO
      * or a symbolic link would put a regular file in its place. */
     struct stat st;
-    if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode))
+    int exists = lstat(path, &st) == 0;
+    if (exists && !S_ISREG(st.st_mode))
         return pbd_error_set(err, PBD_ERR_IO,
                              "%s: found %s, expected a regular file or a new path to write", path,
                              file_kind(st.st_mode));
@@ -91,10 +92,12 @@ pbd_status pbd_output_open(pbd_output *o, const char *path, pbd_error *err)
         pbd_output_abort(o);
         return pbd_error_set(err, PBD_ERR_IO, "%s: cannot write: %s", path, strerror(made_errno));
     }
-    /* mkstemp makes the file private (0600); the output gets the usual mode. */
+    /* mkstemp makes the file private (0600); the output gets the mode of the file it
+     * replaces (one its user narrowed stays narrow), or the usual one. */
     mode_t mask = umask(0);
     umask(mask);
-    if (fchmod(fd, 0666 & ~mask) != 0 || !(o->f = fdopen(fd, "w"))) {
+    mode_t mode = exists ? st.st_mode & 0777 : 0666 & ~mask;
+    if (fchmod(fd, mode) != 0 || !(o->f = fdopen(fd, "w"))) {
         int e = errno;
         if (!o->f)
             close(fd);
