@@ -50,6 +50,10 @@ fi
 
 "$pbd" run "$scene" --frames 2 --quiet --stats a.csv --dump b.txt || fail "two outputs: failed"
 [ -s a.csv ] && [ -s b.txt ] || fail "two outputs: missing"
+out=$("$pbd" run "$scene" --frames 2 --quiet --load-state "" 2>&1)
+[ $? -eq 2 ] || fail "--load-state '': expected exit 2"
+echo "$out" | grep -q -- "--load-state: found an empty path, expected a checkpoint file" ||
+    fail "--load-state '': message was: $out"
 # a replaced output keeps the mode its user gave it; a new one gets the umask's
 chmod 640 a.csv
 "$pbd" run "$scene" --frames 2 --quiet --stats a.csv || fail "replacing a.csv: failed"

@@ -613,6 +613,8 @@ static int parse_args(int argc, char **argv, options *o)
                            o->json,  o->export_dir, o->plot,       o->screenshot};
     static const char *const out_names[8] = {"--stats", "--dump",   "--save-state", "--csv",
                                              "--json",  "--export", "--plot",       "--screenshot"};
+    if (o->load_state && !o->load_state[0])
+        return usage_error("--load-state: found an empty path, expected a checkpoint file");
     for (int i = 0; i < 8; ++i) {
         if (outs[i] && !outs[i][0])
             return usage_error("%s: found an empty path, expected a file name", out_names[i]);
