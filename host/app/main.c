@@ -251,6 +251,34 @@ static int same_file(const char *a, const char *b)
            strcmp(ra, rb) == 0;
 }
 
+/* Whether an export of `format` into `dir` writes the file at `path`: a frame file
+ * (frame_DIGITS.ext), series.pvd or positions.pc2 in that folder. */
+static int export_writes(const char *dir, int format, const char *path)
+{
+    const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
+    char folder[PATH_MAX + 1];
+    if (!slash)
+        snprintf(folder, sizeof folder, ".");
+    else if ((size_t)(slash - path) < sizeof folder)
+        snprintf(folder, sizeof folder, "%.*s", slash == path ? 1 : (int)(slash - path), path);
+    else
+        return 0;
+    if (!same_file(folder, dir))
+        return 0;
+    if ((format == PBD_EXPORT_VTK && strcmp(base, "series.pvd") == 0) ||
+        (format == PBD_EXPORT_PC2 && strcmp(base, "positions.pc2") == 0))
+        return 1;
+    const char *ext = format == PBD_EXPORT_PLY   ? ".ply"
+                      : format == PBD_EXPORT_VTK ? ".vtu"
+                                                 : ".obj";
+    size_t n = strlen(base), digits = 0;
+    if (n < 6 + 1 + 4 || strncmp(base, "frame_", 6) != 0 || strcmp(base + n - 4, ext) != 0)
+        return 0;
+    for (size_t k = 6; k < n - 4; ++k)
+        digits += base[k] >= '0' && base[k] <= '9';
+    return digits == n - 10;
+}
+
 /* Prints "pbd: MESSAGE" and where to find the usage; returns the usage exit code. */
 static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int usage_error(const char *fmt, ...)
@@ -635,6 +663,19 @@ static int parse_args(int argc, char **argv, options *o)
         return usage_error("--stats-every: found without --stats FILE");
     if (o->export_dir && o->export_format < 0)
         return usage_error("--export %s: missing --format obj, ply, vtk or pc2", o->export_dir);
+    if (o->export_dir) {
+        /* nor does the export write over another output, the scene or the checkpoint */
+        const char *others[6] = {o->stats,      o->dump,  o->save_state,
+                                 o->screenshot, o->scene, o->load_state};
+        static const char *const other_names[6] = {"--stats",      "--dump",    "--save-state",
+                                                   "--screenshot", "the scene", "--load-state"};
+        for (int i = 0; i < 6; ++i)
+            if (others[i] && others[i][0] != '@' &&
+                export_writes(o->export_dir, o->export_format, others[i]))
+                return usage_error("%s %s: a file the export to %s writes, expected a path "
+                                   "outside its frame files",
+                                   other_names[i], others[i], o->export_dir);
+    }
     if (!o->export_dir && (o->export_format >= 0 || o->export_every))
         return usage_error("--%s: found without --export DIR",
                            o->export_format >= 0 ? "format" : "export-every");
