@@ -146,17 +146,24 @@ $check files sig vtu "$(ls sig | sed -n 's/^frame_0*\([0-9][0-9]*\)\.vtu$/\1/p; 
 # refused before the run, and left as it was.
 "$pbd" run "$scene" --backend cpu --frames 4 --export half_pc2 --format pc2 --save-state half.ck \
     --quiet || fail "resume: first half, exit $?"
+cp -r half_pc2 grid_pc2
 "$pbd" run "$scene" --backend cpu --frames 4 --load-state half.ck --export half_pc2 --format pc2 \
     --quiet || fail "resume: second half, exit $?"
 "$pbd" run "$scene" --backend cpu --frames 8 --export whole_pc2 --format pc2 --quiet ||
     fail "resume: whole run, exit $?"
 cmp half_pc2/positions.pc2 whole_pc2/positions.pc2 || fail "resume: the point cache differs"
-cp half_pc2/positions.pc2 kept.pc2
-"$pbd" run "$scene" --backend cpu --frames 4 --load-state half.ck --export half_pc2 --format pc2 \
+# the first half's cache ends at the checkpoint, but every frame: not this run's grid of 3
+cp grid_pc2/positions.pc2 kept.pc2
+"$pbd" run "$scene" --backend cpu --frames 3 --load-state half.ck --export grid_pc2 --format pc2 \
     --export-every 3 >grid.txt 2>&1 && fail "resume: another grid taken"
-grep -q "^pbd: half_pc2/positions.pc2: found a cache of [0-9]* points, frames 0 every 1 (9 samples), expected one of [0-9]* points every 3 ending at frame 1 or 4" grid.txt ||
+grep -q "^pbd: grid_pc2/positions.pc2: found a cache of [0-9]* points, frames 0 every 1 (5 samples), expected one of [0-9]* points every 3 ending at frame 1 or 4" grid.txt ||
     fail "resume: another grid: $(cat grid.txt)"
-cmp half_pc2/positions.pc2 kept.pc2 || fail "resume: the refused run changed the cache"
+cmp grid_pc2/positions.pc2 kept.pc2 || fail "resume: the refused run changed the cache"
+# the whole run's cache ends at frame 8, past the checkpoint's 4
+"$pbd" run "$scene" --backend cpu --frames 4 --load-state half.ck --export whole_pc2 --format pc2 \
+    >past.txt 2>&1 && fail "resume: a cache past the checkpoint taken"
+grep -q "frames 0 every 1 (9 samples), expected one of [0-9]* points every 1 ending at frame 3 or 4" past.txt ||
+    fail "resume: a cache past the checkpoint: $(cat past.txt)"
 "$pbd" run "$scene" --backend cpu --frames 4 --export half_vtk --format vtk --quiet &&
     "$pbd" run "$scene" --backend cpu --frames 4 --load-state half.ck --export half_vtk \
         --format vtk --quiet || fail "resume: vtk, exit $?"

@@ -2192,7 +2192,7 @@ static void checkpoint_refused(void **state)
         const char *what, *message;
     } cases[] = {
         {"magic", "ck: not a pbd checkpoint"},
-        {"version", "ck: found version 7, expected 2"},
+        {"version", "ck: found version 7, expected 3"},
         {"truncated", "ck: truncated: found"},
         {"longer", "ck: trailing bytes: found"},
         {"corrupt", "ck: checksum"},

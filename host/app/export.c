@@ -974,10 +974,13 @@ static pbd_status pc2_continue(pbd_export *e, pbd_error *err)
              get_u32(h + 12) == 1;
     uint32_t points = ok ? get_u32(h + 16) : 0, samples = ok ? get_u32(h + 28) : 0, u;
     float start = 0.0f, rate = 0.0f;
-    u = get_u32(h + 20);
-    memcpy(&start, &u, 4);
-    u = get_u32(h + 24);
-    memcpy(&rate, &u, 4);
+    if (ok) {
+        u = get_u32(h + 20);
+        memcpy(&start, &u, 4);
+        u = get_u32(h + 24);
+        memcpy(&rate, &u, 4);
+    }
+    ok = ok && fabsf(start) <= 1e15f; /* frames as a long, exactly (float, so whole) */
     /* its frames: start, start + rate, ..., the last; this run's first must be the next one
      * or its last (written again, the same state) */
     long s0 = (long)start, next = s0 + (long)samples * e->every;
@@ -1033,7 +1036,7 @@ static int pvd_earlier(pbd_export *e)
     for (struct dirent *de; !bad && (de = readdir(d)) != NULL;) {
         const char *name = de->d_name;
         size_t len = strlen(name);
-        if (len < 11 || len > 30 || strncmp(name, "frame_", 6) != 0 ||
+        if (len < 16 || len > 30 || strncmp(name, "frame_", 6) != 0 ||
             strcmp(name + len - 4, ".vtu") != 0)
             continue;
         long frame = 0;
@@ -1054,11 +1057,20 @@ static int pvd_earlier(pbd_export *e)
     closedir(d);
     if (n > 1)
         qsort(frames, n, sizeof *frames, cmp_found);
-    for (size_t k = 0; k < n && !bad; ++k)
+    /* One line a frame: of files with names of two widths (runs of other lengths), the one
+     * this run's would have, else the first. */
+    for (size_t k = 0; k < n && !bad;) {
+        size_t pick = k, j = k;
+        for (; j < n && frames[j].frame == frames[k].frame; ++j)
+            if (frames[j].digits == e->width)
+                pick = j;
         bad = put_text(&e->pvd,
                        "    <DataSet timestep=\"%.9g\" group=\"\" part=\"0\" "
                        "file=\"frame_%0*ld.vtu\"/>\n",
-                       (double)frames[k].frame * e->dt, frames[k].digits, frames[k].frame) != 0;
+                       (double)frames[pick].frame * e->dt, frames[pick].digits,
+                       frames[pick].frame) != 0;
+        k = j;
+    }
     free(frames);
     return bad;
 }

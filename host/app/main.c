@@ -252,7 +252,7 @@ static int same_file(const char *a, const char *b)
 }
 
 /* Whether an export of `format` into `dir` writes the file at `path`: a frame file
- * (frame_DIGITS.ext), series.pvd or positions.pc2 in that folder. */
+ * (frame_DIGITS.ext, six digits or more), series.pvd or positions.pc2 in that folder. */
 static int export_writes(const char *dir, int format, const char *path)
 {
     const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
@@ -272,7 +272,7 @@ static int export_writes(const char *dir, int format, const char *path)
                       : format == PBD_EXPORT_VTK ? ".vtu"
                                                  : ".obj";
     size_t n = strlen(base), digits = 0;
-    if (n < 6 + 1 + 4 || strncmp(base, "frame_", 6) != 0 || strcmp(base + n - 4, ext) != 0)
+    if (n < 6 + 6 + 4 || strncmp(base, "frame_", 6) != 0 || strcmp(base + n - 4, ext) != 0)
         return 0;
     for (size_t k = 6; k < n - 4; ++k)
         digits += base[k] >= '0' && base[k] <= '9';
@@ -1255,12 +1255,12 @@ static int cmd_bench(const options *o)
         return EXIT_FAIL;
     }
     const char *const outs[3] = {o->csv, o->json, o->plot};
-    int unusable = outputs_usable(outs, 3);
-    if (unusable)
-        return unusable;
+    int unusable;
     if (o->suite) {
         if (o->scene)
             return usage_error("bench: give a SCENE or --suite, not both (found '%s')", o->scene);
+        if ((unusable = outputs_usable(outs, 3)) != 0)
+            return unusable;
         return pbd_cli_bench_suite(o->suite, scenes, &o->desc, (int)o->runs, (int)o->bench_frames,
                                    tweak_config, o, o->csv, o->json, o->plot);
     }
@@ -1268,6 +1268,8 @@ static int cmd_bench(const options *o)
         return usage_error("bench: missing SCENE (a .json file or @name) or --suite NAME");
     if (o->plot)
         return usage_error("bench: --plot needs --suite (it plots a size sweep)");
+    if ((unusable = outputs_usable(outs, 3)) != 0)
+        return unusable;
     pbd_bench_row row;
     pbd_error err = {0};
     if (pbd_cli_bench_row(o->scene, &o->desc, -1, (int)o->runs, (int)o->bench_frames, tweak_config,

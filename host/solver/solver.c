@@ -2204,10 +2204,10 @@ uint64_t pbd_model_fingerprint(const pbd_model *m)
     return h;
 }
 
-/* The checkpoint's layout, version 2 (little-endian hosts write and read it as they are; the
+/* The checkpoint's layout, version 3 (little-endian hosts write and read it as they are; the
  * byte-order mark refuses the others): a fixed header, then the arrays. */
 #define STATE_MAGIC   "PBDSTATE"
-#define STATE_VERSION 2u /* 2: max_colors in the header */
+#define STATE_VERSION 3u /* 2: max_colors in the header; 3: materials in the fingerprint */
 #define STATE_ORDER   0x01020304u
 
 typedef struct state_header {

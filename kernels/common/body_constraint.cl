@@ -5,7 +5,7 @@
  * pbd_body_constraint_solve, as the CPU reference does. Constraints with flags 0 (bodies
  * without any) return at once. Built after pbd_shared.h. */
 
-/* Adds member m's terms to the sums s (r: its constraint's first member, the sums' origin),
+/* Adds member m's terms to the sums s (r: its constraint's central member, the sums' origin),
  * and keeps a pressure particle's volume gradient. */
 PBD_INLINE void
 body_constraint_member(int m, pbd_float4 r, int flags, __global const pbd_float4 *particle_p,

@@ -17,7 +17,7 @@ body_pressure_members(int first, int end, pbd_float4 r, __global const pbd_float
 
 /* Pressure's reduction (body_constraint_reduce_one for a constraint of pressure alone) over
  * members [first, end), particles themselves (a body's members are its particles), of a
- * constraint whose first member is at r, adding to `sums`. Sixteen members at a time as
+ * constraint whose central member is at r, adding to `sums`. Sixteen members at a time as
  * float16 components, lane l walking member l's ring of neighbours from `table`
  * (pbd_plan_pressure_table's, rows 0 .. steps - 1 of np particles), pair s being (n_s, n_s+1)
  * as in pbd_volume_gradient, the last closing on row 0, each neighbour gathered once (a
