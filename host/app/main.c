@@ -214,22 +214,29 @@ static void catch_signals(int stop)
     signal(SIGXFSZ, SIG_IGN);
 }
 
+/* The folder of `path` in dir ("." where it names none, "/" the root); returns its last
+ * component, or NULL where the folder does not fit. */
+static const char *split_path(const char *path, char *dir, size_t size)
+{
+    const char *slash = strrchr(path, '/');
+    if (slash && (size_t)(slash - path) >= size)
+        return NULL;
+    if (!slash)
+        snprintf(dir, size, ".");
+    else if (slash == path)
+        snprintf(dir, size, "/");
+    else
+        snprintf(dir, size, "%.*s", (int)(slash - path), path);
+    return slash ? slash + 1 : path;
+}
+
 /* The folder of `path` resolved (realpath) and its last component, in out; 0 where the
  * folder does not resolve. */
 static int resolved_path(const char *path, char *out, size_t size)
 {
-    const char *slash = strrchr(path, '/');
-    const char *base = slash ? slash + 1 : path;
     char dir[PATH_MAX], real[PATH_MAX];
-    if (slash && (size_t)(slash - path) >= sizeof dir)
-        return 0;
-    if (!slash)
-        snprintf(dir, sizeof dir, ".");
-    else if (slash == path)
-        snprintf(dir, sizeof dir, "/");
-    else
-        snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
-    if (!realpath(dir, real))
+    const char *base = split_path(path, dir, sizeof dir);
+    if (!base || !realpath(dir, real))
         return 0;
     return snprintf(out, size, "%s/%s", real, base) < (int)size;
 }
@@ -255,15 +262,9 @@ static int same_file(const char *a, const char *b)
  * (frame_DIGITS.ext, six digits or more), series.pvd or positions.pc2 in that folder. */
 static int export_writes(const char *dir, int format, const char *path)
 {
-    const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
-    char folder[PATH_MAX + 1];
-    if (!slash)
-        snprintf(folder, sizeof folder, ".");
-    else if ((size_t)(slash - path) < sizeof folder)
-        snprintf(folder, sizeof folder, "%.*s", slash == path ? 1 : (int)(slash - path), path);
-    else
-        return 0;
-    if (!same_file(folder, dir))
+    char folder[PATH_MAX];
+    const char *base = split_path(path, folder, sizeof folder);
+    if (!base || !same_file(folder, dir))
         return 0;
     if ((format == PBD_EXPORT_VTK && strcmp(base, "series.pvd") == 0) ||
         (format == PBD_EXPORT_PC2 && strcmp(base, "positions.pc2") == 0))
