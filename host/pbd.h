@@ -37,7 +37,8 @@ typedef enum pbd_status {
 const char *pbd_status_string(pbd_status status);
 
 /* The details of a failure. `message` is one line; `log` holds a program build log (owned,
- * freed by pbd_error_clear) when status is PBD_ERR_BUILD. */
+ * freed by pbd_error_clear or the next failure recorded) when status is PBD_ERR_BUILD.
+ * Zero one before its first use (pbd_error err = {0}): the library frees the log it holds. */
 typedef struct pbd_error {
     pbd_status status;
     char message[1024];
@@ -138,8 +139,11 @@ typedef struct pbd_constraint_info {
 extern const pbd_constraint_info pbd_constraint_types[PBD_CONSTRAINT_COUNT];
 
 void pbd_model_free(pbd_model *m);
+/* The pbd_model_add_* functions grow the model's arrays in powers of two, from their counts:
+ * an array they grow must have been made by them (or be NULL with a count of 0). A model
+ * whose arrays the caller allocates is filled by the caller throughout. */
 /* Appends a body of `count` particles (uninitialised) and returns its first index, or -1 on
- * allocation failure. */
+ * allocation failure or a count that would pass INT_MAX particles. */
 int pbd_model_add_particles(pbd_model *m, int count, const char *body_name);
 /* Appends a constraint of `type` (PBD_CONSTRAINT_*), a record of that type's struct; returns
  * 0, or -1 on allocation failure or an unknown type. */
@@ -434,7 +438,8 @@ pbd_status pbd_solver_update_constraint(pbd_solver *s, int type, int index, cons
                                         pbd_error *err);
 /* Replaces collider `index` between steps: a kinematic collider moved through the API (its
  * shape, coefficients and velocities; with velocities the solver goes on moving it from
- * there). PBD_ERR_ARGUMENT for an index out of range, PBD_ERR_MODEL for an invalid record.
+ * there). PBD_ERR_ARGUMENT for an index out of range, a kind other than the collider's, or
+ * restitution or friction the solver was made without; PBD_ERR_MODEL for invalid values.
  * Particles it now overlaps are pushed out by the next collisions, an external impulse.
  * Where the device fails to take it (out of resources), the solver refuses to step on. */
 pbd_status pbd_solver_update_collider(pbd_solver *s, int index, const pbd_collider *c,

@@ -22,6 +22,10 @@ pbd_status pbd_error_set(pbd_error *err, pbd_status status, const char *fmt, ...
 {
     if (!err)
         return status;
+    if (status != PBD_ERR_BUILD) { /* a log belongs to a build failure only */
+        free(err->log);
+        err->log = NULL;
+    }
     err->status = status;
     va_list ap;
     va_start(ap, fmt);

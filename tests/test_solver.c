@@ -1,6 +1,7 @@
 /* The solver on the shipped scenes: colouring validity, the OpenCL device against the CPU
  * reference, run-to-run determinism, and the paper's two-particle example (section 3.2). */
 #include <dirent.h>
+#include <limits.h>
 #include <math.h>
 #include <pthread.h>
 #include <unistd.h>
@@ -234,6 +235,80 @@ static void coloring_refuses_bad_arguments(void **state)
     assert_int_equal(pbd_coloring_validate(4, ends, 2, 3, &c, NULL, &err), PBD_ERR_MODEL);
     c.order = order;
     pbd_coloring_free(&c);
+    /* a colour that ends past the constraints is refused before any of it is read */
+    int past[3] = {0, 100, 3}, order3[3] = {0, 1, 2};
+    pbd_coloring wide = {.num_colors = 2, .offsets = past, .order = order3};
+    assert_int_equal(pbd_coloring_validate(4, ends, 2, 3, &wide, NULL, &err), PBD_ERR_MODEL);
+    assert_non_null(strstr(err.message, "colour 0 ends at 100, expected an end in [0, 3]"));
+    assert_int_equal(pbd_coloring_validate(4, ends, 2, 3, NULL, NULL, &err), PBD_ERR_ARGUMENT);
+    /* a constraint that names a particle twice: refused by both, not coloured and then
+     * refused by the validator */
+    int twice[4] = {0, 0, 1, 2};
+    assert_int_equal(pbd_color_constraints(4, twice, 2, 2, NULL, 0, NULL, &c, &err),
+                     PBD_ERR_ARGUMENT);
+    assert_non_null(strstr(err.message, "constraint 0 names particle 0 twice"));
+    assert_null(c.offsets);
+}
+
+/* The public API's misuse, each refused with a status and a message, nothing crashing or
+ * hanging: a count past INT_MAX particles, NULL solvers and outputs, a config's momentum
+ * other than 0 or 1, a body name with a control character, a build log that outlived its
+ * failure, and a state no checkpoint load would take. */
+static void api_misuse_refused(void **state)
+{
+    (void)state;
+    pbd_error err = {0};
+    pbd_model m = {0};
+    assert_int_equal(pbd_model_add_particles(&m, 4, "ok"), 0);
+    assert_int_equal(pbd_model_add_particles(&m, INT_MAX - 1, "huge"), -1);
+    assert_int_equal(m.num_particles, 4);
+    assert_int_equal(pbd_model_add_constraint(&m, PBD_CONSTRAINT_DISTANCE, NULL), -1);
+    assert_int_equal(pbd_solver_step(NULL, 1, &err), PBD_ERR_ARGUMENT);
+    assert_string_equal(err.message, "solver: found NULL, expected a solver");
+    uint64_t hash = 0;
+    assert_int_equal(pbd_solver_state_hash(NULL, &hash, &err), PBD_ERR_ARGUMENT);
+    for (int i = 0; i < 4; ++i) {
+        m.x[i] = (pbd_float4){(float)i, 0.0f, 0.0f, 1.0f};
+        m.v[i] = (pbd_float4){9e8f, 0.0f, 0.0f, 1.0f};
+    }
+    pbd_config cfg = pbd_config_default();
+    cfg.dt = 1.0f;
+    cfg.substeps = 1;
+    cfg.gravity[1] = 0.0f;
+    pbd_solver_desc desc = {.backend = PBD_BACKEND_CPU};
+    pbd_solver *sv = NULL;
+    assert_int_equal(pbd_solver_create(&m, &cfg, &desc, NULL, &err), PBD_ERR_ARGUMENT);
+    assert_non_null(strstr(err.message, "out: found NULL"));
+    cfg.momentum = 7;
+    assert_int_equal(pbd_solver_create(&m, &cfg, &desc, &sv, &err), PBD_ERR_ARGUMENT);
+    assert_non_null(strstr(err.message, "momentum: found 7, expected 0 or 1"));
+    cfg.momentum = 1;
+    snprintf(m.bodies[0].name, sizeof m.bodies[0].name, "two\nlines");
+    assert_int_equal(pbd_solver_create(&m, &cfg, &desc, &sv, &err), PBD_ERR_MODEL);
+    assert_non_null(strstr(err.message, "body 0: its name has the control character 0x0a"));
+    snprintf(m.bodies[0].name, sizeof m.bodies[0].name, "ok");
+    assert_int_equal(pbd_solver_create(&m, &cfg, &desc, &sv, &err), PBD_OK);
+    void *data = NULL;
+    size_t size = 0;
+    assert_int_equal(pbd_solver_stats(sv, NULL, &err), PBD_ERR_ARGUMENT);
+    assert_int_equal(pbd_solver_save_state(sv, NULL, &size, &err), PBD_ERR_ARGUMENT);
+    /* 9e8 m/s for 3 s: 2.7e9 m, past what a load takes; not saved */
+    assert_int_equal(pbd_solver_step(sv, 3, &err), PBD_OK);
+    assert_int_equal(pbd_solver_save_state(sv, &data, &size, &err), PBD_ERR_ARGUMENT);
+    assert_null(data);
+    assert_non_null(strstr(err.message, "the state: particle 0: position (2.7e+09, 0, 0), "
+                                        "expected for a checkpoint finite values within 1e+09"));
+    pbd_solver_destroy(sv);
+    /* a log belongs to the build failure that left it */
+    err.log = malloc(8);
+    assert_non_null(err.log);
+    snprintf(err.log, 8, "log");
+    pbd_error_set(&err, PBD_ERR_BUILD, "build failed");
+    assert_non_null(err.log);
+    pbd_error_set(&err, PBD_ERR_ARGUMENT, "another failure");
+    assert_null(err.log);
+    pbd_error_clear(&err);
+    pbd_model_free(&m);
 }
 
 /* Colourings a and b of n constraints are the same: colours, sizes and order. */
@@ -3353,7 +3428,8 @@ static void neo_hookean_too_stiff(void **state)
     r.compliance = 0.0f;
     assert_int_equal(pbd_solver_update_constraint(sv, PBD_CONSTRAINT_NEO_HOOKEAN, 5, &r, &err),
                      PBD_ERR_MODEL);
-    assert_non_null(strstr(err.message, "the update: Neo-Hookean element 5 has compliance 0"));
+    assert_non_null(
+        strstr(err.message, "neo_hookean constraint 5: expected a deviatoric compliance > 0"));
     r.compliance = sc.model.neo_hookean[5].compliance * 2.0f; /* softer: taken */
     assert_int_equal(pbd_solver_update_constraint(sv, PBD_CONSTRAINT_NEO_HOOKEAN, 5, &r, &err),
                      PBD_OK);
@@ -3777,6 +3853,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(coloring_validator_rejects),
     cmocka_unit_test(coloring_shared_and_bounded),
     cmocka_unit_test(coloring_refuses_bad_arguments),
+    cmocka_unit_test(api_misuse_refused),
     cmocka_unit_test(coloring_smallest_last),
     cmocka_unit_test(coloring_hubs),
     cmocka_unit_test(coloring_hubs_as_walks),

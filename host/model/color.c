@@ -35,6 +35,16 @@ static pbd_status check_ends(int num_particles, const int *ends, int arity, int 
                                  "colouring: constraint %zu's particle %d is out of range "
                                  "(expected 0 to %d)",
                                  s / (size_t)arity, ends[s], num_particles - 1);
+    /* a constraint names each of its particles once: the colouring's "no two constraints of
+     * a colour share a particle" is then the test of a constraint against the others */
+    for (size_t c = 0; c < (size_t)n; ++c)
+        for (int a = 0; a < arity; ++a)
+            for (int b = a + 1; b < arity; ++b)
+                if (ends[c * (size_t)arity + (size_t)a] == ends[c * (size_t)arity + (size_t)b])
+                    return pbd_error_set(err, PBD_ERR_ARGUMENT,
+                                         "colouring: constraint %zu names particle %d twice "
+                                         "(expected %d different particles)",
+                                         c, ends[c * (size_t)arity + (size_t)a], arity);
     return PBD_OK;
 }
 
@@ -487,6 +497,8 @@ cleanup:
 pbd_status pbd_coloring_validate(int num_particles, const int *ends, int arity, int n,
                                  const pbd_coloring *c, const unsigned char *shared, pbd_error *err)
 {
+    if (!c)
+        return pbd_error_set(err, PBD_ERR_ARGUMENT, "colouring: found NULL, expected one");
     pbd_status st = check_ends(num_particles, ends, arity, n, err);
     if (st != PBD_OK)
         return st;
@@ -506,8 +518,10 @@ pbd_status pbd_coloring_validate(int num_particles, const int *ends, int arity, 
     for (int i = 0; i < num_particles; ++i)
         owner_color[i] = -1;
     for (int k = 0; k < c->num_colors && st == PBD_OK; ++k) {
-        if (c->offsets[k + 1] < c->offsets[k]) {
-            st = pbd_error_set(err, PBD_ERR_MODEL, "colouring: colour %d has negative size", k);
+        if (c->offsets[k + 1] < c->offsets[k] || c->offsets[k + 1] > n) {
+            st = pbd_error_set(err, PBD_ERR_MODEL,
+                               "colouring: colour %d ends at %d, expected an end in [%d, %d]", k,
+                               c->offsets[k + 1], c->offsets[k], n);
             break;
         }
         for (int j = c->offsets[k]; j < c->offsets[k + 1]; ++j) {

@@ -1,4 +1,5 @@
 /* The host-side model: growable structure-of-arrays storage and its validation. */
+#include <limits.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -48,14 +49,16 @@ void pbd_model_free(pbd_model *m)
  * the count alone says when to grow. */
 static int grow(void **p, int count, int need, size_t size)
 {
-    int cap = 1;
+    long long cap = 1;
     while (cap < count)
         cap *= 2;
     if (count > 0 && need <= cap)
         return 0;
-    int ncap = cap;
+    long long ncap = cap;
     while (ncap < need)
         ncap *= 2;
+    if ((unsigned long long)ncap > SIZE_MAX / size)
+        return -1;
     void *q = realloc(*p, (size_t)ncap * size);
     if (!q)
         return -1;
@@ -65,10 +68,10 @@ static int grow(void **p, int count, int need, size_t size)
 
 int pbd_model_add_particles(pbd_model *m, int count, const char *body_name)
 {
+    if (!m || count < 1 || count > INT_MAX - m->num_particles)
+        return -1;
     int first = m->num_particles;
     int need = first + count;
-    if (count < 1 || need < first)
-        return -1;
     if (grow((void **)&m->bodies, m->num_bodies, m->num_bodies + 1, sizeof *m->bodies) ||
         grow((void **)&m->body, first, need, sizeof *m->body))
         return -1;
@@ -117,7 +120,7 @@ int pbd_model_add_constraint(pbd_model *m, int type, const void *record)
 {
     void **records;
     int *count;
-    if (constraint_array(m, type, &records, &count))
+    if (!m || !record || constraint_array(m, type, &records, &count) || *count == INT_MAX)
         return -1;
     size_t size = pbd_constraint_types[type].size;
     if (grow(records, *count, *count + 1, size))
@@ -255,9 +258,11 @@ static const char *record_problem(int type, const void *record)
         for (int k = 0; k < 9; ++k)
             if (!(fabsf(r->dm_inv[k]) <= 1e9f))
                 return "Dm^-1 entries within 1e9 (1/m)";
-        if (!(r->compliance >= 0.0f) || !(r->compliance_h >= 0.0f) ||
-            !(r->compliance_h <= PBD_MAX_COMPLIANCE))
-            return "XPBD compliances >= 0 (no PBD stiffness form)";
+        if (!(r->compliance > 0.0f))
+            return "a deviatoric compliance > 0 (the element has no hard form, nor a PBD "
+                   "stiffness one)";
+        if (!(r->compliance_h >= 0.0f) || !(r->compliance_h <= PBD_MAX_COMPLIANCE))
+            return "a hydrostatic compliance in [0, 1e20]";
         if (!(r->gamma >= 0.0f && r->gamma <= 1e6f))
             return "gamma in [0, 1e6]";
         break;
@@ -441,6 +446,18 @@ pbd_status pbd_model_validate(const pbd_model *m, pbd_error *err)
     int next = 0;
     for (int b = 0; b < m->num_bodies; ++b) {
         const pbd_body *bd = &m->bodies[b];
+        /* names go into one-line messages and exports: no control characters */
+        size_t len = strnlen(bd->name, sizeof bd->name);
+        for (size_t k = 0; k < len; ++k)
+            if ((unsigned char)bd->name[k] < 0x20 || bd->name[k] == 0x7f)
+                return pbd_error_set(err, PBD_ERR_MODEL,
+                                     "body %d: its name has the control character 0x%02x at "
+                                     "byte %zu, expected printable text",
+                                     b, (unsigned)(unsigned char)bd->name[k], k);
+        if (len == sizeof bd->name)
+            return pbd_error_set(err, PBD_ERR_MODEL,
+                                 "body %d: its name is not terminated within %zu bytes", b,
+                                 sizeof bd->name);
         if (bd->momentum != 0 && bd->momentum != 1)
             return pbd_error_set(err, PBD_ERR_MODEL, "body %d: momentum %d (expected 0 or 1)", b,
                                  bd->momentum);

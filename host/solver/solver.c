@@ -111,6 +111,9 @@ static pbd_status check_config(const pbd_config *c, pbd_error *err)
             return pbd_error_set(err, PBD_ERR_ARGUMENT,
                                  "gravity[%d]: found %g, expected a number in [-1e6, 1e6] m/s^2", k,
                                  (double)c->gravity[k]);
+    if (c->momentum != 0 && c->momentum != 1)
+        return pbd_error_set(err, PBD_ERR_ARGUMENT, "momentum: found %d, expected 0 or 1",
+                             c->momentum);
     if (c->damping != PBD_DAMPING_NONE && c->damping != PBD_DAMPING_POINT &&
         c->damping != PBD_DAMPING_RIGID)
         return pbd_error_set(err, PBD_ERR_ARGUMENT,
@@ -662,12 +665,7 @@ static double neo_hookean_ratio(const pbd_neo_hookean *r, const float *inv_mass,
 static pbd_status neo_hookean_refused(const char *who, int at, double ratio, const pbd_config *cfg,
                                       pbd_error *err)
 {
-    double h = (double)cfg->dt / cfg->substeps;
-    if (isinf(ratio))
-        return pbd_error_set(err, PBD_ERR_MODEL,
-                             "%s: Neo-Hookean element %d has compliance 0 (hard), expected a "
-                             "compliance > 0 (the element has no hard form)",
-                             who, at);
+    double h = (double)cfg->dt / cfg->substeps; /* compliance > 0: pbd_constraint_validate */
     double need = ceil(cfg->substeps * sqrt(ratio / PBD_NEO_HOOKEAN_MAX_RATIO));
     char fix[128];
     if (need <= PBD_MAX_SUBSTEPS)
@@ -1594,6 +1592,9 @@ int pbd_plan_num_colors(const pbd_plan *plan)
 pbd_status pbd_solver_create(const pbd_model *m, const pbd_config *cfg, const pbd_solver_desc *desc,
                              pbd_solver **out, pbd_error *err)
 {
+    if (!out)
+        return pbd_error_set(err, PBD_ERR_ARGUMENT,
+                             "out: found NULL, expected a place for the solver");
     *out = NULL;
     pbd_solver_desc d = {0};
     if (desc)
@@ -1677,6 +1678,8 @@ static pbd_status unusable(pbd_solver *s, const char *what, pbd_status st, const
 
 pbd_status pbd_solver_step(pbd_solver *s, int frames, pbd_error *err)
 {
+    if (!s)
+        return pbd_error_set(err, PBD_ERR_ARGUMENT, "solver: found NULL, expected a solver");
     pbd_plan *pl = &s->plan;
     if (s->stale_type >= 0)
         return pbd_error_set(err, PBD_ERR_ARGUMENT,
@@ -1705,6 +1708,8 @@ const pbd_collider *pbd_solver_colliders(const pbd_solver *s, int *count)
 pbd_status pbd_solver_update_collider(pbd_solver *s, int index, const pbd_collider *c,
                                       pbd_error *err)
 {
+    if (!s)
+        return pbd_error_set(err, PBD_ERR_ARGUMENT, "solver: found NULL, expected a solver");
     pbd_plan *pl = &s->plan;
     if (index < 0 || index >= pl->num_colliders)
         return pbd_error_set(err, PBD_ERR_ARGUMENT, "collider %d: out of range [0, %d)", index,
@@ -1827,6 +1832,8 @@ static pbd_status plan_distance_lists(pbd_plan *plan, int pos, const pbd_distanc
 pbd_status pbd_solver_update_constraint(pbd_solver *s, int type, int index, const void *record,
                                         pbd_error *err)
 {
+    if (!s)
+        return pbd_error_set(err, PBD_ERR_ARGUMENT, "solver: found NULL, expected a solver");
     if (type < 0 || type >= PBD_CONSTRAINT_COUNT)
         return pbd_error_set(err, PBD_ERR_ARGUMENT, "constraint type %d (expected 0 .. %d)", type,
                              PBD_CONSTRAINT_COUNT - 1);
@@ -1893,6 +1900,11 @@ pbd_status pbd_solver_update_constraint(pbd_solver *s, int type, int index, cons
 
 pbd_status pbd_solver_state_hash(pbd_solver *s, uint64_t *hash, pbd_error *err)
 {
+    if (!s)
+        return pbd_error_set(err, PBD_ERR_ARGUMENT, "solver: found NULL, expected a solver");
+    if (!hash)
+        return pbd_error_set(err, PBD_ERR_ARGUMENT,
+                             "hash: found NULL, expected a place for the hash");
     size_t n = (size_t)s->plan.num_particles;
     pbd_float4 *xv = malloc(2 * n * sizeof *xv);
     if (!xv)
@@ -1909,12 +1921,16 @@ pbd_status pbd_solver_state_hash(pbd_solver *s, uint64_t *hash, pbd_error *err)
 
 pbd_status pbd_solver_finish(pbd_solver *s, pbd_error *err)
 {
+    if (!s)
+        return pbd_error_set(err, PBD_ERR_ARGUMENT, "solver: found NULL, expected a solver");
     pbd_status st = s->ops->finish(s->impl, err);
     return st == PBD_OK ? st : unusable(s, "waiting for the steps", st, err);
 }
 
 pbd_status pbd_solver_read(pbd_solver *s, pbd_float4 *x, pbd_float4 *v, pbd_error *err)
 {
+    if (!s)
+        return pbd_error_set(err, PBD_ERR_ARGUMENT, "solver: found NULL, expected a solver");
     return s->ops->read(s->impl, x, v, err);
 }
 
@@ -1926,6 +1942,11 @@ struct pbd_pending_read {
 pbd_status pbd_solver_read_begin(pbd_solver *s, pbd_float4 *x, pbd_float4 *v,
                                  pbd_pending_read **out, pbd_error *err)
 {
+    if (!s)
+        return pbd_error_set(err, PBD_ERR_ARGUMENT, "solver: found NULL, expected a solver");
+    if (!out)
+        return pbd_error_set(err, PBD_ERR_ARGUMENT,
+                             "out: found NULL, expected a place for the pending read");
     pbd_pending_read *r = malloc(sizeof *r);
     *out = NULL;
     if (!r)
@@ -1966,6 +1987,11 @@ static double *solve_records(pbd_solver *s, int mode, pbd_error *err)
 
 pbd_status pbd_solver_stats(pbd_solver *s, pbd_body_stats *out, pbd_error *err)
 {
+    if (!s)
+        return pbd_error_set(err, PBD_ERR_ARGUMENT, "solver: found NULL, expected a solver");
+    if (!out)
+        return pbd_error_set(err, PBD_ERR_ARGUMENT,
+                             "out: found NULL, expected an array of one row a body");
     double *o = solve_records(s, PBD_SOLVE_STATS, err);
     if (!o)
         return err ? err->status : PBD_ERR_MEMORY;
@@ -1987,6 +2013,11 @@ pbd_status pbd_solver_stats(pbd_solver *s, pbd_body_stats *out, pbd_error *err)
 
 pbd_status pbd_solver_momentum(pbd_solver *s, pbd_body_momentum *out, pbd_error *err)
 {
+    if (!s)
+        return pbd_error_set(err, PBD_ERR_ARGUMENT, "solver: found NULL, expected a solver");
+    if (!out)
+        return pbd_error_set(err, PBD_ERR_ARGUMENT,
+                             "out: found NULL, expected an array of one row a body");
     double *o = solve_records(s, -1, err);
     if (!o)
         return err ? err->status : PBD_ERR_MEMORY;
@@ -2038,6 +2069,8 @@ double pbd_solver_projections_per_frame(const pbd_solver *s)
 pbd_status pbd_solver_constraint_error(pbd_solver *s, double *mean_relative, double *max_abs,
                                        pbd_error *err)
 {
+    if (!s)
+        return pbd_error_set(err, PBD_ERR_ARGUMENT, "solver: found NULL, expected a solver");
     const pbd_plan *pl = &s->plan;
     pbd_float4 *x = malloc(((size_t)pl->num_particles + 1) * sizeof *x);
     if (!x)
@@ -2078,6 +2111,8 @@ int pbd_solver_gl_shared(const pbd_solver *s, const char **why)
 
 pbd_status pbd_solver_gl_attach(pbd_solver *s, unsigned buffer, pbd_error *err)
 {
+    if (!s)
+        return pbd_error_set(err, PBD_ERR_ARGUMENT, "solver: found NULL, expected a solver");
     const char *why = NULL;
     if (!pbd_solver_gl_shared(s, &why))
         return pbd_error_set(err, PBD_ERR_ARGUMENT,
@@ -2088,6 +2123,8 @@ pbd_status pbd_solver_gl_attach(pbd_solver *s, unsigned buffer, pbd_error *err)
 
 pbd_status pbd_solver_gl_positions(pbd_solver *s, pbd_error *err)
 {
+    if (!s)
+        return pbd_error_set(err, PBD_ERR_ARGUMENT, "solver: found NULL, expected a solver");
     if (!s->ops->gl_positions)
         return pbd_error_set(err, PBD_ERR_ARGUMENT, "no OpenGL buffer is attached to the solver");
     return s->ops->gl_positions(s->impl, err);
@@ -2136,6 +2173,14 @@ long pbd_solver_launches_per_frame(const pbd_solver *s)
 pbd_status pbd_solver_kernel_times(pbd_solver *s, const pbd_kernel_time **out, int *count,
                                    pbd_error *err)
 {
+    if (!s)
+        return pbd_error_set(err, PBD_ERR_ARGUMENT, "solver: found NULL, expected a solver");
+    if (!out)
+        return pbd_error_set(err, PBD_ERR_ARGUMENT,
+                             "out: found NULL, expected a place for the table");
+    if (!count)
+        return pbd_error_set(err, PBD_ERR_ARGUMENT,
+                             "count: found NULL, expected a place for its length");
     return s->ops->kernel_times(s->impl, out, count, err);
 }
 
@@ -2287,8 +2332,39 @@ static void header_config(state_header *h, const pbd_config *c)
     h->max_colors = c->max_colors;
 }
 
+/* The first particle of a checkpoint's arrays a (np particles) whose position, velocity or
+ * previous ones are not finite or beyond PBD_MAX_COORD, refused with status `bad` as `what`'s
+ * (the file, or the state saved), the message ending in `expected`'s bounds. */
+static pbd_status state_out_of_bounds(const pbd_state_arrays *a, size_t np, const char *what,
+                                      const char *expected, pbd_status bad, pbd_error *err)
+{
+    const pbd_float4 *arrays[4] = {a->x, a->v, a->xp, a->vp};
+    static const char *const names[4] = {"position", "velocity", "previous position",
+                                         "previous velocity"};
+    for (int k = 0; k < 4; ++k)
+        for (size_t i = 0; arrays[k] && i < np; ++i) {
+            pbd_float4 q = arrays[k][i];
+            if (!(fabsf(q.x) <= PBD_MAX_COORD && fabsf(q.y) <= PBD_MAX_COORD &&
+                  fabsf(q.z) <= PBD_MAX_COORD && isfinite(q.w)))
+                return pbd_error_set(err, bad,
+                                     "%s: particle %zu: %s (%g, %g, %g), %s finite values "
+                                     "within %g",
+                                     what, i, names[k], (double)q.x, (double)q.y, (double)q.z,
+                                     expected, (double)PBD_MAX_COORD);
+        }
+    return PBD_OK;
+}
+
 pbd_status pbd_solver_save_state(pbd_solver *s, void **data, size_t *size, pbd_error *err)
 {
+    if (!s)
+        return pbd_error_set(err, PBD_ERR_ARGUMENT, "solver: found NULL, expected a solver");
+    if (!data)
+        return pbd_error_set(err, PBD_ERR_ARGUMENT,
+                             "data: found NULL, expected a place for the checkpoint");
+    if (!size)
+        return pbd_error_set(err, PBD_ERR_ARGUMENT,
+                             "size: found NULL, expected a place for its size");
     *data = NULL;
     *size = 0;
     if (s->unusable[0]) /* a checkpoint of a partly written state would be trusted */
@@ -2318,6 +2394,10 @@ pbd_status pbd_solver_save_state(pbd_solver *s, void **data, size_t *size, pbd_e
     memcpy(buf, &h, sizeof h);
     pbd_state_arrays a = state_arrays(s, buf);
     pbd_status st = s->ops->read_state(s->impl, &a, err);
+    /* what a load would refuse is not saved */
+    if (st == PBD_OK)
+        st = state_out_of_bounds(&a, (size_t)s->plan.num_particles, "the state",
+                                 "expected for a checkpoint", PBD_ERR_ARGUMENT, err);
     if (st != PBD_OK) {
         free(buf);
         return st;
@@ -2375,6 +2455,8 @@ static const char *config_mismatch(const state_header *got, const state_header *
 pbd_status pbd_solver_load_state(pbd_solver *s, const void *data, size_t size, const char *name,
                                  pbd_error *err)
 {
+    if (!s)
+        return pbd_error_set(err, PBD_ERR_ARGUMENT, "solver: found NULL, expected a solver");
     const char *f = name ? name : "checkpoint";
     const pbd_status bad = PBD_ERR_CHECKPOINT;
     state_header h, want;
@@ -2432,21 +2514,7 @@ pbd_status pbd_solver_load_state(pbd_solver *s, const void *data, size_t size, c
     memcpy(buf, data, n);
     pbd_state_arrays a = state_arrays(s, buf);
     size_t np = (size_t)s->plan.num_particles, nb = (size_t)s->plan.num_bodies;
-    const pbd_float4 *arrays[4] = {a.x, a.v, a.xp, a.vp};
-    static const char *const names[4] = {"position", "velocity", "previous position",
-                                         "previous velocity"};
-    pbd_status st = PBD_OK;
-    for (int k = 0; k < 4 && st == PBD_OK; ++k)
-        for (size_t i = 0; arrays[k] && i < np && st == PBD_OK; ++i) {
-            pbd_float4 q = arrays[k][i];
-            if (!(fabsf(q.x) <= PBD_MAX_COORD && fabsf(q.y) <= PBD_MAX_COORD &&
-                  fabsf(q.z) <= PBD_MAX_COORD && isfinite(q.w)))
-                st = pbd_error_set(err, bad,
-                                   "%s: particle %zu: %s (%g, %g, %g), expected finite values "
-                                   "within %g",
-                                   f, i, names[k], (double)q.x, (double)q.y, (double)q.z,
-                                   (double)PBD_MAX_COORD);
-        }
+    pbd_status st = state_out_of_bounds(&a, np, f, "expected", bad, err);
     /* Masses never change in a run: they must be the solver's own (its current state's). */
     unsigned char *cur = st == PBD_OK ? malloc(n) : NULL;
     if (st == PBD_OK && !cur)
