@@ -637,6 +637,14 @@ done:
     return st;
 }
 
+/* Returns PBD_ERR_ARGUMENT from the calling API function where its pointer p is NULL. */
+#define PBD_NEEDS(p, name, what)                                                                   \
+    do {                                                                                           \
+        if (!(p))                                                                                  \
+            return pbd_error_set(err, PBD_ERR_ARGUMENT, "%s: found NULL, expected %s", name,       \
+                                 what);                                                            \
+    } while (0)
+
 /* The Neo-Hookean element is stable in XPBD only while its deviatoric part is soft against
  * the particles' inertia over a substep: h^2 mu V sum_i w_i |grad_i C_D|^2 small at rest
  * (grad C_D = I / sqrt 3 there). Past that, the first iteration of a substep asks |F| = 0 of
@@ -1592,9 +1600,7 @@ int pbd_plan_num_colors(const pbd_plan *plan)
 pbd_status pbd_solver_create(const pbd_model *m, const pbd_config *cfg, const pbd_solver_desc *desc,
                              pbd_solver **out, pbd_error *err)
 {
-    if (!out)
-        return pbd_error_set(err, PBD_ERR_ARGUMENT,
-                             "out: found NULL, expected a place for the solver");
+    PBD_NEEDS(out, "out", "a place for the solver");
     *out = NULL;
     pbd_solver_desc d = {0};
     if (desc)
@@ -1678,8 +1684,7 @@ static pbd_status unusable(pbd_solver *s, const char *what, pbd_status st, const
 
 pbd_status pbd_solver_step(pbd_solver *s, int frames, pbd_error *err)
 {
-    if (!s)
-        return pbd_error_set(err, PBD_ERR_ARGUMENT, "solver: found NULL, expected a solver");
+    PBD_NEEDS(s, "solver", "a solver");
     pbd_plan *pl = &s->plan;
     if (s->stale_type >= 0)
         return pbd_error_set(err, PBD_ERR_ARGUMENT,
@@ -1708,8 +1713,7 @@ const pbd_collider *pbd_solver_colliders(const pbd_solver *s, int *count)
 pbd_status pbd_solver_update_collider(pbd_solver *s, int index, const pbd_collider *c,
                                       pbd_error *err)
 {
-    if (!s)
-        return pbd_error_set(err, PBD_ERR_ARGUMENT, "solver: found NULL, expected a solver");
+    PBD_NEEDS(s, "solver", "a solver");
     pbd_plan *pl = &s->plan;
     if (index < 0 || index >= pl->num_colliders)
         return pbd_error_set(err, PBD_ERR_ARGUMENT, "collider %d: out of range [0, %d)", index,
@@ -1832,8 +1836,7 @@ static pbd_status plan_distance_lists(pbd_plan *plan, int pos, const pbd_distanc
 pbd_status pbd_solver_update_constraint(pbd_solver *s, int type, int index, const void *record,
                                         pbd_error *err)
 {
-    if (!s)
-        return pbd_error_set(err, PBD_ERR_ARGUMENT, "solver: found NULL, expected a solver");
+    PBD_NEEDS(s, "solver", "a solver");
     if (type < 0 || type >= PBD_CONSTRAINT_COUNT)
         return pbd_error_set(err, PBD_ERR_ARGUMENT, "constraint type %d (expected 0 .. %d)", type,
                              PBD_CONSTRAINT_COUNT - 1);
@@ -1900,11 +1903,8 @@ pbd_status pbd_solver_update_constraint(pbd_solver *s, int type, int index, cons
 
 pbd_status pbd_solver_state_hash(pbd_solver *s, uint64_t *hash, pbd_error *err)
 {
-    if (!s)
-        return pbd_error_set(err, PBD_ERR_ARGUMENT, "solver: found NULL, expected a solver");
-    if (!hash)
-        return pbd_error_set(err, PBD_ERR_ARGUMENT,
-                             "hash: found NULL, expected a place for the hash");
+    PBD_NEEDS(s, "solver", "a solver");
+    PBD_NEEDS(hash, "hash", "a place for the hash");
     size_t n = (size_t)s->plan.num_particles;
     pbd_float4 *xv = malloc(2 * n * sizeof *xv);
     if (!xv)
@@ -1921,16 +1921,14 @@ pbd_status pbd_solver_state_hash(pbd_solver *s, uint64_t *hash, pbd_error *err)
 
 pbd_status pbd_solver_finish(pbd_solver *s, pbd_error *err)
 {
-    if (!s)
-        return pbd_error_set(err, PBD_ERR_ARGUMENT, "solver: found NULL, expected a solver");
+    PBD_NEEDS(s, "solver", "a solver");
     pbd_status st = s->ops->finish(s->impl, err);
     return st == PBD_OK ? st : unusable(s, "waiting for the steps", st, err);
 }
 
 pbd_status pbd_solver_read(pbd_solver *s, pbd_float4 *x, pbd_float4 *v, pbd_error *err)
 {
-    if (!s)
-        return pbd_error_set(err, PBD_ERR_ARGUMENT, "solver: found NULL, expected a solver");
+    PBD_NEEDS(s, "solver", "a solver");
     return s->ops->read(s->impl, x, v, err);
 }
 
@@ -1942,11 +1940,8 @@ struct pbd_pending_read {
 pbd_status pbd_solver_read_begin(pbd_solver *s, pbd_float4 *x, pbd_float4 *v,
                                  pbd_pending_read **out, pbd_error *err)
 {
-    if (!s)
-        return pbd_error_set(err, PBD_ERR_ARGUMENT, "solver: found NULL, expected a solver");
-    if (!out)
-        return pbd_error_set(err, PBD_ERR_ARGUMENT,
-                             "out: found NULL, expected a place for the pending read");
+    PBD_NEEDS(s, "solver", "a solver");
+    PBD_NEEDS(out, "out", "a place for the pending read");
     pbd_pending_read *r = malloc(sizeof *r);
     *out = NULL;
     if (!r)
@@ -1987,11 +1982,8 @@ static double *solve_records(pbd_solver *s, int mode, pbd_error *err)
 
 pbd_status pbd_solver_stats(pbd_solver *s, pbd_body_stats *out, pbd_error *err)
 {
-    if (!s)
-        return pbd_error_set(err, PBD_ERR_ARGUMENT, "solver: found NULL, expected a solver");
-    if (!out)
-        return pbd_error_set(err, PBD_ERR_ARGUMENT,
-                             "out: found NULL, expected an array of one row a body");
+    PBD_NEEDS(s, "solver", "a solver");
+    PBD_NEEDS(out, "out", "an array of one row a body");
     double *o = solve_records(s, PBD_SOLVE_STATS, err);
     if (!o)
         return err ? err->status : PBD_ERR_MEMORY;
@@ -2013,11 +2005,8 @@ pbd_status pbd_solver_stats(pbd_solver *s, pbd_body_stats *out, pbd_error *err)
 
 pbd_status pbd_solver_momentum(pbd_solver *s, pbd_body_momentum *out, pbd_error *err)
 {
-    if (!s)
-        return pbd_error_set(err, PBD_ERR_ARGUMENT, "solver: found NULL, expected a solver");
-    if (!out)
-        return pbd_error_set(err, PBD_ERR_ARGUMENT,
-                             "out: found NULL, expected an array of one row a body");
+    PBD_NEEDS(s, "solver", "a solver");
+    PBD_NEEDS(out, "out", "an array of one row a body");
     double *o = solve_records(s, -1, err);
     if (!o)
         return err ? err->status : PBD_ERR_MEMORY;
@@ -2069,8 +2058,7 @@ double pbd_solver_projections_per_frame(const pbd_solver *s)
 pbd_status pbd_solver_constraint_error(pbd_solver *s, double *mean_relative, double *max_abs,
                                        pbd_error *err)
 {
-    if (!s)
-        return pbd_error_set(err, PBD_ERR_ARGUMENT, "solver: found NULL, expected a solver");
+    PBD_NEEDS(s, "solver", "a solver");
     const pbd_plan *pl = &s->plan;
     pbd_float4 *x = malloc(((size_t)pl->num_particles + 1) * sizeof *x);
     if (!x)
@@ -2111,8 +2099,7 @@ int pbd_solver_gl_shared(const pbd_solver *s, const char **why)
 
 pbd_status pbd_solver_gl_attach(pbd_solver *s, unsigned buffer, pbd_error *err)
 {
-    if (!s)
-        return pbd_error_set(err, PBD_ERR_ARGUMENT, "solver: found NULL, expected a solver");
+    PBD_NEEDS(s, "solver", "a solver");
     const char *why = NULL;
     if (!pbd_solver_gl_shared(s, &why))
         return pbd_error_set(err, PBD_ERR_ARGUMENT,
@@ -2123,8 +2110,7 @@ pbd_status pbd_solver_gl_attach(pbd_solver *s, unsigned buffer, pbd_error *err)
 
 pbd_status pbd_solver_gl_positions(pbd_solver *s, pbd_error *err)
 {
-    if (!s)
-        return pbd_error_set(err, PBD_ERR_ARGUMENT, "solver: found NULL, expected a solver");
+    PBD_NEEDS(s, "solver", "a solver");
     if (!s->ops->gl_positions)
         return pbd_error_set(err, PBD_ERR_ARGUMENT, "no OpenGL buffer is attached to the solver");
     return s->ops->gl_positions(s->impl, err);
@@ -2173,14 +2159,9 @@ long pbd_solver_launches_per_frame(const pbd_solver *s)
 pbd_status pbd_solver_kernel_times(pbd_solver *s, const pbd_kernel_time **out, int *count,
                                    pbd_error *err)
 {
-    if (!s)
-        return pbd_error_set(err, PBD_ERR_ARGUMENT, "solver: found NULL, expected a solver");
-    if (!out)
-        return pbd_error_set(err, PBD_ERR_ARGUMENT,
-                             "out: found NULL, expected a place for the table");
-    if (!count)
-        return pbd_error_set(err, PBD_ERR_ARGUMENT,
-                             "count: found NULL, expected a place for its length");
+    PBD_NEEDS(s, "solver", "a solver");
+    PBD_NEEDS(out, "out", "a place for the table");
+    PBD_NEEDS(count, "count", "a place for its length");
     return s->ops->kernel_times(s->impl, out, count, err);
 }
 
@@ -2357,14 +2338,9 @@ static pbd_status state_out_of_bounds(const pbd_state_arrays *a, size_t np, cons
 
 pbd_status pbd_solver_save_state(pbd_solver *s, void **data, size_t *size, pbd_error *err)
 {
-    if (!s)
-        return pbd_error_set(err, PBD_ERR_ARGUMENT, "solver: found NULL, expected a solver");
-    if (!data)
-        return pbd_error_set(err, PBD_ERR_ARGUMENT,
-                             "data: found NULL, expected a place for the checkpoint");
-    if (!size)
-        return pbd_error_set(err, PBD_ERR_ARGUMENT,
-                             "size: found NULL, expected a place for its size");
+    PBD_NEEDS(s, "solver", "a solver");
+    PBD_NEEDS(data, "data", "a place for the checkpoint");
+    PBD_NEEDS(size, "size", "a place for its size");
     *data = NULL;
     *size = 0;
     if (s->unusable[0]) /* a checkpoint of a partly written state would be trusted */
@@ -2455,8 +2431,7 @@ static const char *config_mismatch(const state_header *got, const state_header *
 pbd_status pbd_solver_load_state(pbd_solver *s, const void *data, size_t size, const char *name,
                                  pbd_error *err)
 {
-    if (!s)
-        return pbd_error_set(err, PBD_ERR_ARGUMENT, "solver: found NULL, expected a solver");
+    PBD_NEEDS(s, "solver", "a solver");
     const char *f = name ? name : "checkpoint";
     const pbd_status bad = PBD_ERR_CHECKPOINT;
     state_header h, want;
