@@ -352,6 +352,8 @@ static const bad_scene bad[] = {
     {"bending_stiffness_and_compliance.json",
      "bodies[0].bending_stiffness: found together with bending_compliance, expected only one of "
      "bending_compliance and bending_stiffness"},
+    {"tethers_unpinned.json",
+     "bodies[0].tethers: found true with no particle pinned, expected a pinned particle"},
     {"tether_stiffness_alone.json",
      "bodies[0].tether_stiffness: found without \"tethers\": true, expected both or neither"},
     {"pressure_stiffness_range.json",

@@ -570,7 +570,9 @@ pbd_status pbd_scene_add_cloth(pbd_model *m, const pbd_cloth_desc *d, pbd_error 
             pinned += m->x[b.first + i].w == 0.0f;
         if (pinned == 0) {
             rollback(&b, NULL);
-            return bad(err, "tethers", 1, "a pinned particle to tether to (pin or pinned)");
+            return pbd_error_set(err, PBD_ERR_ARGUMENT,
+                                 "tethers: found true with no particle pinned, expected a "
+                                 "pinned particle to tether to (pin or pinned)");
         }
         failures += add_tethers(&b, nu, nv, d->tether_compliance);
     }
