@@ -907,7 +907,15 @@ static int cmd_run(const options *o)
                     stopped_by(interrupted));
             rc = 128 + interrupted;
         } else {
-            pbd_cli_name_scene(&err, o->scene);
+            /* a refused substeps or dt that the command line gave is named as its option */
+            char label[PATH_MAX + 64];
+            if (o->substeps && strncmp(err.message, "substeps: ", 10) == 0)
+                snprintf(label, sizeof label, "--substeps %ld with %s", o->substeps, o->scene);
+            else if (o->dt > 0.0 && strncmp(err.message, "dt: ", 4) == 0)
+                snprintf(label, sizeof label, "--dt %g with %s", o->dt, o->scene);
+            else
+                snprintf(label, sizeof label, "%s", o->scene);
+            pbd_cli_name_scene(&err, label);
             rc = fail(&err);
         }
         goto done;
