@@ -742,10 +742,11 @@ pbd_status pbd_scene_add_neo_hookean(pbd_model *m, const int *q, double mu, doub
     for (int k = 0; k < 9; ++k)
         inv = fmax(inv, fabs((double)r.dm_inv[k]));
     if (!(inv <= 1e9))
-        return pbd_error_set(err, PBD_ERR_ARGUMENT,
-                             "found tetrahedron nearly flat in float (rest volume %g m^3, an "
-                             "inverse rest shape entry of %g 1/m), expected entries within 1e9",
-                             vol, inv);
+        return pbd_error_set(
+            err, PBD_ERR_ARGUMENT,
+            "found tetrahedron too small or nearly flat in float (rest volume %g m^3, an "
+            "inverse rest shape entry of %g 1/m), expected entries within 1e9",
+            vol, inv);
     if (!(r.compliance <= PBD_MAX_COMPLIANCE && r.compliance_h <= PBD_MAX_COMPLIANCE))
         return pbd_error_set(err, PBD_ERR_ARGUMENT,
                              "found tetrahedron of rest volume %g m^3 with a compliance 1 / "
