@@ -623,7 +623,8 @@ static int open_edges(const pbd_model *m)
 /* The surfaces: a tet box's is closed, oriented outwards and encloses the box's volume with
  * its area; a cloth's covers its area with two triangles a quad, all facing one way. */
 /* With "volume": six volume constraints a cell, whose rest volumes are a sixth of a cell's
- * each and fill the box; "volume_compliance" without "volume" is refused. */
+ * each and fill the box; "volume_compliance" without "volume" is refused, and so are
+ * tetrahedra flat in float. */
 static void tet_volumes(void **state)
 {
     (void)state;
@@ -648,6 +649,14 @@ static void tet_volumes(void **state)
     assert_int_equal(pbd_scene_parse(json, "vol", &s, &err), PBD_ERR_SCENE);
     expect(strstr(err.message, "bodies[0].volume_compliance: found without \"volume\": true"), "%s",
            err.message);
+    /* a box so small that its tetrahedra are flat in float: named as the mesh's are */
+    json = "{\"bodies\": [{\"type\": \"tet_box\", \"cells\": [1, 1, 1], \"size\": [1e-15, "
+           "1e-15, 1e-15], \"volume\": true}]}";
+    assert_int_equal(pbd_scene_parse(json, "vol", &s, &err), PBD_ERR_SCENE);
+    expect(strstr(err.message, "bodies[0].volume: found tetrahedron 0 (from 0) with a rest volume "
+                               "of 0 m^3 in float"),
+           "%s", err.message);
+    expect(s.model.num_particles == 0, "%d particles left", s.model.num_particles);
 }
 
 /* Young's modulus and Poisson's ratio become each Neo-Hookean element's compliances: Lame's

@@ -760,6 +760,21 @@ pbd_status pbd_scene_add_neo_hookean(pbd_model *m, const int *q, double mu, doub
 
 /* Appends the Neo-Hookean element of tetrahedron `e` (body particles q[0..3]) to the body
  * being built; on a refusal rolls the body back, the message naming young_modulus and `e`. */
+/* The volume constraint of tetrahedron `e` just added: in float a tiny tetrahedron can be
+ * flat, and a huge one beyond what a volume constraint holds (pbd_model_validate). Refused
+ * naming the key and the tetrahedron, the body rolled back. */
+static pbd_status tet_rest_refused(build *b, int e, pbd_error *err)
+{
+    float rest = b->m->volume[b->m->num_volume - 1].rest;
+    if (rest != 0.0f && fabsf(rest) <= 1e27f)
+        return PBD_OK;
+    rollback(b, NULL);
+    return pbd_error_set(err, PBD_ERR_ARGUMENT,
+                         "volume: found tetrahedron %d (from 0) with a rest volume of %g m^3 in "
+                         "float, expected a volume other than 0, within 1e27 m^3",
+                         e, (double)rest);
+}
+
 static pbd_status add_elastic(build *b, int e, const int *q, double mu, double lambda,
                               pbd_error *err)
 {
@@ -841,6 +856,9 @@ pbd_status pbd_scene_add_tet_box(pbd_model *m, const pbd_tet_box_desc *d, pbd_er
                             return st;
                     } else {
                         failures += add_tet(&b, q, d->volume_compliance);
+                        int e = 6 * ((k * (n[1] - 1) + j) * (n[0] - 1) + i) + t;
+                        if (!failures && (st = tet_rest_refused(&b, e, err)) != PBD_OK)
+                            return st;
                     }
                 }
     /* The surface: the lattice's six faces, two triangles a cell face, counter-clockwise
@@ -1176,16 +1194,9 @@ pbd_status pbd_scene_add_mesh(pbd_model *m, const pbd_mesh_desc *d, pbd_error *e
         for (int k = 0; k < 4; ++k)
             q[k] = p.particle[mesh->tets[4 * (size_t)e + k]];
         failures += add_tet(&b, q, d->volume_compliance);
-        /* In float a tiny tetrahedron can be flat, and a huge one beyond what a volume
-         * constraint holds (pbd_model_validate). */
-        float rest = failures ? 1.0f : m->volume[m->num_volume - 1].rest;
-        if (rest == 0.0f || !(fabsf(rest) <= 1e27f)) {
+        if (!failures && (st = tet_rest_refused(&b, e, err)) != PBD_OK) {
             plan_free(&p);
-            rollback(&b, NULL);
-            return pbd_error_set(err, PBD_ERR_ARGUMENT,
-                                 "volume: found tetrahedron %d (from 0) with a rest volume of %g "
-                                 "m^3 in float, expected a volume other than 0, within 1e27 m^3",
-                                 e, (double)rest);
+            return st;
         }
     }
     if (soft && d->young_modulus > 0.0) {
