@@ -758,8 +758,6 @@ pbd_status pbd_scene_add_neo_hookean(pbd_model *m, const int *q, double mu, doub
     return PBD_OK;
 }
 
-/* Appends the Neo-Hookean element of tetrahedron `e` (body particles q[0..3]) to the body
- * being built; on a refusal rolls the body back, the message naming young_modulus and `e`. */
 /* The volume constraint of tetrahedron `e` just added: in float a tiny tetrahedron can be
  * flat, and a huge one beyond what a volume constraint holds (pbd_model_validate). Refused
  * naming the key and the tetrahedron, the body rolled back. */
@@ -775,6 +773,8 @@ static pbd_status tet_rest_refused(build *b, int e, pbd_error *err)
                          e, (double)rest);
 }
 
+/* Appends the Neo-Hookean element of tetrahedron `e` (body particles q[0..3]) to the body
+ * being built; on a refusal rolls the body back, the message naming young_modulus and `e`. */
 static pbd_status add_elastic(build *b, int e, const int *q, double mu, double lambda,
                               pbd_error *err)
 {
@@ -850,13 +850,12 @@ pbd_status pbd_scene_add_tet_box(pbd_model *m, const pbd_tet_box_desc *d, pbd_er
                     at[tet_orders[t][1]]++;
                     q[2] = (at[2] * n[1] + at[1]) * n[0] + at[0];
                     q[3] = ((k + 1) * n[1] + j + 1) * n[0] + i + 1;
+                    int e = 6 * ((k * (n[1] - 1) + j) * (n[0] - 1) + i) + t;
                     if (elastic) {
-                        int e = 6 * ((k * (n[1] - 1) + j) * (n[0] - 1) + i) + t;
                         if (!failures && (st = add_elastic(&b, e, q, mu, lambda, err)) != PBD_OK)
                             return st;
                     } else {
                         failures += add_tet(&b, q, d->volume_compliance);
-                        int e = 6 * ((k * (n[1] - 1) + j) * (n[0] - 1) + i) + t;
                         if (!failures && (st = tet_rest_refused(&b, e, err)) != PBD_OK)
                             return st;
                     }
