@@ -373,6 +373,17 @@ static const bad_scene bad[] = {
                        "2000000000]"},
     {"damping_k_unused.json", ": damping_k: found 0.5, used by no body (each damps with "
                               "\"none\" or its own \"damping_k\")"},
+    {"start_inside_plane.json", "bodies[0]: particle 0 at (-0.5, -5, -0.5) starts 5 m inside "
+                                "planes[0], expected every free particle outside the colliders"},
+    /* on a surface is outside; the centre is inside */
+    {"start_inside_sphere_centre.json",
+     "bodies[0]: particle 1 at (3, 0.5, 0) starts 0.3 m inside spheres[1]"},
+    /* a pinned particle never moves: it may start inside */
+    {"start_inside_capsule_axis.json",
+     "bodies[1]: particle 1 at (0.5, 0, 0) starts 0.1 m inside capsules[0]"},
+    /* inside the box only as it is turned */
+    {"start_inside_box.json", "bodies[0]: particle 3 at (-0.75, -0.4, 0) starts 0.0914639 m "
+                              "inside boxes[1]"},
     {"body_damping_k_unused.json",
      "bodies[1].damping_k: found 0.05 with damping \"none\", expected \"damping\": \"point\" or "
      "\"rigid\" on the body or the scene"},
