@@ -263,8 +263,8 @@ static void pile_stays_apart(void **state)
                         "%s{\"type\": \"tet_box\", \"cells\": [2, 2, 2], \"size\": [0.2, 0.2, "
                         "0.2], \"center\": [%g, %g, %g], \"density\": 500, \"young_modulus\": "
                         "50000, \"poisson_ratio\": 0.4, \"particle_radius\": 0.05}",
-                        k ? ", " : "", -0.26 + 0.26 * (k % 3) + 0.02 * (k / 9), 0.2 + 0.3 * (k / 9),
-                        -0.26 + 0.26 * (k / 3 % 3));
+                        k ? ", " : "", -0.31 + 0.31 * (k % 3) + 0.02 * (k / 9), 0.2 + 0.3 * (k / 9),
+                        -0.31 + 0.31 * (k / 3 % 3));
     snprintf(json + len, sizeof json - (size_t)len, "]}");
     pbd_scene sc = {0};
     pbd_error err = {0};

@@ -384,6 +384,10 @@ static const bad_scene bad[] = {
     /* inside the box only as it is turned */
     {"start_inside_box.json", "bodies[0]: particle 3 at (-0.75, -0.4, 0) starts 0.0914639 m "
                               "inside boxes[1]"},
+    /* two pinned particles, touching, or a body's own pair are not an overlap */
+    {"start_overlapping.json", "bodies[3]: particle 1 at (3.15, 0, 0) starts 0.05 m into "
+                               "bodies[4]'s particle 0 (radii's sum 0.2 m), expected the bodies "
+                               "apart"},
     {"body_damping_k_unused.json",
      "bodies[1].damping_k: found 0.05 with damping \"none\", expected \"damping\": \"point\" or "
      "\"rigid\" on the body or the scene"},

@@ -1452,6 +1452,103 @@ static int check_starts_outside(ctx *c, const pbd_model *m)
     return 0;
 }
 
+/* A particle with a contact radius, its grid cell (side: the largest radii's sum) packed in
+ * 63 bits, for check_bodies_apart's sort. */
+typedef struct cell_entry {
+    int64_t cell;
+    int particle;
+} cell_entry;
+
+static int cell_cmp(const void *a, const void *b)
+{
+    const cell_entry *x = a, *y = b;
+    if (x->cell != y->cell)
+        return x->cell < y->cell ? -1 : 1;
+    return (x->particle > y->particle) - (x->particle < y->particle);
+}
+
+/* 21 bits a coordinate: cells of a scene within +-1e9 m of the origin wrap only where the
+ * cell is under 1 mm across and the scene over 2 km wide; a wrapped cell is only a wasted
+ * comparison, never a missed one (each candidate's distance is tested). */
+static int64_t cell_key(int64_t i, int64_t j, int64_t k)
+{
+    const int64_t mask = (1 << 21) - 1;
+    return ((i & mask) << 42) | ((j & mask) << 21) | (k & mask);
+}
+
+/* Refuses two bodies that start overlapping where particle contacts would push them apart:
+ * the push comes whole in the first substep, at depth / h. A body's own pairs are not
+ * contacts where they start within their radii's sum (pbd_body), so only pairs of two
+ * bodies are checked; pairs of two pinned particles never move. Overlaps within
+ * PBD_CONTACT_SLOP are touching. Grid of the largest radii's sum, sorted, 27 cells each. */
+static int check_bodies_apart(ctx *c, const pbd_model *m)
+{
+    float rmax = 0.0f;
+    int n = 0, with_radius = 0;
+    for (int b = 0; b < m->num_bodies; ++b)
+        if (m->bodies[b].radius > 0.0f) {
+            rmax = fmaxf(rmax, m->bodies[b].radius);
+            n += m->bodies[b].count;
+            ++with_radius;
+        }
+    if (with_radius < 2)
+        return 0;
+    cell_entry *e = malloc((size_t)n * sizeof *e);
+    if (!e)
+        return fail(c, PBD_ERR_MEMORY, "bodies", "out of memory for the contact check");
+    double side = 2.0 * (double)rmax;
+    int k = 0;
+    for (int i = 0; i < m->num_particles; ++i)
+        if (m->bodies[m->body[i]].radius > 0.0f)
+            e[k++] = (cell_entry){cell_key((int64_t)floor(m->x[i].x / side),
+                                           (int64_t)floor(m->x[i].y / side),
+                                           (int64_t)floor(m->x[i].z / side)),
+                                  i};
+    qsort(e, (size_t)n, sizeof *e, cell_cmp);
+    int r = 0;
+    for (int a = 0; a < n && r == 0; ++a) {
+        int i = e[a].particle, bi = m->body[i];
+        pbd_float4 pi = m->x[i];
+        int64_t ci = (int64_t)floor(pi.x / side), cj = (int64_t)floor(pi.y / side),
+                ck = (int64_t)floor(pi.z / side);
+        for (int d = 0; d < 27 && r == 0; ++d) {
+            cell_entry key = {cell_key(ci + d % 3 - 1, cj + d / 3 % 3 - 1, ck + d / 9 - 1), 0};
+            /* the cell's first entry: the lowest index not below key */
+            int lo = 0, hi = n;
+            while (lo < hi) {
+                int mid = lo + (hi - lo) / 2;
+                if (e[mid].cell < key.cell)
+                    lo = mid + 1;
+                else
+                    hi = mid;
+            }
+            for (int q = lo; q < n && e[q].cell == key.cell; ++q) {
+                int j = e[q].particle, bj = m->body[j];
+                pbd_float4 pj = m->x[j];
+                if (bj <= bi || !(pi.w > 0.0f || pj.w > 0.0f))
+                    continue;
+                double dx = (double)pi.x - pj.x, dy = (double)pi.y - pj.y, dz = (double)pi.z - pj.z;
+                double dist = sqrt(dx * dx + dy * dy + dz * dz);
+                double sum = (double)m->bodies[bi].radius + m->bodies[bj].radius;
+                if (!(dist < sum - PBD_CONTACT_SLOP))
+                    continue;
+                char key_i[KEY_MAX], key_j[KEY_MAX];
+                at_index(key_i, "bodies", bi);
+                at_index(key_j, "bodies", bj);
+                r = fail(c, PBD_ERR_SCENE, key_i,
+                         "particle %d at (%g, %g, %g) starts %g m into %s's particle %d (radii's "
+                         "sum %g m), expected the bodies apart (an overlap is pushed out in the "
+                         "first substep)",
+                         i - m->bodies[bi].first, (double)pi.x, (double)pi.y, (double)pi.z,
+                         sum - dist, key_j, j - m->bodies[bj].first, sum);
+                break;
+            }
+        }
+    }
+    free(e);
+    return r;
+}
+
 static int parse_root(ctx *c, const cJSON *root, pbd_scene *out)
 {
     static const char *const solvers[] = {"gs", "jacobi", NULL};
@@ -1515,7 +1612,7 @@ static int parse_root(ctx *c, const cJSON *root, pbd_scene *out)
     /* In a scene, an invalid model is an invalid scene. */
     if (st != PBD_OK)
         return fail(c, PBD_ERR_SCENE, NULL, "%s", verr.message);
-    return check_starts_outside(c, &out->model);
+    return check_starts_outside(c, &out->model) ? -1 : check_bodies_apart(c, &out->model);
 }
 
 /* The first "\u0000" escape inside a string of the JSON text, or NULL. */
