@@ -388,6 +388,26 @@ static const bad_scene bad[] = {
     {"start_overlapping.json", "bodies[3]: particle 1 at (3.15, 0, 0) starts 0.05 m into "
                                "bodies[4]'s particle 0 (radii's sum 0.2 m), expected the bodies "
                                "apart"},
+    {"restitution_no_colliders.json",
+     "bodies[0].restitution: found 0.8 with no colliders, expected a plane, sphere, box or "
+     "capsule to bounce on"},
+    {"particle_radius_alone.json",
+     "bodies[0].particle_radius: found 0.05 with no other body with a particle_radius and no "
+     "self_collision, expected it only for particle contacts"},
+    {"momentum_false_pinned.json", "bodies[0].momentum: found false on a body with 1 pinned "
+                                   "particle (held by the world, it is never corrected)"},
+    {"velocity_all_pinned.json", "bodies[1].angular_velocity: found [0, 1, 0] on a body whose 2 "
+                                 "particles are all pinned (never moving)"},
+    {"solver_jacobi_no_distance.json",
+     ": solver: found \"jacobi\" with no distance constraints, expected it only where a body "
+     "has them"},
+    {"omega_gs.json", ": omega: found 1.5 with the \"gs\" solver and no particle contacts, "
+                      "expected it with \"solver\": \"jacobi\" or contacts"},
+    {"damping_unused.json", ": damping: found \"point\", used by no body (each gives its own "
+                            "\"damping\")"},
+    {"sphere_angular_velocity.json",
+     "spheres[0].angular_velocity: found [0, 5, 3], expected none (a sphere turned about its "
+     "centre is the same sphere"},
     {"body_damping_k_unused.json",
      "bodies[1].damping_k: found 0.05 with damping \"none\", expected \"damping\": \"point\" or "
      "\"rigid\" on the body or the scene"},

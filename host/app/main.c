@@ -1170,9 +1170,12 @@ static int cmd_run(const options *o)
         if (pressed > 0)
             printf(" pressure on %d bod%s,", pressed, pressed == 1 ? "y" : "ies");
         printf(" %d colliders\n", m->num_colliders);
-        printf("solver       %s, %d iterations, %d substeps, dt %g s\n",
-               c->solver == PBD_SOLVER_GS ? "gauss-seidel" : "jacobi", c->iterations, c->substeps,
-               (double)c->dt);
+        printf("solver       %s%s, %d iterations, %d substeps, dt %g s\n",
+               c->solver == PBD_SOLVER_GS ? "gauss-seidel" : "jacobi",
+               c->solver == PBD_SOLVER_JACOBI && m->num_distance == 0
+                   ? " (no distance constraints: the same as gauss-seidel)"
+                   : "",
+               c->iterations, c->substeps, (double)c->dt);
         static const char *const damping_names[] = {"none", "point", "rigid"};
         int preserved = 0;
         for (int b = 0; b < m->num_bodies; ++b)

@@ -1258,6 +1258,12 @@ static int parse_spheres(ctx *c, const cJSON *root, pbd_model *m)
                          0, positive, (sink){&col.shape.w, NULL, NULL}) ||
             read_friction(c, s, key, &col))
             return -1;
+        if (cJSON_GetObjectItemCaseSensitive(s, "angular_velocity"))
+            return fail(c, PBD_ERR_SCENE, join(sub, key, "angular_velocity"),
+                        "found [%g, %g, %g], expected none (a sphere turned about its centre is "
+                        "the same sphere, and friction is against the world)",
+                        (double)col.angular_velocity.x, (double)col.angular_velocity.y,
+                        (double)col.angular_velocity.z);
         col.shape.x = centre[0];
         col.shape.y = centre[1];
         col.shape.z = centre[2];
@@ -1549,6 +1555,82 @@ static int check_bodies_apart(ctx *c, const pbd_model *m)
     return r;
 }
 
+/* Keys that the rest of the scene leaves without effect are refused, as an unused
+ * "damping_k" is: a value that changes nothing would be silently ignored. Run after the
+ * model is built, whose bodies are the array's in order. */
+static int check_keys_used(ctx *c, const cJSON *root, const cJSON *bodies, const pbd_scene *s)
+{
+    const pbd_model *m = &s->model;
+    char key[KEY_MAX], sub[KEY_MAX];
+    int with_radius = 0, self = 0;
+    for (int b = 0; b < m->num_bodies; ++b) {
+        with_radius += m->bodies[b].radius > 0.0f;
+        self |= m->bodies[b].self_collision;
+    }
+    const cJSON *e;
+    int b = 0;
+    cJSON_ArrayForEach(e, bodies)
+    {
+        if (b >= m->num_bodies)
+            break;
+        const pbd_body *bd = &m->bodies[b];
+        const cJSON *it;
+        at_index(key, "bodies", b++);
+        if (cJSON_GetObjectItemCaseSensitive(e, "restitution") && m->num_colliders == 0)
+            return fail(c, PBD_ERR_SCENE, join(sub, key, "restitution"),
+                        "found %g with no colliders, expected a plane, sphere, box or capsule "
+                        "to bounce on (restitution does not apply to particle contacts)",
+                        (double)bd->restitution);
+        if (cJSON_GetObjectItemCaseSensitive(e, "particle_radius") && !bd->self_collision &&
+            with_radius < 2)
+            return fail(c, PBD_ERR_SCENE, join(sub, key, "particle_radius"),
+                        "found %g with no other body with a particle_radius and no "
+                        "self_collision, expected it only for particle contacts (colliders "
+                        "meet a particle's centre)",
+                        (double)bd->radius);
+        if (bd->pinned > 0 && (it = cJSON_GetObjectItemCaseSensitive(e, "momentum")) &&
+            cJSON_IsFalse(it))
+            return fail(c, PBD_ERR_SCENE, join(sub, key, "momentum"),
+                        "found false on a body with %d pinned particle%s (held by the world, "
+                        "it is never corrected), expected it only on a free body",
+                        bd->pinned, bd->pinned == 1 ? "" : "s");
+        const char *moving = either(e, "velocity", "angular_velocity");
+        if (bd->pinned == bd->count && moving) {
+            const cJSON *v = cJSON_GetObjectItemCaseSensitive(e, moving);
+            return fail(
+                c, PBD_ERR_SCENE, join(sub, key, moving),
+                "found [%g, %g, %g] on a body whose %d particle%s all pinned (never "
+                "moving), expected it only on a body with a free particle",
+                cJSON_GetArrayItem(v, 0)->valuedouble, cJSON_GetArrayItem(v, 1)->valuedouble,
+                cJSON_GetArrayItem(v, 2)->valuedouble, bd->count, bd->count == 1 ? " is" : "s are");
+        }
+    }
+    int contacts = with_radius >= 2 || self;
+    int distance = m->num_distance > 0;
+    const cJSON *solver = cJSON_GetObjectItemCaseSensitive(root, "solver");
+    if (solver && s->config.solver == PBD_SOLVER_JACOBI && !distance)
+        return fail(c, PBD_ERR_SCENE, "solver",
+                    "found \"jacobi\" with no distance constraints, expected it only where a "
+                    "body has them (every other type is coloured and solved as with \"gs\")");
+    /* "jacobi" without distance constraints is refused above, so omega's solve is gs here */
+    if (cJSON_GetObjectItemCaseSensitive(root, "omega") && !contacts &&
+        !(s->config.solver == PBD_SOLVER_JACOBI && distance))
+        return fail(c, PBD_ERR_SCENE, "omega",
+                    "found %g with the \"gs\" solver and no particle contacts, expected it with "
+                    "\"solver\": \"jacobi\" or contacts (their relaxation)",
+                    (double)s->config.omega);
+    int own = 0;
+    for (int k = 0; k < m->num_bodies; ++k)
+        own += m->bodies[k].damping >= 0;
+    const cJSON *damping = cJSON_GetObjectItemCaseSensitive(root, "damping");
+    if (damping && m->num_bodies > 0 && own == m->num_bodies)
+        return fail(c, PBD_ERR_SCENE, "damping",
+                    "found \"%s\", used by no body (each gives its own \"damping\"), expected "
+                    "it only where a body takes the scene's",
+                    cJSON_IsString(damping) ? damping->valuestring : "?");
+    return 0;
+}
+
 static int parse_root(ctx *c, const cJSON *root, pbd_scene *out)
 {
     static const char *const solvers[] = {"gs", "jacobi", NULL};
@@ -1607,6 +1689,8 @@ static int parse_root(ctx *c, const cJSON *root, pbd_scene *out)
                     "found %g, used by no body (each damps with \"none\" or its own "
                     "\"damping_k\"), expected it only with a damping model that uses it",
                     (double)out->config.damping_k);
+    if (check_keys_used(c, root, bodies, out))
+        return -1;
     pbd_error verr = {0};
     pbd_status st = pbd_model_validate(&out->model, &verr);
     /* In a scene, an invalid model is an invalid scene. */
