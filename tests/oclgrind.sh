@@ -96,7 +96,7 @@ check body_damping.json --frames 3
 # A bouncing floor (the update with restitution, which reads the corrected velocity).
 sed 's/"offset": 0}]/"offset": 0, "restitution": 0.5}]/' body_damping.json >bounce.json
 check bounce.json --frames 6
-# Particle contacts: two boxes pressed together on a floor with friction, and a cloth with
+# Particle contacts: a box falling onto another on a floor with friction, and a cloth with
 # self-collision (the hash's atomics, the candidate lists, the Jacobi gather), both solvers.
 cat >contacts.json <<'EOF'
 {"dt": 0.016666666666666666, "substeps": 2, "iterations": 3,
@@ -104,9 +104,9 @@ cat >contacts.json <<'EOF'
  "bodies": [
   {"type": "tet_box", "cells": [2, 2, 2], "size": [0.2, 0.2, 0.2], "center": [0, 0.11, 0],
    "density": 500, "particle_radius": 0.05, "friction": 0.5},
-  {"type": "tet_box", "cells": [2, 2, 2], "size": [0.2, 0.2, 0.2], "center": [0.05, 0.36, 0.03],
+  {"type": "tet_box", "cells": [2, 2, 2], "size": [0.2, 0.2, 0.2], "center": [0.05, 0.42, 0.03],
    "density": 500, "velocity": [0, -1, 0], "particle_radius": 0.05, "friction": 0.5},
-  {"type": "cloth", "resolution": [6, 6], "size": [0.5, 0.5], "center": [0, 0.5, 0],
+  {"type": "cloth", "resolution": [6, 6], "size": [0.5, 0.5], "center": [0, 0.65, 0],
    "mass": 0.1, "self_collision": true}]}
 EOF
 check contacts.json --frames 3
@@ -137,7 +137,7 @@ cat >elements.json <<'EOF'
  "bodies": [
   {"type": "tet_box", "cells": [6, 6, 6], "size": [0.3, 0.3, 0.3], "center": [0, 0.2, 0],
    "density": 100, "young_modulus": 5000, "poisson_ratio": 0.3, "angular_velocity": [1, 2, 0]},
-  {"type": "cloth", "resolution": [16, 16], "size": [0.5, 0.5], "center": [0, 0.6, 0],
+  {"type": "cloth", "resolution": [16, 16], "size": [0.5, 0.5], "center": [0, 0.65, 0],
    "mass": 0.1, "bending": "dihedral", "bending_compliance": 0.01, "pin": "corners"},
   {"type": "cloth", "resolution": [16, 16], "size": [0.5, 0.5], "center": [0.6, 0.6, 0],
    "mass": 0.1, "bending": "isometric", "bending_compliance": 0.01}]}
