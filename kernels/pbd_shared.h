@@ -373,19 +373,39 @@ PBD_INLINE pbd_float4 pbd_collide_one(pbd_float4 p, PBD_GLOBAL const pbd_collide
     return p;
 }
 
+/* A sliding contact's friction state after the prediction zeroed its budget (pbd_friction):
+ * the smallest normal float, negated. Not -0, which fast float modes may not keep; the budget
+ * it adds to is lost in rounding. */
+#define PBD_SLIDING (-1.17549435e-38f)
+
+/* The friction state (the w of a particle's collision displacement) as a substep starts: no
+ * budget yet, and still sliding if it was. */
+PBD_INLINE float pbd_friction_carry(float state)
+{
+    return state < 0.0f ? PBD_SLIDING : 0.0f;
+}
+
 /* Coulomb friction of a contact (Macklin et al. 2014, eq. 24-25): the collision moved the
  * particle from p0 to p1 (its depth, along the normal); the particle's motion over the
  * substep so far, p1 - x, has a tangential part dt. Static friction holds over the whole
- * substep, not one push: *budget is mu_s times the depth of the particle's frictional pushes
- * in the substep so far, less the tangential motion friction has taken back in them (a
- * body's constraints press its resting particles in and drag them along between pushes, so
- * one push's depth alone held a body on a slope only to about 0.6 mu_s). Static: |dt| within
- * the budget with this push's mu_s depth, the particle keeps its place (dt removed); kinetic:
- * dt shrinks by mu_k depth. Either way what is taken back is spent from the budget. The
- * normal is the push's direction, so every kind gets friction without a function of its
- * own. */
+ * substep, not one push: the budget, |*state|, is mu_s times the depth of the particle's
+ * frictional pushes in the substep so far, less the tangential motion friction has taken
+ * back in them (a body's constraints press its resting particles in and drag them along
+ * between pushes, so one push's depth alone held a body on a slope only to about 0.6 mu_s).
+ *
+ * Whether the contact slides is remembered from push to push and from substep to substep, in
+ * the sign of *state (negative: sliding; the prediction zeroes the budget and keeps the sign,
+ * pbd_friction_carry),
+ * as Coulomb's law asks: mu_k applies to a contact already sliding. A sticking contact takes
+ * back dt up to the budget, continuously at the cone's edge; it starts to slide when what it
+ * keeps exceeds the budget (|dt| above twice it). A sliding one takes back dt whole where it
+ * is within the budget (it sticks again), else mu_k times this push's depth. Deciding each
+ * push afresh, with the kinetic rule at once past the cone, let a body's lightly pressed
+ * particles slip first and drag the rest: a block with mu_s 0.6 and mu_k 0.4 slid from 0.79
+ * mu_s. Either way what is taken back is spent from the budget. The normal is the push's
+ * direction, so every kind of collider gets friction without a function of its own. */
 PBD_INLINE pbd_float4 pbd_friction(pbd_float4 p0, pbd_float4 p1, pbd_float4 x, float mu_s,
-                                   float mu_k, float *budget)
+                                   float mu_k, float *state)
 {
     if (!(mu_s > 0.0f))
         return p1;
@@ -393,16 +413,20 @@ PBD_INLINE pbd_float4 pbd_friction(pbd_float4 p0, pbd_float4 p1, pbd_float4 x, f
     float depth = pbd_sqrtf(nx * nx + ny * ny + nz * nz);
     if (!(depth > 0.0f))
         return p1;
-    *budget = *budget + mu_s * depth;
+    int sliding = *state < 0.0f;
+    float budget = pbd_fabsf(*state) + mu_s * depth;
     nx = nx / depth, ny = ny / depth, nz = nz / depth;
     float mx = p1.x - x.x, my = p1.y - x.y, mz = p1.z - x.z;
     float mn = mx * nx + my * ny + mz * nz;
     float tx = mx - mn * nx, ty = my - mn * ny, tz = mz - mn * nz;
     float lt = pbd_sqrtf(tx * tx + ty * ty + tz * tz);
-    float k = lt < *budget ? 1.0f
-              : lt > 0.0f  ? (mu_k * depth < lt ? mu_k * depth / lt : 1.0f)
-                           : 0.0f;
-    *budget = *budget - k * lt;
+    float k = lt <= budget        ? 1.0f
+              : !sliding          ? budget / lt
+              : mu_k * depth < lt ? mu_k * depth / lt
+                                  : 1.0f;
+    float kept = lt - k * lt, left = budget - k * lt;
+    left = left > 0.0f ? left : 0.0f;
+    *state = kept > budget ? (left > 0.0f ? -left : PBD_SLIDING) : left;
     return PBD_F4(p1.x - k * tx, p1.y - k * ty, p1.z - k * tz, p1.w);
 }
 
@@ -420,18 +444,19 @@ PBD_INLINE float pbd_mix_restitution(float c, float b)
 
 /* Pushes a free particle out of every collider, in list order, with friction against its
  * position x at the substep's start, the colliders' coefficients mixed with its body's
- * material m (mu_s, mu_k, e; < 0: none); *budget is its static friction's budget in the
- * substep so far (pbd_friction). Pinned particles (inverse mass 0) stay. */
+ * material m (mu_s, mu_k, e; < 0: none); *state is its friction's state: the budget in
+ * the substep so far and whether it slides (pbd_friction). Pinned particles (inverse mass 0)
+ * stay. */
 PBD_INLINE pbd_float4 pbd_collide(pbd_float4 p, pbd_float4 x,
                                   PBD_GLOBAL const pbd_collider *colliders, int num_colliders,
-                                  pbd_float4 m, float *budget)
+                                  pbd_float4 m, float *state)
 {
     if (p.w <= 0.0f)
         return p;
     for (int k = 0; k < num_colliders; ++k) {
         pbd_float4 q = pbd_collide_one(p, &colliders[k]);
         p = pbd_friction(p, q, x, pbd_mix_friction(colliders[k].friction, m.x),
-                         pbd_mix_friction(colliders[k].friction_kinetic, m.y), budget);
+                         pbd_mix_friction(colliders[k].friction_kinetic, m.y), state);
     }
     return p;
 }
@@ -547,7 +572,7 @@ PBD_INLINE void pbd_update_bounce(int i, PBD_GLOBAL pbd_float4 *x, PBD_GLOBAL co
     }
     v[i] = vn;
     if (track)
-        dx[i] = PBD_F4(dx[i].x + bx * h, dx[i].y + by * h, dx[i].z + bz * h, 0.0f);
+        dx[i] = PBD_F4(dx[i].x + bx * h, dx[i].y + by * h, dx[i].z + bz * h, dx[i].w);
 }
 
 /* Records a collision's displacement (p1 - p0) in dx, the impulse J = m dx / h that the
@@ -567,19 +592,19 @@ PBD_INLINE void pbd_store(PBD_GLOBAL pbd_float4 *p, int i, pbd_float4 v)
 
 /* Particle i's position p0 collided with the colliders (friction against x[i], its position
  * at the substep's start), stored in p[i]; with `track`, the collision's displacement is
- * added to dx[i], and dx[i].w keeps its static friction's budget (pbd_friction; zeroed each
- * substep, as the prediction zeroes dx). Every collision stage does this per particle. */
+ * added to dx[i], and dx[i].w keeps its friction's state (pbd_friction; the prediction
+ * zeroes its budget, pbd_friction_carry). Every collision stage does this per particle. */
 PBD_INLINE void pbd_collide_particle(PBD_GLOBAL pbd_float4 *p, PBD_GLOBAL pbd_float4 *dx, int i,
                                      pbd_float4 p0, PBD_GLOBAL const pbd_float4 *x,
                                      PBD_GLOBAL const pbd_collider *colliders, int num_colliders,
                                      int track, pbd_float4 m)
 {
-    float budget = track ? dx[i].w : 0.0f;
-    pbd_float4 p1 = pbd_collide(p0, x[i], colliders, num_colliders, m, &budget);
+    float state = track ? dx[i].w : 0.0f;
+    pbd_float4 p1 = pbd_collide(p0, x[i], colliders, num_colliders, m, &state);
     p[i] = p1;
     if (track) {
         pbd_float4 d = pbd_add_displacement(dx[i], p0, p1);
-        d.w = budget;
+        d.w = state;
         dx[i] = d;
     }
 }

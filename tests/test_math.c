@@ -1076,9 +1076,21 @@ static void friction_math(void **state)
     floor.friction = floor.friction_kinetic = 0.1f;
     q = collide_fresh(p, x, &floor, 1, NO_MATERIAL);
     assert_near(q.x, 0.01 - 0.1 * 0.04, 1e-7, "kinetic: sideways motion less mu_k depth");
+    /* A contact starts sticking: static friction takes back up to mu_s depth, whatever mu_k;
+     * keeping more than that (0.006 > 0.004) it slides, and from then on mu_k applies. */
     floor.friction_kinetic = 0.0f;
-    q = collide_fresh(p, x, &floor, 1, NO_MATERIAL);
-    assert_near(q.x, 0.01, 1e-7, "mu_k 0: sideways motion kept");
+    float st = 0.0f;
+    q = pbd_collide(p, x, &floor, 1, NO_MATERIAL, &st);
+    assert_near(q.x, 0.01 - 0.1 * 0.04, 1e-7, "mu_k 0, sticking: mu_s depth taken back");
+    expect(st < 0.0f, "kept 0.006 against a budget of 0.004, yet not sliding (%g)", (double)st);
+    st = pbd_friction_carry(st); /* the next substep */
+    expect(st == PBD_SLIDING, "the next substep forgot the slide (%g)", (double)st);
+    q = pbd_collide(p, x, &floor, 1, NO_MATERIAL, &st);
+    assert_near(q.x, 0.01, 1e-7, "mu_k 0, sliding: sideways motion kept");
+    /* back within the budget, it sticks again */
+    q = pbd_collide(F4(0.001f, -0.04f, 0, 1), x, &floor, 1, NO_MATERIAL, &st);
+    assert_near(q.x, 0.0, 1e-7, "a slide within mu_s depth stops");
+    expect(st > 0.0f, "stopped, yet still sliding (%g)", (double)st);
     pbd_float4 pinned = F4(0.01f, -0.04f, 0, 0);
     q = collide_fresh(pinned, x, &floor, 1, NO_MATERIAL);
     expect(q.x == pinned.x && q.y == pinned.y, "a pinned particle moved");
@@ -1088,7 +1100,8 @@ static void friction_math(void **state)
  * out by 0.04 m (its weight and its load) and then dragged 0.01 m sideways by its
  * constraints and pressed in again by 0.001 m, stays put with mu_s 0.5 (0.01 within the
  * budget 0.5 x 0.041), where that last push alone (0.5 x 0.001) would let it slide; what it
- * takes back is spent from the budget. */
+ * takes back is spent from the budget. Alone, that push holds it by mu_s times its depth and
+ * leaves it sliding: the next push takes back mu_k times its depth. */
 static void friction_over_the_substep(void **state)
 {
     (void)state;
@@ -1104,7 +1117,9 @@ static void friction_over_the_substep(void **state)
     assert_near(q.x, 0.0, 1e-7, "static over the substep: back over its start");
     float alone = 0.0f;
     q = pbd_collide(F4(0.01f, -0.001f, 0, 1), x, &floor, 1, NO_MATERIAL, &alone);
-    assert_near(q.x, 0.01 - 0.3 * 0.001, 1e-7, "one shallow push alone: kinetic");
+    assert_near(q.x, 0.01 - 0.5 * 0.001, 1e-7, "one shallow push alone: static to its limit");
+    q = pbd_collide(F4(q.x + 0.01f, -0.001f, 0, 1), x, &floor, 1, NO_MATERIAL, &alone);
+    assert_near(q.x, 0.0195 - 0.3 * 0.001, 1e-7, "then sliding: kinetic");
 }
 
 /* Boxes: a particle inside an axis-aligned box leaves through its nearest face; turned 90

@@ -641,6 +641,8 @@ static pbd_status cl_read_state(void *impl, const pbd_state_arrays *a, pbd_error
         PBD_CL_CHECK(clEnqueueReadBuffer(q, c->xp, CL_FALSE, 0, np * f4, a->xp, 0, NULL, NULL));
         PBD_CL_CHECK(clEnqueueReadBuffer(q, c->vp, CL_FALSE, 0, np * f4, a->vp, 0, NULL, NULL));
     }
+    if (a->dx)
+        PBD_CL_CHECK(clEnqueueReadBuffer(q, c->dx, CL_FALSE, 0, np * f4, a->dx, 0, NULL, NULL));
     PBD_CL_CHECK(
         clEnqueueReadBuffer(q, c->body_ref, CL_FALSE, 0, nb * f4, a->body_ref, 0, NULL, NULL));
     if (c->acc_size == sizeof(double)) {
@@ -694,6 +696,8 @@ static pbd_status cl_write_state(void *impl, const pbd_state_arrays *a, pbd_erro
         PBD_CL_CHECK(clEnqueueWriteBuffer(q, c->xp, CL_FALSE, 0, np * f4, a->xp, 0, NULL, NULL));
         PBD_CL_CHECK(clEnqueueWriteBuffer(q, c->vp, CL_FALSE, 0, np * f4, a->vp, 0, NULL, NULL));
     }
+    if (a->dx)
+        PBD_CL_CHECK(clEnqueueWriteBuffer(q, c->dx, CL_FALSE, 0, np * f4, a->dx, 0, NULL, NULL));
     PBD_CL_CHECK(
         clEnqueueWriteBuffer(q, c->body_ref, CL_FALSE, 0, nb * f4, a->body_ref, 0, NULL, NULL));
     PBD_CL_CHECK(clEnqueueWriteBuffer(q, c->body_track, CL_TRUE, 0, 6 * nb * c->acc_size, track_src,
@@ -1457,8 +1461,15 @@ static pbd_status create_buffers(cl_impl *c, const pbd_model *m, const pbd_plan 
     int jacobi = plan->cfg.solver == PBD_SOLVER_JACOBI;
     int split = jacobi && !cpu_variant(c); /* Jacobi's projection and gather as two kernels */
     double *track0 = calloc(6 * nb + 1, sizeof(double));
-    if (!track0)
+    /* The collision records start at zero: no friction slides yet (the prediction reads their
+     * w, pbd_friction_carry). Copied from the host, which Oclgrind sees as initialised. */
+    int records = plan->momentum_active || plan->track;
+    pbd_float4 *dx0 = records ? calloc(np + 1, f4) : NULL;
+    if (!track0 || (records && !dx0)) {
+        free(track0);
+        free(dx0);
         return pbd_error_set(err, PBD_ERR_MEMORY, "out of memory creating the OpenCL solver");
+    }
     pbd_status st = PBD_OK;
 #define BUF(field, bytes, host)                                                                    \
     if (st == PBD_OK)                                                                              \
@@ -1468,7 +1479,7 @@ static pbd_status create_buffers(cl_impl *c, const pbd_model *m, const pbd_plan 
     BUF(v, np * f4, m->v);
     BUF(xp, bdf2 ? np * f4 : 0, NULL);
     BUF(vp, bdf2 ? np * f4 : 0, NULL);
-    BUF(dx, plan->momentum_active || plan->track ? np * f4 : 0, NULL);
+    BUF(dx, records ? np * f4 : 0, dx0);
     for (int t = 0; t < PBD_CONSTRAINT_COUNT; ++t) {
         size_t n = (size_t)plan->type[t].count;
         if (t == PBD_CONSTRAINT_NEO_HOOKEAN && c->type_blocks[t].k && st == PBD_OK) {
@@ -1608,6 +1619,7 @@ static pbd_status create_buffers(cl_impl *c, const pbd_model *m, const pbd_plan 
     BUF(contact_a, nh * f4, NULL);
 #undef BUF
     free(track0);
+    free(dx0);
     if (st != PBD_OK)
         return st;
     /* No correction has run yet: zeros (a float 0 and a double 0 are both all-zero bits). */

@@ -76,7 +76,7 @@ static pbd_status cpu_predict(void *impl, int bdf2, pbd_error *err)
         c->p[i] = pbd_predict(c->x[i], v, bdf2 ? c->xp[i] : c->x[i], bdf2 ? c->vp[i] : v, bdf2,
                               g[0], g[1], g[2], pl->h);
         if (pl->momentum_active || pl->track)
-            c->dx[i] = (pbd_float4){0.0f, 0.0f, 0.0f, 0.0f};
+            c->dx[i] = (pbd_float4){0.0f, 0.0f, 0.0f, pbd_friction_carry(c->dx[i].w)};
     }
     c->pending = 0;
     charge(c, PBD_STAGE_PREDICT, t0);
@@ -455,6 +455,8 @@ static pbd_status cpu_read_state(void *impl, const pbd_state_arrays *a, pbd_erro
         memcpy(a->xp, c->xp, np * sizeof *a->xp);
         memcpy(a->vp, c->vp, np * sizeof *a->vp);
     }
+    if (a->dx)
+        memcpy(a->dx, c->dx, np * sizeof *a->dx);
     memcpy(a->body_ref, c->body_ref, nb * sizeof *a->body_ref);
     memcpy(a->body_track, c->body_track, 6 * nb * sizeof *a->body_track);
     for (size_t b = 0; a->body_rotation && b < (size_t)c->plan->num_body_constraints; ++b)
@@ -474,6 +476,8 @@ static pbd_status cpu_write_state(void *impl, const pbd_state_arrays *a, pbd_err
         memcpy(c->xp, a->xp, np * sizeof *a->xp);
         memcpy(c->vp, a->vp, np * sizeof *a->vp);
     }
+    if (a->dx)
+        memcpy(c->dx, a->dx, np * sizeof *a->dx);
     memcpy(c->body_ref, a->body_ref, nb * sizeof *a->body_ref);
     memcpy(c->body_track, a->body_track, 6 * nb * sizeof *a->body_track);
     for (size_t b = 0; a->body_rotation && b < (size_t)c->plan->num_body_constraints; ++b)

@@ -1555,8 +1555,8 @@ pbd_status pbd_plan_build(const pbd_model *m, const pbd_config *cfg, pbd_variant
     /* Collision and attachment displacements are recorded only where there is something
      * external to record. */
     int tracked = plan->momentum_active && plan->external;
-    /* ... and where friction keeps its budget over a substep's pushes (pbd_friction), in
-     * the same records' w. */
+    /* ... and where friction keeps its state (its budget over a substep's pushes, and
+     * whether it slides: pbd_friction), in the same records' w. */
     int friction = 0;
     for (int k = 0; k < m->num_colliders; ++k)
         friction |= m->colliders[k].friction > 0.0f;
@@ -1732,7 +1732,7 @@ pbd_status pbd_solver_update_collider(pbd_solver *s, int index, const pbd_collid
                              "without restitution (give it to the collider before creating "
                              "the solver)",
                              index, (double)c->restitution);
-    if (c->friction > 0.0f && !pl->track) /* no records for friction's budget (pbd_friction) */
+    if (c->friction > 0.0f && !pl->track) /* no records for friction's state (pbd_friction) */
         return pbd_error_set(err, PBD_ERR_ARGUMENT,
                              "collider %d: found friction %g, expected 0 on a solver made "
                              "without friction (give a collider friction before creating the "
@@ -2230,10 +2230,11 @@ uint64_t pbd_model_fingerprint(const pbd_model *m)
     return h;
 }
 
-/* The checkpoint's layout, version 3 (little-endian hosts write and read it as they are; the
+/* The checkpoint's layout, version 4 (little-endian hosts write and read it as they are; the
  * byte-order mark refuses the others): a fixed header, then the arrays. */
-#define STATE_MAGIC   "PBDSTATE"
-#define STATE_VERSION 3u /* 2: max_colors in the header; 3: materials in the fingerprint */
+#define STATE_MAGIC "PBDSTATE"
+/* 2: max_colors in the header; 3: materials in the fingerprint; 4: friction's state */
+#define STATE_VERSION 4u
 #define STATE_ORDER   0x01020304u
 
 typedef struct state_header {
@@ -2270,6 +2271,7 @@ size_t pbd_solver_state_size(const pbd_solver *s)
     size_t np = (size_t)s->plan.num_particles, nb = (size_t)s->plan.num_bodies;
     int previous = s->plan.cfg.velocity_update == PBD_VELOCITY_BDF2;
     return sizeof(state_header) + (previous ? 4 : 2) * np * sizeof(pbd_float4) +
+           (s->plan.track ? np * sizeof(pbd_float4) : 0) +
            nb * (sizeof(pbd_float4) + 6 * sizeof(double)) +
            (s->plan.body_active ? (size_t)s->plan.num_body_constraints * sizeof(pbd_float4) : 0);
 }
@@ -2284,12 +2286,16 @@ static pbd_state_arrays state_arrays(const pbd_solver *s, unsigned char *base)
 {
     size_t np = (size_t)s->plan.num_particles, nb = (size_t)s->plan.num_bodies;
     pbd_float4 *f = (pbd_float4 *)(base + sizeof(state_header));
-    pbd_state_arrays a = {f, f + np, NULL, NULL, NULL, NULL, NULL};
+    pbd_state_arrays a = {f, f + np, NULL, NULL, NULL, NULL, NULL, NULL};
     f += 2 * np;
     if (s->plan.cfg.velocity_update == PBD_VELOCITY_BDF2) {
         a.xp = f;
         a.vp = f + np;
         f += 2 * np;
+    }
+    if (s->plan.track) { /* whether each particle's friction slides (pbd_friction) */
+        a.dx = f;
+        f += np;
     }
     a.body_ref = f;
     a.body_track = (double *)(f + nb);
@@ -2333,6 +2339,15 @@ static pbd_status state_out_of_bounds(const pbd_state_arrays *a, size_t np, cons
                                      what, i, names[k], (double)q.x, (double)q.y, (double)q.z,
                                      expected, (double)PBD_MAX_COORD);
         }
+    for (size_t i = 0; a->dx && i < np; ++i) {
+        pbd_float4 q = a->dx[i];
+        if (!(isfinite(q.x) && isfinite(q.y) && isfinite(q.z) && isfinite(q.w)))
+            return pbd_error_set(err, bad,
+                                 "%s: particle %zu: collision record (%g, %g, %g, %g), %s finite "
+                                 "values",
+                                 what, i, (double)q.x, (double)q.y, (double)q.z, (double)q.w,
+                                 expected);
+    }
     return PBD_OK;
 }
 

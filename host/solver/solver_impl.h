@@ -234,6 +234,7 @@ void pbd_plan_free(pbd_plan *plan);
  * pending momentum correction is applied before reading. */
 typedef struct pbd_state_arrays {
     pbd_float4 *x, *v, *xp, *vp, *body_ref;
+    pbd_float4 *dx; /* with plan.track: the collision records, whose w keeps friction's state */
     double *body_track;
     pbd_float4 *body_rotation;
 } pbd_state_arrays;

@@ -1,5 +1,6 @@
 /* Stage 1 of a substep: predict positions from velocities and gravity (first order or BDF2),
- * and clear the collision displacements the momentum tracker reads. With `apply`, first the
+ * and clear the collision displacements the momentum tracker reads (keeping whether each
+ * particle's friction slides, pbd_friction_carry). With `apply`, first the
  * pending momentum correction of the previous substep (momentum_apply's work, folded in here
  * to save a pass over the particles). This file: the stage for one particle, which both variants'
  * kernels (gpu/predict.cl, cpu/predict.cl) call. Built after pbd_shared.h. */
@@ -29,5 +30,5 @@ static void predict_one(int i, __global const pbd_float4 *particle_x,
     particle_p[i] = pbd_predict(x, v, bdf2 ? particle_xp[i] : x, bdf2 ? particle_vp[i] : v, bdf2,
                                 gx, gy, gz, h);
     if (track)
-        particle_dx[i] = PBD_F4(0.0f, 0.0f, 0.0f, 0.0f);
+        particle_dx[i] = PBD_F4(0.0f, 0.0f, 0.0f, pbd_friction_carry(particle_dx[i].w));
 }

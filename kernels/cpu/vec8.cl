@@ -229,7 +229,7 @@ VEC8_INLINE void collide8(float8 *x, float8 *y, float8 *z, float8 w, float8 *pus
 }
 
 /* pbd_collide_particle for particles i .. i + n - 1 (n <= 8) at x, y, z, w: collided, stored
- * to p, and with `track` their displacements added to dx and their static friction's budget
+ * to p, and with `track` their displacements added to dx and their friction state
  * kept in dx's w (pbd_collide_particle). */
 VEC8_INLINE void collide_store8(__global pbd_float4 *p, __global pbd_float4 *dx,
                                 __global const pbd_float4 *px0, int i, int n, float8 x, float8 y,
