@@ -408,6 +408,9 @@ static const bad_scene bad[] = {
     {"sphere_angular_velocity.json",
      "spheres[0].angular_velocity: found [0, 5, 3], expected none (a sphere turned about its "
      "centre is the same sphere"},
+    /* each component within 1e9, the speed beyond: the run would stop at once */
+    {"speed_huge.json", "bodies[0]: particle 0: velocity (9e+08, 9e+08, 9e+08) m/s, speed "
+                        "1.55885e+09, expected at most 1e+09 m/s"},
     {"body_damping_k_unused.json",
      "bodies[1].damping_k: found 0.05 with damping \"none\", expected \"damping\": \"point\" or "
      "\"rigid\" on the body or the scene"},

@@ -1458,6 +1458,26 @@ static int check_starts_outside(ctx *c, const pbd_model *m)
     return 0;
 }
 
+/* Refuses a particle whose initial speed passes PBD_MAX_COORD: each component is read within
+ * it, but the run stops a body whose speed passes it, so the scene would stop at its first
+ * frame. (An angular velocity adds w x r to the body's velocity.) */
+static int check_speeds(ctx *c, const pbd_model *m)
+{
+    for (int i = 0; i < m->num_particles; ++i) {
+        pbd_float4 v = m->v[i];
+        double speed = sqrt((double)v.x * v.x + (double)v.y * v.y + (double)v.z * v.z);
+        if (speed <= (double)PBD_MAX_COORD)
+            continue;
+        char key[KEY_MAX];
+        int b = m->body[i];
+        return fail(c, PBD_ERR_SCENE, at_index(key, "bodies", b),
+                    "particle %d: velocity (%g, %g, %g) m/s, speed %g, expected at most %g m/s",
+                    i - m->bodies[b].first, (double)v.x, (double)v.y, (double)v.z, speed,
+                    (double)PBD_MAX_COORD);
+    }
+    return 0;
+}
+
 /* A particle with a contact radius, its grid cell (side: the largest radii's sum) packed in
  * 63 bits, for check_bodies_apart's sort. */
 typedef struct cell_entry {
@@ -1696,7 +1716,9 @@ static int parse_root(ctx *c, const cJSON *root, pbd_scene *out)
     /* In a scene, an invalid model is an invalid scene. */
     if (st != PBD_OK)
         return fail(c, PBD_ERR_SCENE, NULL, "%s", verr.message);
-    return check_starts_outside(c, &out->model) ? -1 : check_bodies_apart(c, &out->model);
+    if (check_speeds(c, &out->model) || check_starts_outside(c, &out->model))
+        return -1;
+    return check_bodies_apart(c, &out->model);
 }
 
 /* The first "\u0000" escape inside a string of the JSON text, or NULL. */
