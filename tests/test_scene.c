@@ -411,6 +411,11 @@ static const bad_scene bad[] = {
     /* each component within 1e9, the speed beyond: the run would stop at once */
     {"speed_huge.json", "bodies[0]: particle 0: velocity (9e+08, 9e+08, 9e+08) m/s, speed "
                         "1.55885e+09, expected at most 1e+09 m/s"},
+    {"velocity_of_pinned.json", "bodies[0].velocities[1]: found [0, 2, 0] for a pinned "
+                                "particle, expected [0, 0, 0]"},
+    /* 5 is not a corner of the first row; 3 is */
+    {"pinned_by_pin.json", "bodies[0].pinned[1]: found 3, which \"pin\": \"corners\" holds "
+                           "already"},
     {"body_damping_k_unused.json",
      "bodies[1].damping_k: found 0.05 with damping \"none\", expected \"damping\": \"point\" or "
      "\"rigid\" on the body or the scene"},

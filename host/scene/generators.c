@@ -162,6 +162,15 @@ static pbd_status finish(build *b, const pbd_gen_common *c, const float (*vel)[3
     if (failures)
         return rollback(b, err);
     pbd_float4 *x = b->m->x + b->first, *v = b->m->v + b->first;
+    /* A pinned particle's velocity is zero: one given otherwise would be dropped. */
+    for (int i = 0; vel && i < b->count; ++i)
+        if (x[i].w == 0.0f && (vel[i][0] != 0.0f || vel[i][1] != 0.0f || vel[i][2] != 0.0f)) {
+            rollback(b, err);
+            return pbd_error_set(err, PBD_ERR_ARGUMENT,
+                                 "velocities[%d]: found [%g, %g, %g] for a pinned particle, "
+                                 "expected [0, 0, 0] (it never moves)",
+                                 i, (double)vel[i][0], (double)vel[i][1], (double)vel[i][2]);
+        }
     double mass = 0.0, com[3] = {0.0, 0.0, 0.0};
     for (int i = 0; i < b->count; ++i) {
         mass += v[i].w;

@@ -960,6 +960,18 @@ static int read_body(ctx *c, const cJSON *obj, const char *key, body_read *b)
                      cp < 0x80 ? "0x" : "U+00", cp, at);
         q += len;
     }
+    /* The library pins the union of "pin" and "pinned"; in a scene, a particle named in both
+     * would be a key without effect. */
+    for (int k = 0; r == 0 && type == CLOTH && b->cloth.pin != PBD_PIN_NONE && k < com->num_pinned;
+         ++k) {
+        int p = ((const int *)b->l.pinned)[k], nu = b->cloth.resolution[0];
+        char pinned_key[KEY_MAX];
+        if (p >= 0 && p < nu && (b->cloth.pin == PBD_PIN_EDGE || p == 0 || p == nu - 1))
+            r = fail(c, PBD_ERR_SCENE, at_index(sub, join(pinned_key, key, "pinned"), k),
+                     "found %d, which \"pin\": \"%s\" holds already, expected each particle "
+                     "pinned once",
+                     p, b->cloth.pin == PBD_PIN_EDGE ? "edge" : "corners");
+    }
     com->pinned = b->l.pinned;
     return r;
 }
