@@ -1534,7 +1534,12 @@ static int check_bodies_apart(ctx *c, const pbd_model *m)
     cell_entry *e = malloc((size_t)n * sizeof *e);
     if (!e)
         return fail(c, PBD_ERR_MEMORY, "bodies", "out of memory for the contact check");
-    double side = 2.0 * (double)rmax;
+    /* The cells at least 2^-40 of the farthest coordinate across, so that every cell index
+     * fits its 21 bits' wrap without overflow (a radius of 1e-30 m at 1 km). */
+    double far = 0.0;
+    for (int i = 0; i < m->num_particles; ++i)
+        far = fmax(far, fmax(fabs(m->x[i].x), fmax(fabs(m->x[i].y), fabs(m->x[i].z))));
+    double side = fmax(2.0 * (double)rmax, ldexp(far, -40));
     int k = 0;
     for (int i = 0; i < m->num_particles; ++i)
         if (m->bodies[m->body[i]].radius > 0.0f)
