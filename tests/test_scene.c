@@ -382,10 +382,11 @@ static const bad_scene bad[] = {
     {"start_inside_capsule_axis.json",
      "bodies[1]: particle 1 at (0.5, 0, 0) starts 0.1 m inside capsules[0]"},
     /* inside the box only as it is turned */
-    {"start_inside_box.json", "bodies[0]: particle 3 at (-0.75, -0.4, 0) starts 0.0914639 m "
-                              "inside boxes[1]"},
+    {"start_inside_box.json",
+     "bodies[0]: particle 3 at (-0.75, -0.400000006, 0) starts 0.0914639 m "
+     "inside boxes[1]"},
     /* two pinned particles, touching, or a body's own pair are not an overlap */
-    {"start_overlapping.json", "bodies[3]: particle 1 at (3.15, 0, 0) starts 0.05 m into "
+    {"start_overlapping.json", "bodies[3]: particle 1 at (3.1500001, 0, 0) starts 0.05 m into "
                                "bodies[4]'s particle 0 (radii's sum 0.2 m), expected the bodies "
                                "apart"},
     {"restitution_no_colliders.json",
@@ -401,8 +402,9 @@ static const bad_scene bad[] = {
     {"solver_jacobi_no_distance.json",
      ": solver: found \"jacobi\" with no distance constraints, expected it only where a body "
      "has them"},
-    {"omega_gs.json", ": omega: found 1.5 with the \"gs\" solver and no particle contacts, "
-                      "expected it with \"solver\": \"jacobi\" or contacts"},
+    /* under gs with distance constraints the command line's --solver decides: cli.omega_* */
+    {"omega_unused.json", ": omega: found 1.5 with no distance constraints and no particle "
+                          "contacts, expected it only where a Jacobi solve or contacts use it"},
     {"damping_unused.json", ": damping: found \"point\", used by no body (each gives its own "
                             "\"damping\")"},
     {"sphere_angular_velocity.json",
@@ -450,6 +452,32 @@ static void bad_scenes(void **state)
                    s.model.colliders == NULL,
                "%s: scene not left empty (%d particles)", bad[i].file, s.model.num_particles);
     }
+}
+
+/* Touching is not overlapping far from the origin either, where float rounding of the
+ * positions passes 1e-5 m: two particles 3 km out, their radii's sum apart (4.9e-5 m into
+ * each other in float), and a particle on a sphere of 200 m (1.5e-5 m inside) load; a 1 cm
+ * overlap there is still refused. */
+static void starts_touching_far_out(void **state)
+{
+    (void)state;
+    const char *ok =
+        "{\"gravity\": [0, 0, 0], \"spheres\": [{\"center\": [0, 0, 0], \"radius\": 200}], "
+        "\"bodies\": [{\"type\": \"particles\", \"positions\": [[3000.1, 0, 0]], "
+        "\"particle_radius\": 0.1}, {\"type\": \"particles\", \"positions\": "
+        "[[3000.3, 0, 0]], \"particle_radius\": 0.1}, {\"type\": \"particles\", "
+        "\"positions\": [[199.5173246463179, 6.278968079406268, 12.385948725615869]]}]}";
+    pbd_scene s = {0};
+    pbd_error err = {0};
+    pbd_status st = pbd_scene_parse(ok, "far.json", &s, &err);
+    expect(st == PBD_OK, "touching far out refused: %s", err.message);
+    pbd_scene_free(&s);
+    const char *bad_far = "{\"bodies\": [{\"type\": \"particles\", \"positions\": [[3000.1, 0, "
+                          "0]], \"particle_radius\": 0.1}, {\"type\": \"particles\", "
+                          "\"positions\": [[3000.29, 0, 0]], \"particle_radius\": 0.1}]}";
+    st = pbd_scene_parse(bad_far, "far.json", &s, &err);
+    expect(st == PBD_ERR_SCENE && strstr(err.message, "into bodies[1]'s particle 0"),
+           "a 1 cm overlap far out: status %d, %s", (int)st, err.message);
 }
 
 static void unreadable(void **state)
@@ -1248,6 +1276,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(good_scenes),
     cmocka_unit_test(two_particles),
     cmocka_unit_test(bad_scenes),
+    cmocka_unit_test(starts_touching_far_out),
     cmocka_unit_test(body_constraint_keys),
     cmocka_unit_test(unreadable),
     cmocka_unit_test(parse_string),

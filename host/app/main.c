@@ -776,6 +776,25 @@ static int load_scene(const options *o, pbd_scene *scene, pbd_error *err)
         return usage_error("--%s: gives substeps of %g s (dt %g s in %d), expected at least %g s",
                            o->substeps ? "substeps" : "dt", (double)(c->dt / (float)c->substeps),
                            (double)c->dt, c->substeps, (double)PBD_MIN_SUBSTEP);
+    /* A scene's omega under the gs solver, from the scene or --solver, without particle
+     * contacts: nothing would use it (the scene refuses it where no solver could). */
+    int contacts = 0;
+    for (int b = 0; b < scene->model.num_bodies; ++b)
+        contacts |= scene->model.bodies[b].radius > 0.0f;
+    if (c->solver == PBD_SOLVER_GS && c->omega != 1.0f && !contacts && o->solver < 0) {
+        pbd_error_set(err, PBD_ERR_SCENE,
+                      "%s: omega: found %g with the gs solver and no particle contacts, expected "
+                      "it with \"solver\": \"jacobi\" or --solver jacobi (the Jacobi solve's "
+                      "relaxation) or with contacts",
+                      o->scene, (double)c->omega);
+        return fail(err);
+    }
+    /* ... where --solver gs made it so, a comparison of the solvers: said, not refused */
+    if (c->solver == PBD_SOLVER_GS && c->omega != 1.0f && !contacts)
+        fprintf(stderr,
+                "pbd: note: %s: omega %g has no effect with --solver gs (no particle "
+                "contacts)\n",
+                o->scene, (double)c->omega);
     /* --damping-k replaces every body's fraction; with no body damping it would do nothing. */
     int damped = 0;
     for (int b = 0; b < scene->model.num_bodies; ++b)

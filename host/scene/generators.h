@@ -126,7 +126,8 @@ typedef struct pbd_particles_desc {
     int count; /* >= 1 */
     const float (*positions)[3];
     const float *masses;          /* kg each, > 0; NULL: equal shares of common.mass */
-    const float (*velocities)[3]; /* NULL: common.velocity and angular_velocity */
+    const float (*velocities)[3]; /* NULL: common.velocity and angular_velocity; a pinned
+                                     particle's must be 0 */
     int num_constraints;
     const int (*constraints)[2]; /* local indices, different */
     const float *rest;           /* NULL or per constraint; < 0: the initial distance */

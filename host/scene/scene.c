@@ -1429,6 +1429,18 @@ static int parse_attachments(ctx *c, const cJSON *root, pbd_model *m)
     return 0;
 }
 
+/* How far a particle may start inside a collider or another body's particle and count as
+ * on its surface: PBD_CONTACT_SLOP, or 4 float roundings of the largest coordinate involved
+ * (a particle placed on a sphere of 200 m is inside by 1.5e-5 m in float). */
+static double start_slop(pbd_float4 p, pbd_float4 a, pbd_float4 b)
+{
+    double mag = 0.0;
+    const pbd_float4 *q[3] = {&p, &a, &b};
+    for (int k = 0; k < 3; ++k)
+        mag = fmax(mag, fmax(fabs(q[k]->x), fmax(fabs(q[k]->y), fabs(q[k]->z))));
+    return fmax((double)PBD_CONTACT_SLOP, 4.0 * FLT_EPSILON * fmax(mag, fabs(a.w)));
+}
+
 /* Refuses a free particle that starts inside a collider: the first substep would throw it
  * out by its whole depth, at depth / h (a cloth 5 m under the ground left it at 300 m/s).
  * On the surface, to PBD_CONTACT_SLOP, is fine. A sphere's centre or a capsule's axis counts
@@ -1451,7 +1463,7 @@ static int check_starts_outside(ctx *c, const pbd_model *m)
             float n[3] = {2.0f, 0.0f, 0.0f}, d = pbd_collider_distance(p, col, n);
             if (n[0] == 2.0f)
                 d = -col->shape.w;
-            if (d >= -PBD_CONTACT_SLOP)
+            if (d >= -start_slop(p, col->shape, col->shape2))
                 continue;
             int same = 0, b = m->body[i];
             for (int j = 0; j < k; ++j)
@@ -1459,20 +1471,20 @@ static int check_starts_outside(ctx *c, const pbd_model *m)
             char key[KEY_MAX], where[KEY_MAX];
             at_index(key, "bodies", b);
             at_index(where, names[col->kind], same);
-            return fail(c, PBD_ERR_SCENE, key,
-                        "particle %d at (%g, %g, %g) starts %g m inside %s, expected every free "
-                        "particle outside the colliders (one inside is thrown out in the first "
-                        "substep)",
-                        i - m->bodies[b].first, (double)p.x, (double)p.y, (double)p.z, (double)-d,
-                        where);
+            return fail(
+                c, PBD_ERR_SCENE, key,
+                "particle %d at (%.9g, %.9g, %.9g) starts %g m inside %s, expected every free "
+                "particle outside the colliders (one inside is thrown out in the first "
+                "substep)",
+                i - m->bodies[b].first, (double)p.x, (double)p.y, (double)p.z, (double)-d, where);
         }
     }
     return 0;
 }
 
-/* Refuses a particle whose initial speed passes PBD_MAX_COORD: each component is read within
- * it, but the run stops a body whose speed passes it, so the scene would stop at its first
- * frame. (An angular velocity adds w x r to the body's velocity.) */
+/* Refuses a particle whose initial speed passes PBD_MAX_COORD, the bound a checkpoint holds
+ * a velocity to and the run holds a body's speed to: each component is read within it, but
+ * [9e8, 9e8, 9e8] is not. (An angular velocity adds w x r to the body's velocity.) */
 static int check_speeds(ctx *c, const pbd_model *m)
 {
     for (int i = 0; i < m->num_particles; ++i) {
@@ -1505,9 +1517,9 @@ static int cell_cmp(const void *a, const void *b)
     return (x->particle > y->particle) - (x->particle < y->particle);
 }
 
-/* 21 bits a coordinate: cells of a scene within +-1e9 m of the origin wrap only where the
- * cell is under 1 mm across and the scene over 2 km wide; a wrapped cell is only a wasted
- * comparison, never a missed one (each candidate's distance is tested). */
+/* 21 bits a coordinate: cell indices wrap where the scene is over 2^21 cells wide; a wrapped
+ * cell is only a wasted comparison, never a missed one (each candidate's distance is
+ * tested). */
 static int64_t cell_key(int64_t i, int64_t j, int64_t k)
 {
     const int64_t mask = (1 << 21) - 1;
@@ -1573,17 +1585,18 @@ static int check_bodies_apart(ctx *c, const pbd_model *m)
                 double dx = (double)pi.x - pj.x, dy = (double)pi.y - pj.y, dz = (double)pi.z - pj.z;
                 double dist = sqrt(dx * dx + dy * dy + dz * dz);
                 double sum = (double)m->bodies[bi].radius + m->bodies[bj].radius;
-                if (!(dist < sum - PBD_CONTACT_SLOP))
+                if (!(dist < sum - start_slop(pi, pj, pj)))
                     continue;
                 char key_i[KEY_MAX], key_j[KEY_MAX];
                 at_index(key_i, "bodies", bi);
                 at_index(key_j, "bodies", bj);
-                r = fail(c, PBD_ERR_SCENE, key_i,
-                         "particle %d at (%g, %g, %g) starts %g m into %s's particle %d (radii's "
-                         "sum %g m), expected the bodies apart (an overlap is pushed out in the "
-                         "first substep)",
-                         i - m->bodies[bi].first, (double)pi.x, (double)pi.y, (double)pi.z,
-                         sum - dist, key_j, j - m->bodies[bj].first, sum);
+                r = fail(
+                    c, PBD_ERR_SCENE, key_i,
+                    "particle %d at (%.9g, %.9g, %.9g) starts %g m into %s's particle %d (radii's "
+                    "sum %g m), expected the bodies apart (an overlap is pushed out in the "
+                    "first substep)",
+                    i - m->bodies[bi].first, (double)pi.x, (double)pi.y, (double)pi.z, sum - dist,
+                    key_j, j - m->bodies[bj].first, sum);
                 break;
             }
         }
@@ -1649,12 +1662,12 @@ static int check_keys_used(ctx *c, const cJSON *root, const cJSON *bodies, const
         return fail(c, PBD_ERR_SCENE, "solver",
                     "found \"jacobi\" with no distance constraints, expected it only where a "
                     "body has them (every other type is coloured and solved as with \"gs\")");
-    /* "jacobi" without distance constraints is refused above, so omega's solve is gs here */
-    if (cJSON_GetObjectItemCaseSensitive(root, "omega") && !contacts &&
-        !(s->config.solver == PBD_SOLVER_JACOBI && distance))
+    /* Under "gs" omega is the contacts' alone; the solver can come from the command line, so
+     * that case is the application's to refuse. */
+    if (cJSON_GetObjectItemCaseSensitive(root, "omega") && !contacts && !distance)
         return fail(c, PBD_ERR_SCENE, "omega",
-                    "found %g with the \"gs\" solver and no particle contacts, expected it with "
-                    "\"solver\": \"jacobi\" or contacts (their relaxation)",
+                    "found %g with no distance constraints and no particle contacts, expected it "
+                    "only where a Jacobi solve or contacts use it",
                     (double)s->config.omega);
     int own = 0;
     for (int k = 0; k < m->num_bodies; ++k)
