@@ -393,13 +393,14 @@ PBD_INLINE float pbd_friction_carry(float state)
  * back in them (a body's constraints press its resting particles in and drag them along
  * between pushes, so one push's depth alone held a body on a slope only to about 0.6 mu_s).
  *
- * Whether the contact slides is remembered from push to push and from substep to substep, in
- * the sign of *state (negative: sliding; the prediction zeroes the budget and keeps the sign,
- * pbd_friction_carry),
- * as Coulomb's law asks: mu_k applies to a contact already sliding. A sticking contact takes
- * back dt up to the budget, continuously at the cone's edge; it starts to slide when what it
- * keeps exceeds the budget (|dt| above twice it). A sliding one takes back dt whole where it
- * is within the budget (it sticks again), else mu_k times this push's depth. Deciding each
+ * Whether the particle's friction slides is remembered from push to push and from substep to
+ * substep (one state a particle, whichever collider pushes it), in the sign of *state
+ * (negative: sliding; the prediction zeroes the budget and keeps the sign,
+ * pbd_friction_carry), as Coulomb's law asks: mu_k applies to a contact already sliding. A
+ * sticking contact takes back dt up to the budget, continuously at the cone's edge. A sliding
+ * one takes back dt whole where it is within the budget, else mu_k times this push's depth.
+ * Either way it slides on (or starts to) where what it keeps exceeds the budget, and sticks
+ * otherwise. Deciding each
  * push afresh, with the kinetic rule at once past the cone, let a body's lightly pressed
  * particles slip first and drag the rest: a block with mu_s 0.6 and mu_k 0.4 slid from 0.79
  * mu_s. Either way what is taken back is spent from the budget. The normal is the push's

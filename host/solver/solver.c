@@ -1561,6 +1561,7 @@ pbd_status pbd_plan_build(const pbd_model *m, const pbd_config *cfg, pbd_variant
     for (int k = 0; k < m->num_colliders; ++k)
         friction |= m->colliders[k].friction > 0.0f;
     plan->track = tracked || friction;
+    plan->friction = friction;
     /* contacts between bodies: their impulses' moments where they acted */
     int with = 0;
     for (int b = 0; b < m->num_bodies; ++b)
@@ -2271,7 +2272,7 @@ size_t pbd_solver_state_size(const pbd_solver *s)
     size_t np = (size_t)s->plan.num_particles, nb = (size_t)s->plan.num_bodies;
     int previous = s->plan.cfg.velocity_update == PBD_VELOCITY_BDF2;
     return sizeof(state_header) + (previous ? 4 : 2) * np * sizeof(pbd_float4) +
-           (s->plan.track ? np * sizeof(pbd_float4) : 0) +
+           (s->plan.friction ? np * sizeof(pbd_float4) : 0) +
            nb * (sizeof(pbd_float4) + 6 * sizeof(double)) +
            (s->plan.body_active ? (size_t)s->plan.num_body_constraints * sizeof(pbd_float4) : 0);
 }
@@ -2293,7 +2294,7 @@ static pbd_state_arrays state_arrays(const pbd_solver *s, unsigned char *base)
         a.vp = f + np;
         f += 2 * np;
     }
-    if (s->plan.track) { /* whether each particle's friction slides (pbd_friction) */
+    if (s->plan.friction) { /* whether each particle's friction slides (pbd_friction) */
         a.dx = f;
         f += np;
     }
@@ -2597,6 +2598,10 @@ pbd_status pbd_solver_load_state(pbd_solver *s, const void *data, size_t size, c
     }
     free(mass);
     free(cur);
+    /* Of the collision records only whether friction slides outlives a substep: kept as the
+     * prediction keeps it (a negative denormal would read as 0 where floats flush to zero). */
+    for (size_t i = 0; st == PBD_OK && a.dx && i < np; ++i)
+        a.dx[i] = (pbd_float4){0.0f, 0.0f, 0.0f, pbd_friction_carry(a.dx[i].w)};
     /* write_state fails for want of host memory only before it writes anything */
     if (st == PBD_OK && (st = s->ops->write_state(s->impl, &a, err)) != PBD_OK &&
         st != PBD_ERR_MEMORY)

@@ -99,6 +99,7 @@ typedef struct pbd_plan {
                           collides (the CPU variant's block kernel) */
     int track;         /* 1: collisions and attachments record their displacements in dx
                           (momentum_active, and something external acts on the particles) */
+    int friction;      /* 1: a collider has friction, whose state (dx.w) outlives a substep */
     int external;      /* 1: something external (a collider, an attachment) may move particles:
                           the reductions read dx */
     int bounce;        /* 1: a collider has restitution: the update is pbd_update_bounce */
