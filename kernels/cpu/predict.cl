@@ -112,12 +112,12 @@ __kernel void predict_runs(__global const pbd_float4 *particle_x, __global pbd_f
                  apply, keep_v, g, h, bdf2);
         if (track) { /* pbd_friction_carry on the w lanes, 0 elsewhere */
             float16 d0 = VEC8_LOAD16(particle_dx + i), d1 = VEC8_LOAD16(particle_dx + i + 4);
-            VEC8_STORE16(select((float16)(0.0f), (float16)(PBD_SLIDING),
-                                VEC8_W_LANES & (d0 < 0.0f)),
-                         particle_dx + i);
-            VEC8_STORE16(select((float16)(0.0f), (float16)(PBD_SLIDING),
-                                VEC8_W_LANES & (d1 < 0.0f)),
-                         particle_dx + i + 4);
+            VEC8_STORE16(
+                select((float16)(0.0f), (float16)(PBD_SLIDING), VEC8_W_LANES & (d0 < 0.0f)),
+                particle_dx + i);
+            VEC8_STORE16(
+                select((float16)(0.0f), (float16)(PBD_SLIDING), VEC8_W_LANES & (d1 < 0.0f)),
+                particle_dx + i + 4);
         }
     }
     for (; i < end; ++i)
