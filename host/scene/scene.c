@@ -1443,10 +1443,10 @@ static double start_slop(pbd_float4 p, pbd_float4 a, pbd_float4 b)
 
 /* Refuses a free particle that starts inside a collider: the first substep would throw it
  * out by its whole depth, at depth / h (a cloth 5 m under the ground left it at 300 m/s).
- * On the surface, to PBD_CONTACT_SLOP, is fine. A sphere's centre or a capsule's axis counts
- * as inside, though the collision cannot push it (no direction). Pinned particles never move:
- * skipped. The
- * colliders are the model's in the order parsed: planes, spheres, boxes, capsules. */
+ * On the surface, to start_slop, is fine. A sphere's centre or a capsule's axis counts as
+ * inside, though the collision cannot push it (no direction). Pinned particles never move:
+ * skipped. The colliders are the model's in the order parsed: planes, spheres, boxes,
+ * capsules. */
 static int check_starts_outside(ctx *c, const pbd_model *m)
 {
     static const char *const names[] = {[PBD_COLLIDER_PLANE] = "planes",
@@ -1529,8 +1529,8 @@ static int64_t cell_key(int64_t i, int64_t j, int64_t k)
 /* Refuses two bodies that start overlapping where particle contacts would push them apart:
  * the push comes whole in the first substep, at depth / h. A body's own pairs are not
  * contacts where they start within their radii's sum (pbd_body), so only pairs of two
- * bodies are checked; pairs of two pinned particles never move. Overlaps within
- * PBD_CONTACT_SLOP are touching. Grid of the largest radii's sum, sorted, 27 cells each. */
+ * bodies are checked; pairs of two pinned particles never move. Overlaps within start_slop
+ * are touching. Grid of the largest radii's sum, sorted, 27 cells each. */
 static int check_bodies_apart(ctx *c, const pbd_model *m)
 {
     float rmax = 0.0f;
