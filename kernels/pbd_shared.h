@@ -1999,11 +1999,12 @@ PBD_INLINE int pbd_contact_cell(PBD_GLOBAL const pbd_float4 *p, PBD_GLOBAL int *
  * same either way. */
 #define PBD_CONTACT_LIST 32
 
-/* One contact, particle i's side against j, added to out (pbd_contacts says what). */
+/* One contact, particle i's side against j, added to out (pbd_contacts says what); state:
+ * the pair's friction state in i's list, or null for a pair found by searching the cells. */
 PBD_INLINE void pbd_contact_pair(PBD_GLOBAL const pbd_float4 *p, PBD_GLOBAL const pbd_float4 *x,
                                  PBD_GLOBAL const float *radius, PBD_GLOBAL const int *body,
                                  PBD_GLOBAL const pbd_float4 *material, PBD_GLOBAL const int *num,
-                                 float omega, int i, int j, float *out)
+                                 float omega, int i, int j, PBD_GLOBAL float *state, float *out)
 {
     int bi = body[i], bj = body[j];
     float rs = radius[i] + radius[j];
@@ -2013,8 +2014,8 @@ PBD_INLINE void pbd_contact_pair(PBD_GLOBAL const pbd_float4 *p, PBD_GLOBAL cons
     if (!(l2 < rs * rs) || !(l2 > 0.0f))
         return;
     int ni = num[i], nj = num[j], nm = ni > nj ? ni : nj;
-    float len = pbd_sqrtf(l2), depth = rs - len;
-    float f = pi.w * (omega / (float)(nm > 0 ? nm : 1));
+    float len = pbd_sqrtf(l2), depth = rs - len, share = omega / (float)(nm > 0 ? nm : 1);
+    float f = pi.w * share;
     float g = depth / (len * ws);
     float cxv = g * ex, cyv = g * ey, czv = g * ez;
     pbd_float4 mi = material[bi], mj = material[bj], xi = x[i];
@@ -2029,9 +2030,22 @@ PBD_INLINE void pbd_contact_pair(PBD_GLOBAL const pbd_float4 *p, PBD_GLOBAL cons
         float lt = pbd_sqrtf(tx * tx + ty * ty + tz * tz);
         float mus = pbd_sqrtf(mi.x * mj.x);
         float muk = mi.y > 0.0f && mj.y > 0.0f ? pbd_sqrtf(mi.y * mj.y) : 0.0f;
-        float k = lt < mus * depth ? 1.0f
-                  : lt > 0.0f      ? (muk * depth < lt ? muk * depth / lt : 1.0f)
-                                   : 0.0f;
+        float k;
+        if (state) {
+            /* what this pass takes back of t, and the pair's budget: a share of each */
+            float st = *state, want = share * lt, budget = pbd_fabsf(st) + share * (mus * depth);
+            k = want <= budget     ? 1.0f
+                : !(st < 0.0f)     ? budget / want
+                : muk * depth < lt ? muk * depth / lt
+                                   : 1.0f;
+            float kept = want - k * want, left = budget - k * want;
+            left = left > 0.0f ? left : 0.0f;
+            *state = kept > budget ? (left > 0.0f ? -left : PBD_SLIDING) : left;
+        } else {
+            k = lt < mus * depth ? 1.0f
+                : lt > 0.0f      ? (muk * depth < lt ? muk * depth / lt : 1.0f)
+                                 : 0.0f;
+        }
         float kw = k / ws;
         cxv = cxv - kw * tx, cyv = cyv - kw * ty, czv = czv - kw * tz;
     }
@@ -2100,7 +2114,8 @@ PBD_INLINE int pbd_contact_search(PBD_GLOBAL const pbd_float4 *p0,
                     if (list && n < PBD_CONTACT_LIST)
                         other[i * PBD_CONTACT_LIST + n] = j;
                     if (solve)
-                        pbd_contact_pair(p, x, radius, body, material, num, omega, i, j, out);
+                        pbd_contact_pair(p, x, radius, body, material, num, omega, i, j,
+                                         (PBD_GLOBAL float *)0, out);
                     ++n;
                     *active += l2 < rs * rs && l2 > 0.0f;
                 }
@@ -2114,10 +2129,15 @@ PBD_INLINE int pbd_contact_search(PBD_GLOBAL const pbd_float4 *p0,
  * the pair's midpoint, so that a pair's moments cancel, friction's too.
  *
  * Friction (Macklin et al. 2014, eq. 24-25, as pbd_friction): the pair's relative motion
- * since the substep's start, (p_i - x_i) - (p_j - x_j), has a tangential part t; static
- * (|t| < mu_s depth) removes it, kinetic shortens it by mu_k depth, shared by inverse mass
- * as the push is. mu_s, mu_k: the two bodies' (material .x, .y) mixed as Box2D mixes,
- * sqrt(a b); a body without friction of its own (< 0) makes the contact frictionless. */
+ * since the substep's start, (p_i - x_i) - (p_j - x_j), has a tangential part t, taken back
+ * (relaxed as the push is) shared by inverse mass. A listed pair keeps a state over the
+ * substep's passes (as pbd_friction's, its budget in relaxed units, and its sign): static
+ * friction takes t back up to mu_s times the pushes' depths so far, less what it took
+ * already; a pair that slides takes back mu_k times this pass's depth. A pair without state
+ * (either end has more than the list holds) decides each pass: static where |t| < mu_s
+ * depth, else kinetic. mu_s, mu_k: the two bodies' (material .x, .y) mixed as Box2D mixes,
+ * sqrt(a b); a body without friction of its own (< 0) makes the contact frictionless.
+ * The two copies of a pair's state, one in each end's list, stay the same bits. */
 PBD_INLINE void pbd_contacts(PBD_GLOBAL const pbd_float4 *p, PBD_GLOBAL const pbd_float4 *x,
                              PBD_GLOBAL const pbd_float4 *p0, PBD_GLOBAL const pbd_float4 *rest,
                              PBD_GLOBAL const float *radius, PBD_GLOBAL const int *body,
@@ -2125,15 +2145,21 @@ PBD_INLINE void pbd_contacts(PBD_GLOBAL const pbd_float4 *p, PBD_GLOBAL const pb
                              PBD_GLOBAL const int *cell, PBD_GLOBAL const int *cell_start,
                              PBD_GLOBAL const int *cell_sorted, int mask,
                              PBD_GLOBAL const int *cand, PBD_GLOBAL const int *other,
-                             PBD_GLOBAL const int *num, float omega, int i, float *out)
+                             PBD_GLOBAL const int *num, PBD_GLOBAL float *state, float omega, int i,
+                             float *out)
 {
     for (int k = 0; k < 9; ++k)
         out[k] = 0.0f;
     int n = cand[i], active;
     if (n <= PBD_CONTACT_LIST) {
-        for (int k = 0; k < n; ++k)
-            pbd_contact_pair(p, x, radius, body, material, num, omega, i,
-                             other[i * PBD_CONTACT_LIST + k], out);
+        for (int k = 0; k < n; ++k) {
+            /* a pair's state only where both ends list it: the same rule from either end */
+            int j = other[i * PBD_CONTACT_LIST + k];
+            pbd_contact_pair(p, x, radius, body, material, num, omega, i, j,
+                             cand[j] <= PBD_CONTACT_LIST ? state + i * PBD_CONTACT_LIST + k
+                                                         : (PBD_GLOBAL float *)0,
+                             out);
+        }
     } else {
         pbd_contact_search(p0, rest, radius, body, body_self, cell, cell_start, cell_sorted, mask,
                            i, 0, (PBD_GLOBAL int *)0, &active, 1, p, x, material, num, omega, out);
@@ -2152,12 +2178,12 @@ PBD_INLINE void pbd_contact_solve(
     PBD_GLOBAL const int *body_self, PBD_GLOBAL const pbd_float4 *material,
     PBD_GLOBAL const int *cell, PBD_GLOBAL const int *cell_start, PBD_GLOBAL const int *cell_sorted,
     int mask, PBD_GLOBAL const int *cand, PBD_GLOBAL const int *other, PBD_GLOBAL const int *num,
-    float omega, PBD_GLOBAL pbd_float4 *dp, PBD_GLOBAL pbd_float4 *dx, PBD_GLOBAL pbd_float4 *cdx,
-    PBD_GLOBAL pbd_float4 *a, int track, int i)
+    PBD_GLOBAL float *state, float omega, PBD_GLOBAL pbd_float4 *dp, PBD_GLOBAL pbd_float4 *dx,
+    PBD_GLOBAL pbd_float4 *cdx, PBD_GLOBAL pbd_float4 *a, int track, int i)
 {
     float o[9];
     pbd_contacts(p, x, p0, rest, radius, body, body_self, material, cell, cell_start, cell_sorted,
-                 mask, cand, other, num, omega, i, o);
+                 mask, cand, other, num, state, omega, i, o);
     dp[i] = PBD_F4(o[0], o[1], o[2], 0.0f);
     if (track && (o[3] != 0.0f || o[4] != 0.0f || o[5] != 0.0f)) {
         pbd_float4 c = cdx[i], m = a[i];
@@ -2165,6 +2191,14 @@ PBD_INLINE void pbd_contact_solve(
         cdx[i] = PBD_F4(c.x + o[3], c.y + o[4], c.z + o[5], 0.0f);
         a[i] = PBD_F4(m.x + o[6], m.y + o[7], m.z + o[8], 0.0f);
     }
+}
+
+/* Particle i's listed pairs as its list is made, once a substep: sticking, no budget yet. */
+PBD_INLINE void pbd_contact_list_start(PBD_GLOBAL const int *cand, PBD_GLOBAL float *state, int i)
+{
+    int n = cand[i] < PBD_CONTACT_LIST ? cand[i] : PBD_CONTACT_LIST;
+    for (int k = 0; k < n; ++k)
+        state[i * PBD_CONTACT_LIST + k] = 0.0f;
 }
 
 /* The substep's contact bookkeeping: the positions the hash is built from, and no contact

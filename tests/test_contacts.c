@@ -118,12 +118,17 @@ static void hash_finds_all_pairs(void **state)
                        "through the hash, %d and %d by brute force",
                        n, (double)r, i, got, active, want_cand, want);
                 /* a listed particle's contacts through its list and through the cells again
-                 * (as one with more than the list holds) are the same bits, friction too */
+                 * (as one with more than the list holds) are the same bits, friction too,
+                 * where its partners list more than the list holds (friction without a
+                 * pair's state, as the cells have it) */
                 if (got <= PBD_CONTACT_LIST) {
                     float a[9], b[9];
                     int *num = calloc((size_t)n, sizeof *num);
-                    int *cand = calloc((size_t)n, sizeof *cand);
-                    assert_true(num && cand);
+                    int *cand = malloc((size_t)n * sizeof *cand);
+                    float *slots = calloc((size_t)n * PBD_CONTACT_LIST, sizeof *state);
+                    assert_true(num && cand && slots);
+                    for (int q = 0; q < n; ++q)
+                        cand[q] = PBD_CONTACT_LIST + 1;
                     cand[i] = got;
                     const pbd_float4 mat[3] = {
                         {0.5f, 0.3f, 0.0f, 0.0f}, {0.8f, 0.8f, 0.0f, 0.0f}, {-1, -1, -1, 0}};
@@ -131,7 +136,7 @@ static void hash_finds_all_pairs(void **state)
                         num[q] = q % 3;
                     pbd_contacts(p, x0, p, pl.contact_rest, pl.particle_radius, m.body,
                                  pl.body_self, mat, cell, start, sorted, pl.table_size - 1, cand,
-                                 other, num, 1.0f, i, a);
+                                 other, num, slots, 1.0f, i, a);
                     for (int q = 0; q < 9; ++q)
                         b[q] = 0.0f;
                     pbd_contact_search(p, pl.contact_rest, pl.particle_radius, m.body, pl.body_self,
@@ -140,6 +145,7 @@ static void hash_finds_all_pairs(void **state)
                     expect(memcmp(a, b, sizeof a) == 0, "particle %d: list and cells differ", i);
                     free(num);
                     free(cand);
+                    free(slots);
                 }
                 /* the listed ones are candidates, each once */
                 for (int k = 0; k < got && k < PBD_CONTACT_LIST; ++k) {
@@ -245,6 +251,57 @@ static void momentum_through_contacts_cl(void **state)
 {
     (void)state;
     momentum_through_contacts(PBD_BACKEND_CL);
+}
+
+/* A stiff box on a floor of pinned particles (0.06 m apart, radius 0.05: each of the box's
+ * particles lists its partners), the slope tilted into gravity at tan = 0.85 mu_s. With
+ * mu_s 0.6 the box must hold as well with mu_k 0.4 as with mu_k 0.6: static friction
+ * holds over the substep's passes, not one pass (deciding each pass afresh, the box with
+ * mu_k 0.4 slid 90 mm in the second against 17 mm). */
+static double slide_on_particles(double mu_k)
+{
+    char json[65536];
+    double tilt = atan(0.85 * 0.6), g = 9.81;
+    int len = snprintf(json, sizeof json,
+                       "{\"dt\": 0.016666666666666666, \"substeps\": 20, \"iterations\": 4, "
+                       "\"momentum\": false, \"gravity\": [%.17g, %.17g, 0], \"bodies\": ["
+                       "{\"type\": \"tet_box\", \"cells\": [2, 2, 2], \"size\": [0.2, 0.2, "
+                       "0.2], \"center\": [0, 0.1501, 0], \"mass\": 1, \"compliance\": 0, "
+                       "\"particle_radius\": 0.05, \"friction\": 0.6, \"kinetic_friction\": "
+                       "%g}, {\"type\": \"particles\", \"particle_radius\": 0.05, "
+                       "\"friction\": 0.6, \"kinetic_friction\": %g, \"positions\": [",
+                       g * sin(tilt), -g * cos(tilt), mu_k, mu_k);
+    for (int k = 0; k < 21 * 21; ++k)
+        len += snprintf(json + len, sizeof json - (size_t)len, "%s[%g, -0.05, %g]", k ? ", " : "",
+                        0.06 * (k % 21 - 10), 0.06 * (k / 21 - 10));
+    len += snprintf(json + len, sizeof json - (size_t)len, "], \"pinned\": [");
+    for (int k = 0; k < 21 * 21; ++k)
+        len += snprintf(json + len, sizeof json - (size_t)len, "%s%d", k ? ", " : "", k);
+    snprintf(json + len, sizeof json - (size_t)len, "]}]}");
+    pbd_scene sc = {0};
+    pbd_error err = {0};
+    expect(pbd_scene_parse(json, "slope", &sc, &err) == PBD_OK, "%s", err.message);
+    pbd_solver_desc desc = {.backend = PBD_BACKEND_CPU};
+    pbd_solver *sv = NULL;
+    assert_int_equal(pbd_solver_create(&sc.model, &sc.config, &desc, &sv, &err), PBD_OK);
+    pbd_body_stats st0[2], st1[2];
+    assert_int_equal(pbd_solver_stats(sv, st0, &err), PBD_OK);
+    assert_int_equal(pbd_solver_step(sv, 60, &err), PBD_OK);
+    assert_int_equal(pbd_solver_stats(sv, st1, &err), PBD_OK);
+    pbd_solver_destroy(sv);
+    pbd_scene_free(&sc);
+    return st1[0].com[0] - st0[0].com[0];
+}
+
+static void friction_between_bodies(void **state)
+{
+    (void)state;
+    double same = slide_on_particles(0.6), lower = slide_on_particles(0.4);
+    print_message("tan = 0.85 mu_s: the box slides %.4g m with mu_k 0.6, %.4g m with 0.4\n", same,
+                  lower);
+    expect(same < 0.03, "mu_k = mu_s: the box slid %.4g m", same);
+    expect(lower < 1.25 * same + 0.002, "mu_k 0.4: the box slid %.4g m, against %.4g m", lower,
+           same);
 }
 
 /* A pile: 27 small soft cubes with friction dropped in a 3 x 3 x 3 stack with gaps onto a
@@ -476,13 +533,10 @@ static void contacts_deterministic(void **state)
 }
 
 static const struct CMUnitTest tests[] = {
-    cmocka_unit_test(hash_finds_all_pairs),
-    cmocka_unit_test(momentum_through_contacts_cpu),
-    pbd_device_test(momentum_through_contacts_cl),
-    cmocka_unit_test(pile_stays_apart),
-    cmocka_unit_test(default_radius),
-    pbd_device_test(contacts_cost_nothing_off),
-    pbd_device_test(contacts_same_bits),
+    cmocka_unit_test(hash_finds_all_pairs),        cmocka_unit_test(momentum_through_contacts_cpu),
+    pbd_device_test(momentum_through_contacts_cl), cmocka_unit_test(pile_stays_apart),
+    cmocka_unit_test(friction_between_bodies),     cmocka_unit_test(default_radius),
+    pbd_device_test(contacts_cost_nothing_off),    pbd_device_test(contacts_same_bits),
     pbd_device_test(contacts_deterministic),
 };
 

@@ -89,7 +89,7 @@ typedef struct cl_impl {
     kernel contact_kernels[9]; /* CONTACT_KERNELS */
     cl_mem contact_cell, cell_count, cell_fill, cell_start, cell_sorted, contact_num, contact_dp;
     cl_mem contact_rest, particle_radius, body_self, body_first, contact_cdx, contact_a;
-    cl_mem contact_p0, contact_cand, contact_other;
+    cl_mem contact_p0, contact_cand, contact_other, contact_state;
     pbd_kernel_time times[PBD_STAGE_COUNT];
 } cl_impl;
 
@@ -913,6 +913,7 @@ static void cl_destroy(void *impl)
                       &c->contact_p0,
                       &c->contact_cand,
                       &c->contact_other,
+                      &c->contact_state,
                       &c->contact_a,
                       &c->x,
                       &c->p,
@@ -1616,6 +1617,7 @@ static pbd_status create_buffers(cl_impl *c, const pbd_model *m, const pbd_plan 
     BUF(contact_p0, nh * f4, NULL);
     BUF(contact_cand, nh * sizeof(cl_int), NULL);
     BUF(contact_other, nh * PBD_CONTACT_LIST * sizeof(cl_int), NULL);
+    BUF(contact_state, nh * PBD_CONTACT_LIST * sizeof(float), NULL);
     BUF(contact_a, nh * f4, NULL);
 #undef BUF
     free(track0);
@@ -1819,7 +1821,8 @@ static pbd_status bind_arguments(cl_impl *c, const pbd_plan *plan, pbd_error *er
         BIND("table_mask", table_mask), BIND("inv_cell", inv_cell),
         BIND("body_first", c->body_first), BIND("contact_cdx", c->contact_cdx),
         BIND("contact_p0", c->contact_p0), BIND("contact_cand", c->contact_cand),
-        BIND("contact_other", c->contact_other), BIND("contact_a", c->contact_a),
+        BIND("contact_other", c->contact_other), BIND("contact_state", c->contact_state),
+        BIND("contact_a", c->contact_a),
     };
     /* clang-format on */
     int ncommon = (int)(sizeof common / sizeof common[0]);
