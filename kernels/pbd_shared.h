@@ -2000,11 +2000,13 @@ PBD_INLINE int pbd_contact_cell(PBD_GLOBAL const pbd_float4 *p, PBD_GLOBAL int *
 #define PBD_CONTACT_LIST 32
 
 /* One contact, particle i's side against j, added to out (pbd_contacts says what); state:
- * the pair's friction state in i's list, or null for a pair found by searching the cells. */
-PBD_INLINE void pbd_contact_pair(PBD_GLOBAL const pbd_float4 *p, PBD_GLOBAL const pbd_float4 *x,
-                                 PBD_GLOBAL const float *radius, PBD_GLOBAL const int *body,
-                                 PBD_GLOBAL const pbd_float4 *material, PBD_GLOBAL const int *num,
-                                 float omega, int i, int j, PBD_GLOBAL float *state, float *out)
+ * the pair's friction state in i's list, or null for a pair found by searching the cells.
+ * Returns 0 where the pair has no contact with state and friction, else 1 where its
+ * friction sticks, 2 where it slides. */
+PBD_INLINE int pbd_contact_pair(PBD_GLOBAL const pbd_float4 *p, PBD_GLOBAL const pbd_float4 *x,
+                                PBD_GLOBAL const float *radius, PBD_GLOBAL const int *body,
+                                PBD_GLOBAL const pbd_float4 *material, PBD_GLOBAL const int *num,
+                                float omega, int i, int j, PBD_GLOBAL float *state, float *out)
 {
     int bi = body[i], bj = body[j];
     float rs = radius[i] + radius[j];
@@ -2012,8 +2014,8 @@ PBD_INLINE void pbd_contact_pair(PBD_GLOBAL const pbd_float4 *p, PBD_GLOBAL cons
     float ex = pi.x - pj.x, ey = pi.y - pj.y, ez = pi.z - pj.z;
     float l2 = ex * ex + ey * ey + ez * ez, ws = pi.w + pj.w;
     if (!(l2 < rs * rs) || !(l2 > 0.0f))
-        return;
-    int ni = num[i], nj = num[j], nm = ni > nj ? ni : nj;
+        return 0;
+    int ni = num[i], nj = num[j], nm = ni > nj ? ni : nj, kind = 0;
     float len = pbd_sqrtf(l2), depth = rs - len, share = omega / (float)(nm > 0 ? nm : 1);
     float f = pi.w * share;
     float g = depth / (len * ws);
@@ -2041,6 +2043,7 @@ PBD_INLINE void pbd_contact_pair(PBD_GLOBAL const pbd_float4 *p, PBD_GLOBAL cons
             float kept = want - k * want, left = budget - k * want;
             left = left > 0.0f ? left : 0.0f;
             *state = kept > budget ? (left > 0.0f ? -left : PBD_SLIDING) : left;
+            kind = *state < 0.0f ? 2 : 1;
         } else {
             k = lt < mus * depth ? 1.0f
                 : lt > 0.0f      ? (muk * depth < lt ? muk * depth / lt : 1.0f)
@@ -2060,6 +2063,7 @@ PBD_INLINE void pbd_contact_pair(PBD_GLOBAL const pbd_float4 *p, PBD_GLOBAL cons
         out[7] = out[7] + (az * cxv - ax * czv);
         out[8] = out[8] + (ax * cyv - ay * cxv);
     }
+    return kind;
 }
 
 /* Particle i's contact candidates at the positions the hash was built from (p0), the
@@ -2137,33 +2141,37 @@ PBD_INLINE int pbd_contact_search(PBD_GLOBAL const pbd_float4 *p0,
  * (either end has more than the list holds) decides each pass: static where |t| < mu_s
  * depth, else kinetic. mu_s, mu_k: the two bodies' (material .x, .y) mixed as Box2D mixes,
  * sqrt(a b); a body without friction of its own (< 0) makes the contact frictionless.
- * The two copies of a pair's state, one in each end's list, stay the same bits. */
-PBD_INLINE void pbd_contacts(PBD_GLOBAL const pbd_float4 *p, PBD_GLOBAL const pbd_float4 *x,
-                             PBD_GLOBAL const pbd_float4 *p0, PBD_GLOBAL const pbd_float4 *rest,
-                             PBD_GLOBAL const float *radius, PBD_GLOBAL const int *body,
-                             PBD_GLOBAL const int *body_self, PBD_GLOBAL const pbd_float4 *material,
-                             PBD_GLOBAL const int *cell, PBD_GLOBAL const int *cell_start,
-                             PBD_GLOBAL const int *cell_sorted, int mask,
-                             PBD_GLOBAL const int *cand, PBD_GLOBAL const int *other,
-                             PBD_GLOBAL const int *num, PBD_GLOBAL float *state, float omega, int i,
-                             float *out)
+ * The two copies of a pair's state, one in each end's list, stay the same bits. Returns 1
+ * where i has listed frictional contacts and all of them slide. */
+PBD_INLINE int pbd_contacts(PBD_GLOBAL const pbd_float4 *p, PBD_GLOBAL const pbd_float4 *x,
+                            PBD_GLOBAL const pbd_float4 *p0, PBD_GLOBAL const pbd_float4 *rest,
+                            PBD_GLOBAL const float *radius, PBD_GLOBAL const int *body,
+                            PBD_GLOBAL const int *body_self, PBD_GLOBAL const pbd_float4 *material,
+                            PBD_GLOBAL const int *cell, PBD_GLOBAL const int *cell_start,
+                            PBD_GLOBAL const int *cell_sorted, int mask, PBD_GLOBAL const int *cand,
+                            PBD_GLOBAL const int *other, PBD_GLOBAL const int *num,
+                            PBD_GLOBAL float *state, float omega, int i, float *out)
 {
     for (int k = 0; k < 9; ++k)
         out[k] = 0.0f;
-    int n = cand[i], active;
+    int n = cand[i], active, stick = 0, slide = 0;
     if (n <= PBD_CONTACT_LIST) {
         for (int k = 0; k < n; ++k) {
             /* a pair's state only where both ends list it: the same rule from either end */
             int j = other[i * PBD_CONTACT_LIST + k];
-            pbd_contact_pair(p, x, radius, body, material, num, omega, i, j,
-                             cand[j] <= PBD_CONTACT_LIST ? state + i * PBD_CONTACT_LIST + k
-                                                         : (PBD_GLOBAL float *)0,
-                             out);
+            int kind =
+                pbd_contact_pair(p, x, radius, body, material, num, omega, i, j,
+                                 cand[j] <= PBD_CONTACT_LIST ? state + i * PBD_CONTACT_LIST + k
+                                                             : (PBD_GLOBAL float *)0,
+                                 out);
+            stick += kind == 1;
+            slide += kind == 2;
         }
     } else {
         pbd_contact_search(p0, rest, radius, body, body_self, cell, cell_start, cell_sorted, mask,
                            i, 0, (PBD_GLOBAL int *)0, &active, 1, p, x, material, num, omega, out);
     }
+    return slide > 0 && stick == 0;
 }
 
 /* Particle i's contact correction into dp[i] (applied by pbd_contact_apply once every
@@ -2178,12 +2186,18 @@ PBD_INLINE void pbd_contact_solve(
     PBD_GLOBAL const int *body_self, PBD_GLOBAL const pbd_float4 *material,
     PBD_GLOBAL const int *cell, PBD_GLOBAL const int *cell_start, PBD_GLOBAL const int *cell_sorted,
     int mask, PBD_GLOBAL const int *cand, PBD_GLOBAL const int *other, PBD_GLOBAL const int *num,
-    PBD_GLOBAL float *state, float omega, PBD_GLOBAL pbd_float4 *dp, PBD_GLOBAL pbd_float4 *dx,
-    PBD_GLOBAL pbd_float4 *cdx, PBD_GLOBAL pbd_float4 *a, int track, int i)
+    PBD_GLOBAL float *state, PBD_GLOBAL int *slide, float omega, PBD_GLOBAL pbd_float4 *dp,
+    PBD_GLOBAL pbd_float4 *dx, PBD_GLOBAL pbd_float4 *cdx, PBD_GLOBAL pbd_float4 *a, int track,
+    int i)
 {
     float o[9];
-    pbd_contacts(p, x, p0, rest, radius, body, body_self, material, cell, cell_start, cell_sorted,
-                 mask, cand, other, num, state, omega, i, o);
+    /* whether its frictional contacts all slide: carried to the next substep's pairs (any one
+     * of them sliding, carried, passed the slide to the particle's other pairs, and a box with
+     * mu_k 0.4 on a particle floor crept from 0.78 mu_s again); a pinned particle's never,
+     * which would reach every pair it holds */
+    slide[i] = pbd_contacts(p, x, p0, rest, radius, body, body_self, material, cell, cell_start,
+                            cell_sorted, mask, cand, other, num, state, omega, i, o) &&
+               p[i].w > 0.0f;
     dp[i] = PBD_F4(o[0], o[1], o[2], 0.0f);
     if (track && (o[3] != 0.0f || o[4] != 0.0f || o[5] != 0.0f)) {
         pbd_float4 c = cdx[i], m = a[i];
@@ -2193,12 +2207,16 @@ PBD_INLINE void pbd_contact_solve(
     }
 }
 
-/* Particle i's listed pairs as its list is made, once a substep: sticking, no budget yet. */
-PBD_INLINE void pbd_contact_list_start(PBD_GLOBAL const int *cand, PBD_GLOBAL float *state, int i)
+/* Particle i's listed pairs' friction state as its list is made, once a substep: no budget
+ * yet, and sliding where either particle's frictional contacts all slid at the end of the
+ * last substep (slide, pbd_contact_solve), which both ends read alike. */
+PBD_INLINE void pbd_contact_list_start(PBD_GLOBAL const int *cand, PBD_GLOBAL const int *other,
+                                       PBD_GLOBAL const int *slide, PBD_GLOBAL float *state, int i)
 {
-    int n = cand[i] < PBD_CONTACT_LIST ? cand[i] : PBD_CONTACT_LIST;
+    int n = cand[i] <= PBD_CONTACT_LIST ? cand[i] : 0;
     for (int k = 0; k < n; ++k)
-        state[i * PBD_CONTACT_LIST + k] = 0.0f;
+        state[i * PBD_CONTACT_LIST + k] =
+            slide[i] || slide[other[i * PBD_CONTACT_LIST + k]] ? PBD_SLIDING : 0.0f;
 }
 
 /* The substep's contact bookkeeping: the positions the hash is built from, and no contact

@@ -2152,18 +2152,21 @@ static void update_acts(void **state)
 /* 30 frames straight, and 12 frames, a checkpoint, a new solver that loads it and 18 frames,
  * end in the same bits: both solvers, BDF2, rigid damping, momentum preservation, colliders,
  * shape matching (whose last rotation starts the next polar decomposition), pressure, and
- * friction whose contacts slide (their state carries from substep to substep). */
+ * friction whose contacts slide, on a collider and between particles (their state carries
+ * from substep to substep). */
 static void checkpoint_continues(pbd_backend_kind backend)
 {
-    const char *scenes[6] = {
-        PBD_SCENES_DIR "/spinning_box.json", "@cloth-16",
-        PBD_SCENES_DIR "/cloth_sphere.json", PBD_SCENES_DIR "/jelly.json",
-        PBD_SCENES_DIR "/balloon.json",      PBD_TESTS_DIR "/sliding_box.json"};
-    for (int v = 0; v < 24; ++v) {
+    enum { N = 7 };
+    const char *scenes[N] = {
+        PBD_SCENES_DIR "/spinning_box.json",   "@cloth-16",
+        PBD_SCENES_DIR "/cloth_sphere.json",   PBD_SCENES_DIR "/jelly.json",
+        PBD_SCENES_DIR "/balloon.json",        PBD_TESTS_DIR "/sliding_box.json",
+        PBD_TESTS_DIR "/sliding_on_cloth.json"};
+    for (int v = 0; v < 4 * N; ++v) {
         pbd_scene s = {0};
         pbd_error err = {0};
-        assert_int_equal(pbd_scene_load(scenes[v % 6], &s, &err), PBD_OK);
-        int mode = v / 6; /* gs, jacobi, gs + bdf2, jacobi + rigid damping */
+        assert_int_equal(pbd_scene_load(scenes[v % N], &s, &err), PBD_OK);
+        int mode = v / N; /* gs, jacobi, gs + bdf2, jacobi + rigid damping */
         s.config.solver = mode % 2 ? PBD_SOLVER_JACOBI : PBD_SOLVER_GS;
         if (mode == 2)
             s.config.velocity_update = PBD_VELOCITY_BDF2;
@@ -2187,7 +2190,7 @@ static void checkpoint_continues(pbd_backend_kind backend)
         assert_int_equal(pbd_solver_substeps(rest), 12L * s.config.substeps);
         assert_int_equal(pbd_solver_step(rest, 18, &err), PBD_OK);
         uint64_t a = hash_of(whole), b = hash_of(rest);
-        expect(a == b, "%s, mode %d: straight %016llx, resumed %016llx", scenes[v % 6], mode,
+        expect(a == b, "%s, mode %d: straight %016llx, resumed %016llx", scenes[v % N], mode,
                (unsigned long long)a, (unsigned long long)b);
         free(data);
         pbd_solver_destroy(whole);
@@ -2239,6 +2242,38 @@ static void checkpoint_friction_refused(void **state)
     pbd_status st = pbd_solver_load_state(sv, d, n, "ck", &err);
     expect(st == PBD_ERR_CHECKPOINT && strstr(err.message, "ck: particle 2: collision record"),
            "a record's NaN: status %d, %s", (int)st, err.message);
+    free(d);
+    pbd_solver_destroy(sv);
+    pbd_scene_free(&s);
+}
+
+/* A checkpoint of a scene whose particle contacts have friction holds, after the collision
+ * records, whether each particle's contacts slid (an int32 each); another value than 0 or 1
+ * is refused naming the particle. */
+static void checkpoint_contact_slide_refused(void **state)
+{
+    (void)state;
+    pbd_scene s = {0};
+    pbd_error err = {0};
+    assert_int_equal(pbd_scene_load(PBD_TESTS_DIR "/sliding_on_cloth.json", &s, &err), PBD_OK);
+    pbd_solver *sv = make_solver(&s, PBD_BACKEND_CPU);
+    assert_int_equal(pbd_solver_step(sv, 5, &err), PBD_OK);
+    unsigned char *d = NULL;
+    size_t n = 0;
+    assert_int_equal(pbd_solver_save_state(sv, (void **)&d, &n, &err), PBD_OK);
+    size_t np = (size_t)s.model.num_particles, nb = (size_t)s.model.num_bodies;
+    assert_int_equal(n, 256 + 3 * np * 16 + (np + 3) / 4 * 16 + nb * (16 + 48));
+    size_t at = 256 + 3 * np * 16 + 4 * 130;
+    int32_t flag = 0;
+    memcpy(&flag, d + at, sizeof flag);
+    expect(flag == 0 || flag == 1, "particle 130's flag is %d", (int)flag);
+    flag = 2;
+    memcpy(d + at, &flag, sizeof flag);
+    reseal(d, n);
+    pbd_status st = pbd_solver_load_state(sv, d, n, "ck", &err);
+    expect(st == PBD_ERR_CHECKPOINT &&
+               strstr(err.message, "ck: particle 130: contacts' sliding flag 2, expected 0 or 1"),
+           "a flag of 2: status %d, %s", (int)st, err.message);
     free(d);
     pbd_solver_destroy(sv);
     pbd_scene_free(&s);
@@ -2297,7 +2332,7 @@ static void checkpoint_refused(void **state)
         const char *what, *message;
     } cases[] = {
         {"magic", "ck: not a pbd checkpoint"},
-        {"version", "ck: found version 7, expected 4"},
+        {"version", "ck: found version 7, expected 5"},
         {"truncated", "ck: truncated: found"},
         {"longer", "ck: trailing bytes: found"},
         {"corrupt", "ck: checksum"},
@@ -3948,6 +3983,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(pressure_needs_closed_surface),
     cmocka_unit_test(checkpoint_rotation_refused),
     cmocka_unit_test(checkpoint_friction_refused),
+    cmocka_unit_test(checkpoint_contact_slide_refused),
 };
 
 PBD_TEST_MAIN("solver", tests)

@@ -89,7 +89,7 @@ typedef struct cl_impl {
     kernel contact_kernels[9]; /* CONTACT_KERNELS */
     cl_mem contact_cell, cell_count, cell_fill, cell_start, cell_sorted, contact_num, contact_dp;
     cl_mem contact_rest, particle_radius, body_self, body_first, contact_cdx, contact_a;
-    cl_mem contact_p0, contact_cand, contact_other, contact_state;
+    cl_mem contact_p0, contact_cand, contact_other, contact_state, contact_slide;
     pbd_kernel_time times[PBD_STAGE_COUNT];
 } cl_impl;
 
@@ -643,6 +643,9 @@ static pbd_status cl_read_state(void *impl, const pbd_state_arrays *a, pbd_error
     }
     if (a->dx)
         PBD_CL_CHECK(clEnqueueReadBuffer(q, c->dx, CL_FALSE, 0, np * f4, a->dx, 0, NULL, NULL));
+    if (a->contact_slide)
+        PBD_CL_CHECK(clEnqueueReadBuffer(q, c->contact_slide, CL_FALSE, 0, np * sizeof(cl_int),
+                                         a->contact_slide, 0, NULL, NULL));
     PBD_CL_CHECK(
         clEnqueueReadBuffer(q, c->body_ref, CL_FALSE, 0, nb * f4, a->body_ref, 0, NULL, NULL));
     if (c->acc_size == sizeof(double)) {
@@ -698,6 +701,9 @@ static pbd_status cl_write_state(void *impl, const pbd_state_arrays *a, pbd_erro
     }
     if (a->dx)
         PBD_CL_CHECK(clEnqueueWriteBuffer(q, c->dx, CL_FALSE, 0, np * f4, a->dx, 0, NULL, NULL));
+    if (a->contact_slide)
+        PBD_CL_CHECK(clEnqueueWriteBuffer(q, c->contact_slide, CL_FALSE, 0, np * sizeof(cl_int),
+                                          a->contact_slide, 0, NULL, NULL));
     PBD_CL_CHECK(
         clEnqueueWriteBuffer(q, c->body_ref, CL_FALSE, 0, nb * f4, a->body_ref, 0, NULL, NULL));
     PBD_CL_CHECK(clEnqueueWriteBuffer(q, c->body_track, CL_TRUE, 0, 6 * nb * c->acc_size, track_src,
@@ -914,6 +920,7 @@ static void cl_destroy(void *impl)
                       &c->contact_cand,
                       &c->contact_other,
                       &c->contact_state,
+                      &c->contact_slide,
                       &c->contact_a,
                       &c->x,
                       &c->p,
@@ -1466,9 +1473,12 @@ static pbd_status create_buffers(cl_impl *c, const pbd_model *m, const pbd_plan 
      * w, pbd_friction_carry). Copied from the host, which Oclgrind sees as initialised. */
     int records = plan->momentum_active || plan->track;
     pbd_float4 *dx0 = records ? calloc(np + 1, f4) : NULL;
-    if (!track0 || (records && !dx0)) {
+    /* likewise whether each particle's contacts slid: none yet (read as the lists are made) */
+    cl_int *slide0 = plan->contacts ? calloc(np + 1, sizeof(cl_int)) : NULL;
+    if (!track0 || (records && !dx0) || (plan->contacts && !slide0)) {
         free(track0);
         free(dx0);
+        free(slide0);
         return pbd_error_set(err, PBD_ERR_MEMORY, "out of memory creating the OpenCL solver");
     }
     pbd_status st = PBD_OK;
@@ -1618,10 +1628,12 @@ static pbd_status create_buffers(cl_impl *c, const pbd_model *m, const pbd_plan 
     BUF(contact_cand, nh * sizeof(cl_int), NULL);
     BUF(contact_other, nh * PBD_CONTACT_LIST * sizeof(cl_int), NULL);
     BUF(contact_state, nh * PBD_CONTACT_LIST * sizeof(float), NULL);
+    BUF(contact_slide, nh * sizeof(cl_int), slide0);
     BUF(contact_a, nh * f4, NULL);
 #undef BUF
     free(track0);
     free(dx0);
+    free(slide0);
     if (st != PBD_OK)
         return st;
     /* No correction has run yet: zeros (a float 0 and a double 0 are both all-zero bits). */
@@ -1822,6 +1834,7 @@ static pbd_status bind_arguments(cl_impl *c, const pbd_plan *plan, pbd_error *er
         BIND("body_first", c->body_first), BIND("contact_cdx", c->contact_cdx),
         BIND("contact_p0", c->contact_p0), BIND("contact_cand", c->contact_cand),
         BIND("contact_other", c->contact_other), BIND("contact_state", c->contact_state),
+        BIND("contact_slide", c->contact_slide),
         BIND("contact_a", c->contact_a),
     };
     /* clang-format on */

@@ -35,6 +35,7 @@ typedef struct cpu_impl {
     pbd_float4 *contact_dp, *contact_cdx, *contact_a, *contact_p0;
     int *contact_cand, *contact_other;
     float *contact_state;
+    int32_t *contact_slide;
     pbd_kernel_time times[PBD_STAGE_COUNT];
 } cpu_impl;
 
@@ -248,7 +249,8 @@ static pbd_status cpu_contacts_build(void *impl, pbd_error *err)
             c->contact_cell, c->cell_start, c->cell_sorted, mask, i, 1, c->contact_other,
             &c->contact_num[i], 0, c->p, c->x, pl->body_material, c->contact_num, 1.0f, o);
     for (int i = 0; i < n; ++i)
-        pbd_contact_list_start(c->contact_cand, c->contact_state, i);
+        pbd_contact_list_start(c->contact_cand, c->contact_other, c->contact_slide,
+                               c->contact_state, i);
     charge(c, PBD_STAGE_HASH, t0);
     return PBD_OK;
 }
@@ -263,8 +265,9 @@ static pbd_status cpu_contacts(void *impl, pbd_error *err)
         pbd_contact_solve(c->p, c->x, c->contact_p0, pl->contact_rest, pl->particle_radius,
                           c->particle_body, pl->body_self, pl->body_material, c->contact_cell,
                           c->cell_start, c->cell_sorted, pl->table_size - 1, c->contact_cand,
-                          c->contact_other, c->contact_num, c->contact_state, pl->cfg.omega,
-                          c->contact_dp, c->dx, c->contact_cdx, c->contact_a, pl->track, i);
+                          c->contact_other, c->contact_num, c->contact_state, c->contact_slide,
+                          pl->cfg.omega, c->contact_dp, c->dx, c->contact_cdx, c->contact_a,
+                          pl->track, i);
     for (int i = 0; i < pl->num_particles; ++i)
         pbd_contact_apply(c->p, c->contact_dp, i);
     charge(c, PBD_STAGE_CONTACT, t0);
@@ -460,6 +463,8 @@ static pbd_status cpu_read_state(void *impl, const pbd_state_arrays *a, pbd_erro
     }
     if (a->dx)
         memcpy(a->dx, c->dx, np * sizeof *a->dx);
+    if (a->contact_slide)
+        memcpy(a->contact_slide, c->contact_slide, np * sizeof *a->contact_slide);
     memcpy(a->body_ref, c->body_ref, nb * sizeof *a->body_ref);
     memcpy(a->body_track, c->body_track, 6 * nb * sizeof *a->body_track);
     for (size_t b = 0; a->body_rotation && b < (size_t)c->plan->num_body_constraints; ++b)
@@ -481,6 +486,8 @@ static pbd_status cpu_write_state(void *impl, const pbd_state_arrays *a, pbd_err
     }
     if (a->dx)
         memcpy(c->dx, a->dx, np * sizeof *a->dx);
+    if (a->contact_slide)
+        memcpy(c->contact_slide, a->contact_slide, np * sizeof *a->contact_slide);
     memcpy(c->body_ref, a->body_ref, nb * sizeof *a->body_ref);
     memcpy(c->body_track, a->body_track, 6 * nb * sizeof *a->body_track);
     for (size_t b = 0; a->body_rotation && b < (size_t)c->plan->num_body_constraints; ++b)
@@ -587,6 +594,7 @@ static void cpu_destroy(void *impl)
     free(c->contact_cand);
     free(c->contact_other);
     free(c->contact_state);
+    free(c->contact_slide);
     free(c->contact_a);
     free(c);
 }
@@ -652,6 +660,7 @@ pbd_status pbd_cpu_create(const pbd_model *m, pbd_plan *plan, const pbd_solver_d
         c->contact_cand = malloc((nh + 1) * sizeof(int));
         c->contact_other = malloc((PBD_CONTACT_LIST * nh + 1) * sizeof(int));
         c->contact_state = malloc((PBD_CONTACT_LIST * nh + 1) * sizeof(float));
+        c->contact_slide = calloc(nh + 1, sizeof *c->contact_slide);
         c->contact_a = alloc4(nh);
     }
     if (!c || !c->x || !c->p || !c->v || !c->xp || !c->vp || !c->dx || !c->p_next || !c->gain ||
@@ -659,7 +668,8 @@ pbd_status pbd_cpu_create(const pbd_model *m, pbd_plan *plan, const pbd_solver_d
         !c->out_step || !c->out_other || !c->apply || !c->goal || !c->grad || !c->body_sums ||
         !c->contact_cell || !c->cell_count || !c->cell_start || !c->cell_sorted ||
         !c->contact_num || !c->contact_dp || !c->contact_cdx || !c->contact_p0 ||
-        !c->contact_cand || !c->contact_other || !c->contact_state || !c->contact_a) {
+        !c->contact_cand || !c->contact_other || !c->contact_state || !c->contact_slide ||
+        !c->contact_a) {
         if (c)
             cpu_destroy(c);
         return pbd_error_set(err, PBD_ERR_MEMORY, "out of memory for %zu particles", np);

@@ -87,11 +87,12 @@ PARAMS(hash_scatter, "contact_cell", "cell_start", "cell_fill", "cell_sorted", "
 PARAMS(hash_sort, "cell_start", "cell_sorted", "table_size")
 PARAMS(contact_list, "contact_p0", "contact_rest", "particle_radius", "particle_body", "body_self",
        "contact_cell", "cell_start", "cell_sorted", "table_mask", "contact_cand", "contact_other",
-       "contact_num", "contact_state", "num_particles")
+       "contact_num", "contact_slide", "contact_state", "num_particles")
 PARAMS(contact_solve, "particle_p", "particle_x", "contact_p0", "contact_rest", "particle_radius",
        "particle_body", "body_self", "body_material", "contact_cell", "cell_start", "cell_sorted",
-       "table_mask", "contact_cand", "contact_other", "contact_num", "contact_state", "omega",
-       "contact_dp", "particle_dx", "contact_cdx", "contact_a", "track", "num_particles")
+       "table_mask", "contact_cand", "contact_other", "contact_num", "contact_state",
+       "contact_slide", "omega", "contact_dp", "particle_dx", "contact_cdx", "contact_a", "track",
+       "num_particles")
 PARAMS(contact_apply, "particle_p", "contact_dp", "num_particles")
 PARAMS(contact_moment, "body_first", "body_flags", "particle_p", "particle_v", "particle_x",
        "contact_cdx", "contact_a", "inv_h", "body_track", "num_bodies")

@@ -1398,6 +1398,8 @@ static pbd_status plan_contacts(const pbd_model *m, pbd_plan *plan, pbd_error *e
     plan->body_first[nb] = (int)np;
     memcpy(plan->contact_rest, m->x, np * sizeof *plan->contact_rest);
     plan->contacts = 1;
+    for (size_t b = 0; b < nb; ++b)
+        plan->contact_friction |= m->bodies[b].radius > 0.0f && m->bodies[b].friction > 0.0f;
     plan->table_size = 16;
     while ((size_t)plan->table_size < np)
         plan->table_size *= 2;
@@ -2231,11 +2233,12 @@ uint64_t pbd_model_fingerprint(const pbd_model *m)
     return h;
 }
 
-/* The checkpoint's layout, version 4 (little-endian hosts write and read it as they are; the
+/* The checkpoint's layout, version 5 (little-endian hosts write and read it as they are; the
  * byte-order mark refuses the others): a fixed header, then the arrays. */
 #define STATE_MAGIC "PBDSTATE"
-/* 2: max_colors in the header; 3: materials in the fingerprint; 4: friction's state */
-#define STATE_VERSION 4u
+/* 2: max_colors in the header; 3: materials in the fingerprint; 4: friction's state; 5:
+ * particle contacts' friction state */
+#define STATE_VERSION 5u
 #define STATE_ORDER   0x01020304u
 
 typedef struct state_header {
@@ -2267,12 +2270,19 @@ _Static_assert(offsetof(state_header, dt) == 40 && offsetof(state_header, num_pa
                    offsetof(state_header, max_colors) == 248,
                "the checkpoint header's fields are where docs/checkpoints.md says");
 
+/* Bytes of the contacts' sliding flags: np int32, padded to 16-byte records. */
+static size_t contact_slide_bytes(size_t np)
+{
+    return (np + 3) / 4 * sizeof(pbd_float4);
+}
+
 size_t pbd_solver_state_size(const pbd_solver *s)
 {
     size_t np = (size_t)s->plan.num_particles, nb = (size_t)s->plan.num_bodies;
     int previous = s->plan.cfg.velocity_update == PBD_VELOCITY_BDF2;
     return sizeof(state_header) + (previous ? 4 : 2) * np * sizeof(pbd_float4) +
            (s->plan.friction ? np * sizeof(pbd_float4) : 0) +
+           (s->plan.contact_friction ? contact_slide_bytes(np) : 0) +
            nb * (sizeof(pbd_float4) + 6 * sizeof(double)) +
            (s->plan.body_active ? (size_t)s->plan.num_body_constraints * sizeof(pbd_float4) : 0);
 }
@@ -2287,7 +2297,7 @@ static pbd_state_arrays state_arrays(const pbd_solver *s, unsigned char *base)
 {
     size_t np = (size_t)s->plan.num_particles, nb = (size_t)s->plan.num_bodies;
     pbd_float4 *f = (pbd_float4 *)(base + sizeof(state_header));
-    pbd_state_arrays a = {f, f + np, NULL, NULL, NULL, NULL, NULL, NULL};
+    pbd_state_arrays a = {f, f + np, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
     f += 2 * np;
     if (s->plan.cfg.velocity_update == PBD_VELOCITY_BDF2) {
         a.xp = f;
@@ -2297,6 +2307,10 @@ static pbd_state_arrays state_arrays(const pbd_solver *s, unsigned char *base)
     if (s->plan.friction) { /* whether each particle's friction slides (pbd_friction) */
         a.dx = f;
         f += np;
+    }
+    if (s->plan.contact_friction) { /* whether each particle's contacts slid (pbd_contacts) */
+        a.contact_slide = (int32_t *)f;
+        f += contact_slide_bytes(np) / sizeof *f;
     }
     a.body_ref = f;
     a.body_track = (double *)(f + nb);
@@ -2340,6 +2354,10 @@ static pbd_status state_out_of_bounds(const pbd_state_arrays *a, size_t np, cons
                                      what, i, names[k], (double)q.x, (double)q.y, (double)q.z,
                                      expected, (double)PBD_MAX_COORD);
         }
+    for (size_t i = 0; a->contact_slide && i < np; ++i)
+        if (a->contact_slide[i] != 0 && a->contact_slide[i] != 1)
+            return pbd_error_set(err, bad, "%s: particle %zu: contacts' sliding flag %d, %s 0 or 1",
+                                 what, i, (int)a->contact_slide[i], expected);
     for (size_t i = 0; a->dx && i < np; ++i) {
         pbd_float4 q = a->dx[i];
         if (!(isfinite(q.x) && isfinite(q.y) && isfinite(q.z) && isfinite(q.w)))

@@ -198,6 +198,8 @@ typedef struct pbd_plan {
     pbd_float4 *contact_rest; /* the initial positions: self-contacts' rest distances */
     int *body_first;          /* num_bodies + 1: body b is particles [bf[b], bf[b + 1]) */
     int contact_moments;      /* 1: contacts between bodies are tracked (contact_moment runs) */
+    int contact_friction;     /* 1: a body with a radius has friction: whether each particle's
+                                 contacts slid outlives a substep (contact_slide) */
 } pbd_plan;
 
 /* The plan for a backend running `variant`'s kernels (the CPU reference: the variant whose
@@ -236,6 +238,7 @@ void pbd_plan_free(pbd_plan *plan);
 typedef struct pbd_state_arrays {
     pbd_float4 *x, *v, *xp, *vp, *body_ref;
     pbd_float4 *dx; /* with plan.track: the collision records, whose w keeps friction's state */
+    int32_t *contact_slide; /* with plan.contact_friction: whether each particle's contacts slid */
     double *body_track;
     pbd_float4 *body_rotation;
 } pbd_state_arrays;

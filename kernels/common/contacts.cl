@@ -93,8 +93,8 @@ __kernel void contact_list(__global const pbd_float4 *contact_p0,
                            __global const int *body_self, __global const int *contact_cell,
                            __global const int *cell_start, __global const int *cell_sorted,
                            int table_mask, __global int *contact_cand, __global int *contact_other,
-                           __global int *contact_num, __global float *contact_state,
-                           int num_particles)
+                           __global int *contact_num, __global const int *contact_slide,
+                           __global float *contact_state, int num_particles)
 {
     int i = get_global_id(0);
     if (i >= num_particles)
@@ -106,7 +106,7 @@ __kernel void contact_list(__global const pbd_float4 *contact_p0,
                            contact_cell, cell_start, cell_sorted, table_mask, i, 1, contact_other,
                            &active, 0, contact_p0, contact_p0, contact_rest, contact_num, 1.0f, o);
     contact_num[i] = active;
-    pbd_contact_list_start(contact_cand, contact_state, i);
+    pbd_contact_list_start(contact_cand, contact_other, contact_slide, contact_state, i);
 }
 
 __kernel void
@@ -117,9 +117,10 @@ contact_solve(__global const pbd_float4 *particle_p, __global const pbd_float4 *
               __global const int *contact_cell, __global const int *cell_start,
               __global const int *cell_sorted, int table_mask, __global const int *contact_cand,
               __global const int *contact_other, __global const int *contact_num,
-              __global float *contact_state, float omega, __global pbd_float4 *contact_dp,
-              __global pbd_float4 *particle_dx, __global pbd_float4 *contact_cdx,
-              __global pbd_float4 *contact_a, int track, int num_particles)
+              __global float *contact_state, __global int *contact_slide, float omega,
+              __global pbd_float4 *contact_dp, __global pbd_float4 *particle_dx,
+              __global pbd_float4 *contact_cdx, __global pbd_float4 *contact_a, int track,
+              int num_particles)
 {
     int i = get_global_id(0);
     if (i >= num_particles)
@@ -127,8 +128,8 @@ contact_solve(__global const pbd_float4 *particle_p, __global const pbd_float4 *
     pbd_contact_solve(particle_p, particle_x, contact_p0, contact_rest, particle_radius,
                       particle_body, body_self, body_material, contact_cell, cell_start,
                       cell_sorted, table_mask, contact_cand, contact_other, contact_num,
-                      contact_state, omega, contact_dp, particle_dx, contact_cdx, contact_a, track,
-                      i);
+                      contact_state, contact_slide, omega, contact_dp, particle_dx, contact_cdx,
+                      contact_a, track, i);
 }
 
 __kernel void contact_apply(__global pbd_float4 *particle_p, __global const pbd_float4 *contact_dp,

@@ -1,7 +1,7 @@
 /* Fuzz target: the checkpoint loader. The solver is the CPU reference on a small scene with
- * BDF2 (so every array of a checkpoint is present). An input is either a whole file, or a
- * list of edits to a valid checkpoint of that solver (so that the fuzzer reaches the checks
- * behind the checksum):
+ * BDF2 and particle contacts with friction (so most arrays of a checkpoint are present).
+ * An input is either a whole file, or a list of edits to a valid checkpoint of that solver (so
+ * that the fuzzer reaches the checks behind the checksum):
  *   byte 0: bit 0 set: edits, else the rest is the file; bit 1: reseal the checksum after the
  *   edits; bit 2: cut the file to the length in bytes 1-2 (little-endian)
  *   then (offset: 2 bytes little-endian, value: 1 byte) edits, the offset modulo the size.
@@ -35,8 +35,10 @@ static const char scene_text[] =
     "{\"dt\": 0.01, \"substeps\": 2, \"velocity_update\": \"bdf2\", \"damping\": \"rigid\","
     " \"damping_k\": 0.1, \"planes\": [{\"normal\": [0, 1, 0], \"offset\": -1}],"
     " \"bodies\": [{\"type\": \"particles\", \"positions\": [[0, 0, 0], [1, 0, 0], [0, 1, 0]],"
-    " \"velocities\": [[0, 0, 1], [0, 1, 0], [1, 0, 0]], \"constraints\": [[0, 1], [1, 2]]},"
-    " {\"type\": \"rope\", \"segments\": 3, \"start\": [2, 0, 0], \"end\": [3, 0, 0]}]}";
+    " \"velocities\": [[0, 0, 1], [0, 1, 0], [1, 0, 0]], \"constraints\": [[0, 1], [1, 2]],"
+    " \"particle_radius\": 0.1, \"friction\": 0.5},"
+    " {\"type\": \"rope\", \"segments\": 3, \"start\": [2, 0, 0], \"end\": [3, 0, 0],"
+    " \"particle_radius\": 0.1, \"friction\": 0.5}]}";
 
 static void setup(void)
 {
