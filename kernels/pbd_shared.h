@@ -2000,13 +2000,15 @@ PBD_INLINE int pbd_contact_cell(PBD_GLOBAL const pbd_float4 *p, PBD_GLOBAL int *
 #define PBD_CONTACT_LIST 32
 
 /* One contact, particle i's side against j, added to out (pbd_contacts says what); state:
- * the pair's friction state in i's list, or null for a pair found by searching the cells.
+ * the pair's friction state in i's list, or null for a pair found by searching the cells; it
+ * is used where j lists its partners too (cand[j], read only for a frictional contact).
  * Returns 0 where the pair has no contact with state and friction, else 1 where its
  * friction sticks, 2 where it slides. */
 PBD_INLINE int pbd_contact_pair(PBD_GLOBAL const pbd_float4 *p, PBD_GLOBAL const pbd_float4 *x,
                                 PBD_GLOBAL const float *radius, PBD_GLOBAL const int *body,
                                 PBD_GLOBAL const pbd_float4 *material, PBD_GLOBAL const int *num,
-                                float omega, int i, int j, PBD_GLOBAL float *state, float *out)
+                                PBD_GLOBAL const int *cand, float omega, int i, int j,
+                                PBD_GLOBAL float *state, float *out)
 {
     int bi = body[i], bj = body[j];
     float rs = radius[i] + radius[j];
@@ -2033,7 +2035,7 @@ PBD_INLINE int pbd_contact_pair(PBD_GLOBAL const pbd_float4 *p, PBD_GLOBAL const
         float mus = pbd_sqrtf(mi.x * mj.x);
         float muk = mi.y > 0.0f && mj.y > 0.0f ? pbd_sqrtf(mi.y * mj.y) : 0.0f;
         float k;
-        if (state) {
+        if (state && cand[j] <= PBD_CONTACT_LIST) { /* the same rule from either end */
             /* what this pass takes back of t, and the pair's budget: a share of each */
             float st = *state, want = share * lt, budget = pbd_fabsf(st) + share * (mus * depth);
             k = want <= budget     ? 1.0f
@@ -2118,7 +2120,8 @@ PBD_INLINE int pbd_contact_search(PBD_GLOBAL const pbd_float4 *p0,
                     if (list && n < PBD_CONTACT_LIST)
                         other[i * PBD_CONTACT_LIST + n] = j;
                     if (solve)
-                        pbd_contact_pair(p, x, radius, body, material, num, omega, i, j,
+                        pbd_contact_pair(p, x, radius, body, material, num,
+                                         (PBD_GLOBAL const int *)0, omega, i, j,
                                          (PBD_GLOBAL float *)0, out);
                     ++n;
                     *active += l2 < rs * rs && l2 > 0.0f;
@@ -2157,13 +2160,9 @@ PBD_INLINE int pbd_contacts(PBD_GLOBAL const pbd_float4 *p, PBD_GLOBAL const pbd
     int n = cand[i], active, stick = 0, slide = 0;
     if (n <= PBD_CONTACT_LIST) {
         for (int k = 0; k < n; ++k) {
-            /* a pair's state only where both ends list it: the same rule from either end */
-            int j = other[i * PBD_CONTACT_LIST + k];
-            int kind =
-                pbd_contact_pair(p, x, radius, body, material, num, omega, i, j,
-                                 cand[j] <= PBD_CONTACT_LIST ? state + i * PBD_CONTACT_LIST + k
-                                                             : (PBD_GLOBAL float *)0,
-                                 out);
+            int kind = pbd_contact_pair(p, x, radius, body, material, num, cand, omega, i,
+                                        other[i * PBD_CONTACT_LIST + k],
+                                        state + i * PBD_CONTACT_LIST + k, out);
             stick += kind == 1;
             slide += kind == 2;
         }
@@ -2193,7 +2192,7 @@ PBD_INLINE void pbd_contact_solve(
     float o[9];
     /* whether its frictional contacts all slide: carried to the next substep's pairs (any one
      * of them sliding, carried, passed the slide to the particle's other pairs, and a box with
-     * mu_k 0.4 on a particle floor crept from 0.78 mu_s again); a pinned particle's never,
+     * mu_k 0.4 on a particle floor crept at 0.89 mu_s again); a pinned particle's never,
      * which would reach every pair it holds */
     slide[i] = pbd_contacts(p, x, p0, rest, radius, body, body_self, material, cell, cell_start,
                             cell_sorted, mask, cand, other, num, state, omega, i, o) &&

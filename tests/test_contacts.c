@@ -125,7 +125,7 @@ static void hash_finds_all_pairs(void **state)
                     float a[9], b[9];
                     int *num = calloc((size_t)n, sizeof *num);
                     int *cand = malloc((size_t)n * sizeof *cand);
-                    float *slots = calloc((size_t)n * PBD_CONTACT_LIST, sizeof *state);
+                    float *slots = calloc((size_t)n * PBD_CONTACT_LIST, sizeof *slots);
                     assert_true(num && cand && slots);
                     for (int q = 0; q < n; ++q)
                         cand[q] = PBD_CONTACT_LIST + 1;

@@ -1884,13 +1884,14 @@ double pbd_device_memory_estimate(const pbd_model *m, const pbd_config *cfg, dou
     if (cfg->solver == PBD_SOLVER_JACOBI)
         per_particle += f4;
     /* Particle contacts: the cells, the table (an entry or two a particle), the candidate
-     * lists and the contact displacements (as create_buffers makes them). */
+     * lists with their friction state, the sliding flags and the contact displacements (as
+     * create_buffers makes them). */
     int contacts = 0;
     for (int b = 0; b < m->num_bodies; ++b)
         contacts |= m->bodies[b].radius > 0.0f;
     if (contacts)
         per_particle += (4 + 1 + 1 + 1 + PBD_CONTACT_LIST) * sizeof(int) + 5 * f4 + sizeof(float) +
-                        3 * sizeof(int);
+                        3 * sizeof(int) + PBD_CONTACT_LIST * sizeof(float) + sizeof(int);
     double total = np * per_particle + nb * (6 * sizeof(double) + 2 * f4);
     double largest = np * f4;
     const char *largest_name = "positions";

@@ -535,8 +535,9 @@ static size_t cpu_memory_bytes(const void *impl)
     b += np * sizeof(int) +
          nb * (f4 + 6 * sizeof(double) + 2 * PBD_OUT_COUNT * sizeof(double) + PBD_APPLY_COUNT * f4);
     b += (size_t)pl->num_segments * PBD_SUM_COUNT * sizeof(double);
-    if (pl->contacts) /* the hash and the corrections */
-        b += np * ((7 + PBD_CONTACT_LIST) * sizeof(int) + 4 * f4) +
+    if (pl->contacts) /* the hash, the lists' friction state and the corrections */
+        b += np * ((8 + PBD_CONTACT_LIST) * sizeof(int) + PBD_CONTACT_LIST * sizeof(float) +
+                   4 * f4) +
              (3 * (size_t)pl->table_size + 1) * sizeof(int);
     /* The plan's arrays the loops read: constraints and multipliers, CSR, colours, segments. */
     for (int t = 0; t < PBD_CONSTRAINT_COUNT; ++t)

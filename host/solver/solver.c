@@ -2354,10 +2354,16 @@ static pbd_status state_out_of_bounds(const pbd_state_arrays *a, size_t np, cons
                                      what, i, names[k], (double)q.x, (double)q.y, (double)q.z,
                                      expected, (double)PBD_MAX_COORD);
         }
-    for (size_t i = 0; a->contact_slide && i < np; ++i)
-        if (a->contact_slide[i] != 0 && a->contact_slide[i] != 1)
-            return pbd_error_set(err, bad, "%s: particle %zu: contacts' sliding flag %d, %s 0 or 1",
-                                 what, i, (int)a->contact_slide[i], expected);
+    /* the flags, and the zeros after them to the next 16 bytes; a pinned particle's contacts
+     * never slide */
+    for (size_t i = 0; a->contact_slide && i < (np + 3) / 4 * 4; ++i) {
+        int32_t f = a->contact_slide[i];
+        int zero = i >= np || !(a->x[i].w > 0.0f);
+        if (f != 0 && (zero || f != 1))
+            return pbd_error_set(err, bad, "%s: %s %zu: contacts' sliding flag %d, %s %s", what,
+                                 i < np ? "particle" : "the padding after particle",
+                                 i < np ? i : np - 1, (int)f, expected, zero ? "0" : "0 or 1");
+    }
     for (size_t i = 0; a->dx && i < np; ++i) {
         pbd_float4 q = a->dx[i];
         if (!(isfinite(q.x) && isfinite(q.y) && isfinite(q.z) && isfinite(q.w)))
