@@ -1970,11 +1970,13 @@ PBD_INLINE int pbd_cell_coord(float v, float inv_cell)
     return (int)f;
 }
 
-/* A cell's entry in a table of mask + 1 entries (Teschner et al. 2003's primes). Different
- * cells may share an entry: the contact test compares the cells themselves. */
+/* A cell's entry in a table of mask + 1 entries: its row of cells along x hashed (Teschner
+ * et al. 2003's primes), then x added, so that the three cells of a row that a search visits
+ * are consecutive entries, one run of the sorted particles. Different cells may share an
+ * entry: the contact test compares the cells themselves. */
 PBD_INLINE int pbd_cell_hash(int x, int y, int z, int mask)
 {
-    unsigned h = ((unsigned)x * 73856093u) ^ ((unsigned)y * 19349663u) ^ ((unsigned)z * 83492791u);
+    unsigned h = (((unsigned)y * 19349663u) ^ ((unsigned)z * 83492791u)) + (unsigned)x;
     return (int)(h & (unsigned)mask);
 }
 
@@ -2091,19 +2093,23 @@ PBD_INLINE int pbd_contact_search(PBD_GLOBAL const pbd_float4 *p0,
     if (!(ri > 0.0f))
         return 0;
     pbd_float4 pi = p0[i], qi = rest[i];
-    int cx = cell[4 * i], cy = cell[4 * i + 1], cz = cell[4 * i + 2];
+    int cx = cell[4 * i], cy = cell[4 * i + 1], cz = cell[4 * i + 2], self = body_self[bi];
     for (int dz = -1; dz <= 1; ++dz)
-        for (int dy = -1; dy <= 1; ++dy)
-            for (int dx = -1; dx <= 1; ++dx) {
-                int hx = cx + dx, hy = cy + dy, hz = cz + dz, h = pbd_cell_hash(hx, hy, hz, mask);
-                for (int s = cell_start[h]; s < cell_start[h + 1]; ++s) {
-                    int j = cell_sorted[s];
-                    if (j == i || cell[4 * j] != hx || cell[4 * j + 1] != hy ||
-                        cell[4 * j + 2] != hz)
+        for (int dy = -1; dy <= 1; ++dy) {
+            /* the row's three cells, x - 1 to x + 1, in that order: consecutive entries
+             * (pbd_cell_hash), so one run of cell_sorted, or two where they wrap past the
+             * table's end; a particle of the row's cell x + d lies in the entry of x + d */
+            int hy = cy + dy, hz = cz + dz, h = pbd_cell_hash(cx - 1, hy, hz, mask);
+            int wrap = h > mask - 2;
+            for (int part = 0; part <= wrap; ++part) {
+                int lo = part ? 0 : h, hi = part ? h + 1 - mask : (wrap ? mask : h + 2);
+                for (int s = cell_start[lo]; s < cell_start[hi + 1]; ++s) {
+                    int j = cell_sorted[s], bj = body[j];
+                    if ((bj == bi && !self) || j == i || (unsigned)(cell[4 * j] - cx + 1) > 2u ||
+                        cell[4 * j + 1] != hy || cell[4 * j + 2] != hz)
                         continue;
                     float rj = radius[j];
-                    int bj = body[j];
-                    if (!(rj > 0.0f) || (bj == bi && !body_self[bi]))
+                    if (!(rj > 0.0f))
                         continue;
                     float rs = ri + rj, reach = PBD_CONTACT_REACH * rs;
                     if (bj == bi) {
@@ -2127,6 +2133,7 @@ PBD_INLINE int pbd_contact_search(PBD_GLOBAL const pbd_float4 *p0,
                     *active += l2 < rs * rs && l2 > 0.0f;
                 }
             }
+        }
     return n;
 }
 
