@@ -925,6 +925,11 @@ static void update_respects_blocks(void **state)
     assert_int_equal(pbd_solver_update_constraint(sv, PBD_CONSTRAINT_DISTANCE, model[0], &r, &err),
                      PBD_ERR_ARGUMENT);
     expect(strstr(err.message, "its particles lie in different blocks"), "%s", err.message);
+    r = (pbd_distance){.a = inner.a, .b = inner.b, .rest = -1.0f};
+    assert_int_equal(
+        pbd_solver_update_constraint(sv, PBD_CONSTRAINT_DISTANCE, model[pos], &r, &err),
+        PBD_ERR_MODEL);
+    expect(strstr(err.message, "rest length -1 (expected a rest length >= 0"), "%s", err.message);
     pbd_solver_destroy(sv);
     free(model);
     pbd_plan_free(&plan);
@@ -3493,8 +3498,9 @@ static void neo_hookean_too_stiff(void **state)
     r.compliance = 0.0f;
     assert_int_equal(pbd_solver_update_constraint(sv, PBD_CONSTRAINT_NEO_HOOKEAN, 5, &r, &err),
                      PBD_ERR_MODEL);
-    assert_non_null(
-        strstr(err.message, "neo_hookean constraint 5: expected a deviatoric compliance > 0"));
+    assert_non_null(strstr(err.message,
+                           "neo_hookean constraint 5: deviatoric compliance 0 (expected a "
+                           "deviatoric compliance > 0"));
     r.compliance = sc.model.neo_hookean[5].compliance * 2.0f; /* softer: taken */
     assert_int_equal(pbd_solver_update_constraint(sv, PBD_CONSTRAINT_NEO_HOOKEAN, 5, &r, &err),
                      PBD_OK);
@@ -3828,6 +3834,16 @@ static void kinematic_colliders(void **state)
     ball.restitution = 0.5f;
     assert_int_equal(pbd_solver_update_collider(sv, 0, &ball, &err), PBD_ERR_ARGUMENT);
     assert_non_null(strstr(err.message, "restitution"));
+    /* a refused value is named with what was found */
+    ball.restitution = 0.0f;
+    ball.velocity.y = NAN;
+    assert_int_equal(pbd_solver_update_collider(sv, 0, &ball, &err), PBD_ERR_MODEL);
+    expect(strstr(err.message, "collider 0: velocity (0, nan, 0, w 0) m/s"), "%s", err.message);
+    ball.velocity.y = 0.0f;
+    ball.shape.x = 2e9f;
+    assert_int_equal(pbd_solver_update_collider(sv, 0, &ball, &err), PBD_ERR_MODEL);
+    expect(strstr(err.message, "collider 0 (sphere): shape (2e+09, "), "%s", err.message);
+    ball.shape.x = x.x;
     pbd_solver_destroy(sv);
     /* friction keeps a budget in records made only where friction was there at creation (or
      * the momentum is tracked): given later without them, it is refused as restitution is */

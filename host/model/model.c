@@ -217,61 +217,83 @@ static int bounded3(pbd_float4 f)
            fabsf(f.z) <= PBD_MAX_COORD;
 }
 
-/* The values of one record: each type's own expectations. */
-static const char *record_problem(int type, const void *record)
+/* The values of one record: each type's own expectations. Returns what was expected where a
+ * value is out of them, with the value found written to found, else NULL. */
+static const char *record_problem(int type, const void *record, char *found, size_t size)
 {
     switch (type) {
     case PBD_CONSTRAINT_DISTANCE: {
         const pbd_distance *d = record;
-        if (!(d->rest >= 0.0f) || !(d->rest <= 2.0f * PBD_MAX_COORD))
+        if (!(d->rest >= 0.0f) || !(d->rest <= 2.0f * PBD_MAX_COORD)) {
+            snprintf(found, size, "rest length %g", (double)d->rest);
             return "a rest length >= 0, within 2e9 m";
+        }
         break;
     }
     case PBD_CONSTRAINT_ATTACHMENT: {
         const pbd_attachment *a = record;
-        if (!finite4(a->target) || !bounded3(a->target))
-            return "a target within 1e9 m of the origin";
+        if (!finite4(a->target) || !bounded3(a->target)) {
+            snprintf(found, size, "target (%g, %g, %g, w %g)", (double)a->target.x,
+                     (double)a->target.y, (double)a->target.z, (double)a->target.w);
+            return "a finite target within 1e9 m of the origin";
+        }
         break;
     }
     case PBD_CONSTRAINT_TETHER: {
         const pbd_tether *t = record;
-        if (!(t->rest >= 0.0f) || !(t->rest <= 2.0f * PBD_MAX_COORD))
+        if (!(t->rest >= 0.0f) || !(t->rest <= 2.0f * PBD_MAX_COORD)) {
+            snprintf(found, size, "longest length %g", (double)t->rest);
             return "a longest length >= 0, within 2e9 m";
+        }
         break;
     }
     case PBD_CONSTRAINT_DIHEDRAL: {
         const pbd_dihedral *d = record;
-        if (!(d->rest >= -3.1415927f && d->rest <= 3.1415927f))
+        if (!(d->rest >= -3.1415927f && d->rest <= 3.1415927f)) {
+            snprintf(found, size, "rest angle %g", (double)d->rest);
             return "a rest angle in [-pi, pi]";
+        }
         break;
     }
     case PBD_CONSTRAINT_ISOMETRIC: {
         const pbd_isometric *r = record;
         /* sqrt(3 / area) times cotangents: 1e9 allows needles of 1e-12 m^2 */
         for (int k = 0; k < 4; ++k)
-            if (!(fabsf(r->k[k]) <= 1e9f))
+            if (!(fabsf(r->k[k]) <= 1e9f)) {
+                snprintf(found, size, "weight k[%d] %g", k, (double)r->k[k]);
                 return "weights k within 1e9 (1/m)";
+            }
         break;
     }
     case PBD_CONSTRAINT_NEO_HOOKEAN: {
         const pbd_neo_hookean *r = record;
         for (int k = 0; k < 9; ++k)
-            if (!(fabsf(r->dm_inv[k]) <= 1e9f))
+            if (!(fabsf(r->dm_inv[k]) <= 1e9f)) {
+                snprintf(found, size, "Dm^-1 entry %d %g", k, (double)r->dm_inv[k]);
                 return "Dm^-1 entries within 1e9 (1/m)";
-        if (!(r->compliance > 0.0f))
+            }
+        if (!(r->compliance > 0.0f)) {
+            snprintf(found, size, "deviatoric compliance %g", (double)r->compliance);
             return "a deviatoric compliance > 0 (the element has no hard form, nor a PBD "
                    "stiffness one)";
-        if (!(r->compliance_h >= 0.0f) || !(r->compliance_h <= PBD_MAX_COMPLIANCE))
+        }
+        if (!(r->compliance_h >= 0.0f) || !(r->compliance_h <= PBD_MAX_COMPLIANCE)) {
+            snprintf(found, size, "hydrostatic compliance %g", (double)r->compliance_h);
             return "a hydrostatic compliance in [0, 1e20]";
-        if (!(r->gamma >= 0.0f && r->gamma <= 1e6f))
+        }
+        if (!(r->gamma >= 0.0f && r->gamma <= 1e6f)) {
+            snprintf(found, size, "gamma %g", (double)r->gamma);
             return "gamma in [0, 1e6]";
+        }
         break;
     }
     case PBD_CONSTRAINT_VOLUME: {
         const pbd_volume *v = record;
         /* (1e9 m)^3 bounds it; a zero rest volume would push every tet flat */
-        if (!isfinite(v->rest) || v->rest == 0.0f || !(fabsf(v->rest) <= 1e27f))
+        if (!isfinite(v->rest) || v->rest == 0.0f || !(fabsf(v->rest) <= 1e27f)) {
+            snprintf(found, size, "rest volume %g", (double)v->rest);
             return "a rest volume other than 0, within 1e27 m^3";
+        }
         break;
     }
     }
@@ -311,10 +333,11 @@ pbd_status pbd_constraint_validate(int type, const void *r, int index, int num_p
                              "%s constraint %d: compliance %g (expected compliance in [0, %g] "
                              "or stiffness in (0, 1])",
                              info->name, index, (double)compliance, (double)PBD_MAX_COMPLIANCE);
-    const char *problem = record_problem(type, r);
+    char found[96];
+    const char *problem = record_problem(type, r, found, sizeof found);
     if (problem)
-        return pbd_error_set(err, PBD_ERR_MODEL, "%s constraint %d: expected %s", info->name, index,
-                             problem);
+        return pbd_error_set(err, PBD_ERR_MODEL, "%s constraint %d: %s (expected %s)", info->name,
+                             index, found, problem);
     return PBD_OK;
 }
 
@@ -339,9 +362,12 @@ pbd_status pbd_collider_validate(const pbd_collider *c, int k, pbd_error *err)
     if (!finite4(c->velocity) || !bounded3(c->velocity) || !finite4(c->angular_velocity) ||
         !bounded3(c->angular_velocity))
         return pbd_error_set(err, PBD_ERR_MODEL,
-                             "collider %d: a velocity or angular velocity beyond 1e9 or not "
-                             "finite",
-                             k);
+                             "collider %d: velocity (%g, %g, %g, w %g) m/s, angular velocity "
+                             "(%g, %g, %g, w %g) rad/s (expected each finite, within 1e9)",
+                             k, (double)c->velocity.x, (double)c->velocity.y, (double)c->velocity.z,
+                             (double)c->velocity.w, (double)c->angular_velocity.x,
+                             (double)c->angular_velocity.y, (double)c->angular_velocity.z,
+                             (double)c->angular_velocity.w);
     if (c->kind < 0 || c->kind >= PBD_COLLIDER_COUNT)
         return pbd_error_set(err, PBD_ERR_MODEL, "collider %d: kind %d (expected 0 .. %d)", k,
                              c->kind, PBD_COLLIDER_COUNT - 1);
@@ -350,11 +376,12 @@ pbd_status pbd_collider_validate(const pbd_collider *c, int k, pbd_error *err)
         !(c->friction_kinetic >= 0.0f && c->friction_kinetic <= c->friction) ||
         !(c->restitution >= 0.0f) || !(c->restitution <= 1.0f))
         return pbd_error_set(err, PBD_ERR_MODEL,
-                             "collider %d (%s): a shape beyond 1e9 m or not finite, or friction "
-                             "%g static and %g kinetic, restitution %g (expected [0, 100], [0, "
-                             "static], [0, 1])",
-                             k, collider_names[c->kind], (double)c->friction,
-                             (double)c->friction_kinetic, (double)c->restitution);
+                             "collider %d (%s): shape (%g, %g, %g, %g), friction %g static and "
+                             "%g kinetic, restitution %g (expected the shape finite, within 1e9 "
+                             "m; friction in [0, 100] and [0, static]; restitution in [0, 1])",
+                             k, collider_names[c->kind], (double)s.x, (double)s.y, (double)s.z,
+                             (double)s.w, (double)c->friction, (double)c->friction_kinetic,
+                             (double)c->restitution);
     if (c->kind == PBD_COLLIDER_PLANE) {
         double n = sqrt((double)s.x * s.x + (double)s.y * s.y + (double)s.z * s.z);
         if (fabs(n - 1.0) > 1e-5)

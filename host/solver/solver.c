@@ -1318,9 +1318,9 @@ static pbd_status plan_body_constraints(const pbd_model *m, const pbd_config *cf
                     if (back != 1 || same != 1)
                         st = pbd_error_set(err, PBD_ERR_MODEL,
                                            "body %d (%s): pressure needs a closed surface, but "
-                                           "its edge %d-%d is in %d triangles one way and %d the "
+                                           "its edge %d-%d is in %d triangle%s one way and %d the "
                                            "other (expected 1 and 1)",
-                                           b, bd->name, i, j, same, back);
+                                           b, bd->name, i, j, same, same == 1 ? "" : "s", back);
                     const pbd_float4 a = m->x[i], p = m->x[j],
                                      q = m->x[plan->pressure_pairs[2 * e + 1]];
                     vol += (a.x * ((double)p.y * q.z - (double)p.z * q.y) +
