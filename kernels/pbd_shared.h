@@ -2112,17 +2112,17 @@ PBD_INLINE int pbd_contact_search(PBD_GLOBAL const pbd_float4 *p0,
                     if (!(rj > 0.0f))
                         continue;
                     float rs = ri + rj, reach = PBD_CONTACT_REACH * rs;
-                    if (bj == bi) {
-                        pbd_float4 qj = rest[j];
-                        float ex = qi.x - qj.x, ey = qi.y - qj.y, ez = qi.z - qj.z;
-                        if (ex * ex + ey * ey + ez * ez < rs * rs)
-                            continue;
-                    }
                     pbd_float4 pj = p0[j];
                     float ex = pi.x - pj.x, ey = pi.y - pj.y, ez = pi.z - pj.z;
                     float l2 = ex * ex + ey * ey + ez * ez;
                     if (!(l2 < reach * reach) || !(pi.w + pj.w > 0.0f))
                         continue;
+                    if (bj == bi) {
+                        pbd_float4 qj = rest[j];
+                        float fx = qi.x - qj.x, fy = qi.y - qj.y, fz = qi.z - qj.z;
+                        if (fx * fx + fy * fy + fz * fz < rs * rs)
+                            continue;
+                    }
                     if (list && n < PBD_CONTACT_LIST)
                         other[i * PBD_CONTACT_LIST + n] = j;
                     if (solve)
