@@ -1971,23 +1971,56 @@ PBD_INLINE int pbd_cell_coord(float v, float inv_cell)
 }
 
 /* A cell's entry in a table of mask + 1 entries: its row of cells along x hashed (Teschner
- * et al. 2003's primes), then x added, so that the three cells of a row that a search visits
- * are consecutive entries, one run of the sorted particles. Different cells may share an
- * entry: the contact test compares the cells themselves. */
+ * et al. 2003's primes), then x added, so that the cells of a row that a search visits are
+ * consecutive entries, one run of the sorted particles. Different cells may share an entry:
+ * the contact test compares the cells themselves. */
 PBD_INLINE int pbd_cell_hash(int x, int y, int z, int mask)
 {
     unsigned h = (((unsigned)y * 19349663u) ^ ((unsigned)z * 83492791u)) + (unsigned)x;
     return (int)(h & (unsigned)mask);
 }
 
-/* Particle i's cell from its position: cell[4 i .. 4 i + 2] its coordinates, cell[4 i + 3]
- * its table entry, which it returns. */
-PBD_INLINE int pbd_contact_cell(PBD_GLOBAL const pbd_float4 *p, PBD_GLOBAL int *cell, int i,
-                                float inv_cell, int mask)
+/* Radius classes: where the radii differ more than twofold, the particles of each class
+ * (radii up to grid_r[k], ascending; 0 where class k is unused) are hashed in cells of their
+ * own, PBD_CONTACT_REACH times twice that radius, so that a fine particle does not search
+ * cells sized for a coarse one, into a part of the table of their own: 2^b entries (b: byte
+ * k of grid_bits) after the classes before. With one class, the whole table. */
+#define PBD_CONTACT_CLASSES 4
+
+PBD_INLINE float pbd_grid_at(pbd_float4 v, int k)
+{
+    return k == 0 ? v.x : k == 1 ? v.y : k == 2 ? v.z : v.w;
+}
+
+/* The class of a particle of radius r. */
+PBD_INLINE int pbd_contact_class(float r, pbd_float4 grid_r)
+{
+    return (grid_r.y > 0.0f && r > grid_r.x) + (grid_r.z > 0.0f && r > grid_r.y) +
+           (grid_r.w > 0.0f && r > grid_r.z);
+}
+
+/* Class k's part of the table: its first entry, and its size less one (a mask). */
+PBD_INLINE int pbd_grid_part(int grid_bits, int k, int *mask)
+{
+    int base = 0;
+    for (int j = 0; j < k; ++j)
+        base += 1 << ((grid_bits >> (8 * j)) & 31);
+    *mask = (1 << ((grid_bits >> (8 * k)) & 31)) - 1;
+    return base;
+}
+
+/* Particle i's cell from its position: cell[4 i .. 4 i + 2] its coordinates in its class's
+ * cells, cell[4 i + 3] its table entry, which it returns. */
+PBD_INLINE int pbd_contact_cell(PBD_GLOBAL const pbd_float4 *p, PBD_GLOBAL const float *radius,
+                                PBD_GLOBAL int *cell, int i, pbd_float4 grid_inv, pbd_float4 grid_r,
+                                int grid_bits)
 {
     pbd_float4 q = p[i];
+    int k = pbd_contact_class(radius[i], grid_r), mask;
+    int base = pbd_grid_part(grid_bits, k, &mask);
+    float inv_cell = pbd_grid_at(grid_inv, k);
     int x = pbd_cell_coord(q.x, inv_cell), y = pbd_cell_coord(q.y, inv_cell);
-    int z = pbd_cell_coord(q.z, inv_cell), h = pbd_cell_hash(x, y, z, mask);
+    int z = pbd_cell_coord(q.z, inv_cell), h = base + pbd_cell_hash(x, y, z, mask);
     cell[4 * i] = x, cell[4 * i + 1] = y, cell[4 * i + 2] = z, cell[4 * i + 3] = h;
     return h;
 }
@@ -2076,16 +2109,21 @@ PBD_INLINE int pbd_contact_pair(PBD_GLOBAL const pbd_float4 *p, PBD_GLOBAL const
  * PBD_CONTACT_LIST go to other[i PBD_CONTACT_LIST ..]; with `solve`, each one's contact at
  * the positions p is added to out (pbd_contact_pair). Pairs within a body count only with its
  * self-collision, and only if the two were at least r_i + r_j apart at rest. The test is
- * symmetric, so j is i's candidate exactly when i is j's. */
-PBD_INLINE int pbd_contact_search(PBD_GLOBAL const pbd_float4 *p0,
-                                  PBD_GLOBAL const pbd_float4 *rest, PBD_GLOBAL const float *radius,
-                                  PBD_GLOBAL const int *body, PBD_GLOBAL const int *body_self,
-                                  PBD_GLOBAL const int *cell, PBD_GLOBAL const int *cell_start,
-                                  PBD_GLOBAL const int *cell_sorted, int mask, int i, int list,
-                                  PBD_GLOBAL int *other, int *active, int solve,
-                                  PBD_GLOBAL const pbd_float4 *p, PBD_GLOBAL const pbd_float4 *x,
-                                  PBD_GLOBAL const pbd_float4 *material, PBD_GLOBAL const int *num,
-                                  float omega, float *out)
+ * symmetric, and each class's search reaches its largest partner, so j is i's candidate
+ * exactly when i is j's.
+ *
+ * Each radius class in turn (pbd_contact_class): the cells within R of i's cell in that
+ * class's cells, R = ceil((r_i's class + r_k) / (2 r_k)): 1 in its own class and coarser
+ * ones, more in finer ones. Rows along x, z then y ascending, each row's 2 R + 1 cells one
+ * run of entries (pbd_cell_hash), or two where they wrap past the table's end. Where the
+ * cells to search outnumber the table's entries, one pass over the whole table instead. */
+PBD_INLINE int pbd_contact_search(
+    PBD_GLOBAL const pbd_float4 *p0, PBD_GLOBAL const pbd_float4 *rest,
+    PBD_GLOBAL const float *radius, PBD_GLOBAL const int *body, PBD_GLOBAL const int *body_self,
+    PBD_GLOBAL const int *cell, PBD_GLOBAL const int *cell_start, PBD_GLOBAL const int *cell_sorted,
+    int grid_bits, pbd_float4 grid_inv, pbd_float4 grid_r, int i, int list, PBD_GLOBAL int *other,
+    int *active, int solve, PBD_GLOBAL const pbd_float4 *p, PBD_GLOBAL const pbd_float4 *x,
+    PBD_GLOBAL const pbd_float4 *material, PBD_GLOBAL const int *num, float omega, float *out)
 {
     float ri = radius[i];
     int n = 0, bi = body[i];
@@ -2093,47 +2131,72 @@ PBD_INLINE int pbd_contact_search(PBD_GLOBAL const pbd_float4 *p0,
     if (!(ri > 0.0f))
         return 0;
     pbd_float4 pi = p0[i], qi = rest[i];
-    int cx = cell[4 * i], cy = cell[4 * i + 1], cz = cell[4 * i + 2], self = body_self[bi];
-    for (int dz = -1; dz <= 1; ++dz)
-        for (int dy = -1; dy <= 1; ++dy) {
-            /* the row's three cells, x - 1 to x + 1, in that order: consecutive entries
-             * (pbd_cell_hash), so one run of cell_sorted, or two where they wrap past the
-             * table's end; a particle of the row's cell x + d lies in the entry of x + d */
-            int hy = cy + dy, hz = cz + dz, h = pbd_cell_hash(cx - 1, hy, hz, mask);
-            int wrap = h > mask - 2;
-            for (int part = 0; part <= wrap; ++part) {
-                int lo = part ? 0 : h, hi = part ? h + 1 - mask : (wrap ? mask : h + 2);
-                for (int s = cell_start[lo]; s < cell_start[hi + 1]; ++s) {
-                    int j = cell_sorted[s], bj = body[j];
-                    if ((bj == bi && !self) || j == i || (unsigned)(cell[4 * j] - cx + 1) > 2u ||
-                        cell[4 * j + 1] != hy || cell[4 * j + 2] != hz)
-                        continue;
-                    float rj = radius[j];
-                    if (!(rj > 0.0f))
-                        continue;
-                    float rs = ri + rj, reach = PBD_CONTACT_REACH * rs;
-                    pbd_float4 pj = p0[j];
-                    float ex = pi.x - pj.x, ey = pi.y - pj.y, ez = pi.z - pj.z;
-                    float l2 = ex * ex + ey * ey + ez * ez;
-                    if (!(l2 < reach * reach) || !(pi.w + pj.w > 0.0f))
-                        continue;
-                    if (bj == bi) {
-                        pbd_float4 qj = rest[j];
-                        float fx = qi.x - qj.x, fy = qi.y - qj.y, fz = qi.z - qj.z;
-                        if (fx * fx + fy * fy + fz * fz < rs * rs)
+    int self = body_self[bi], own = pbd_contact_class(ri, grid_r);
+    float r_own = pbd_grid_at(grid_r, own);
+    for (int k = 0; k < PBD_CONTACT_CLASSES && pbd_grid_at(grid_r, k) > 0.0f; ++k) {
+        int cx = cell[4 * i], cy = cell[4 * i + 1], cz = cell[4 * i + 2], r = 1, mask;
+        int base = pbd_grid_part(grid_bits, k, &mask);
+        if (k != own) {
+            float inv_cell = pbd_grid_at(grid_inv, k), rk = pbd_grid_at(grid_r, k);
+            float q = (r_own + rk) / (rk + rk);
+            cx = pbd_cell_coord(pi.x, inv_cell), cy = pbd_cell_coord(pi.y, inv_cell);
+            cz = pbd_cell_coord(pi.z, inv_cell);
+            /* q >= 1 in a finer class, < 1 in a coarser one; at most the cells' limit */
+            r = q < 1.0f ? 1 : q < PBD_CELL_LIMIT ? (int)q : (int)PBD_CELL_LIMIT;
+            r += (float)r < q && q < PBD_CELL_LIMIT;
+        }
+        int span = 2 * r + 1;
+        /* the class's whole part once, where a wider search's cells outnumber its entries */
+        int whole = r > 1 && (r > 128 || span * span * span > mask);
+        int rows = whole ? 1 : span, width = whole ? 2 * r : 0;
+        for (int dz = 0; dz < rows; ++dz)
+            for (int dy = 0; dy < rows; ++dy) {
+                /* the row's cells x - r to x + r, in that order: consecutive entries
+                 * (pbd_cell_hash); a particle of the row's cell x + d lies in the entry of
+                 * x + d; or with `whole`, y and z within r as well */
+                int hy = whole ? cy - r : cy + dy - r, hz = whole ? cz - r : cz + dz - r;
+                int h = whole ? 0 : pbd_cell_hash(cx - r, hy, hz, mask);
+                int wrap = !whole && h > mask - (span - 1);
+                for (int part = 0; part <= wrap; ++part) {
+                    int lo = base + (part ? 0 : h);
+                    int hi = base + (whole  ? mask
+                                     : part ? h + span - 2 - mask
+                                     : wrap ? mask
+                                            : h + span - 1);
+                    for (int s = cell_start[lo]; s < cell_start[hi + 1]; ++s) {
+                        int j = cell_sorted[s], bj = body[j];
+                        if ((bj == bi && !self) || j == i ||
+                            (unsigned)(cell[4 * j] - cx + r) > (unsigned)(2 * r) ||
+                            (unsigned)(cell[4 * j + 1] - hy) > (unsigned)width ||
+                            (unsigned)(cell[4 * j + 2] - hz) > (unsigned)width)
                             continue;
+                        float rj = radius[j];
+                        if (!(rj > 0.0f))
+                            continue;
+                        float rs = ri + rj, reach = PBD_CONTACT_REACH * rs;
+                        pbd_float4 pj = p0[j];
+                        float ex = pi.x - pj.x, ey = pi.y - pj.y, ez = pi.z - pj.z;
+                        float l2 = ex * ex + ey * ey + ez * ez;
+                        if (!(l2 < reach * reach) || !(pi.w + pj.w > 0.0f))
+                            continue;
+                        if (bj == bi) {
+                            pbd_float4 qj = rest[j];
+                            float fx = qi.x - qj.x, fy = qi.y - qj.y, fz = qi.z - qj.z;
+                            if (fx * fx + fy * fy + fz * fz < rs * rs)
+                                continue;
+                        }
+                        if (list && n < PBD_CONTACT_LIST)
+                            other[i * PBD_CONTACT_LIST + n] = j;
+                        if (solve)
+                            pbd_contact_pair(p, x, radius, body, material, num,
+                                             (PBD_GLOBAL const int *)0, omega, i, j,
+                                             (PBD_GLOBAL float *)0, out);
+                        ++n;
+                        *active += l2 < rs * rs && l2 > 0.0f;
                     }
-                    if (list && n < PBD_CONTACT_LIST)
-                        other[i * PBD_CONTACT_LIST + n] = j;
-                    if (solve)
-                        pbd_contact_pair(p, x, radius, body, material, num,
-                                         (PBD_GLOBAL const int *)0, omega, i, j,
-                                         (PBD_GLOBAL float *)0, out);
-                    ++n;
-                    *active += l2 < rs * rs && l2 > 0.0f;
                 }
             }
-        }
+    }
     return n;
 }
 
@@ -2158,7 +2221,8 @@ PBD_INLINE int pbd_contacts(PBD_GLOBAL const pbd_float4 *p, PBD_GLOBAL const pbd
                             PBD_GLOBAL const float *radius, PBD_GLOBAL const int *body,
                             PBD_GLOBAL const int *body_self, PBD_GLOBAL const pbd_float4 *material,
                             PBD_GLOBAL const int *cell, PBD_GLOBAL const int *cell_start,
-                            PBD_GLOBAL const int *cell_sorted, int mask, PBD_GLOBAL const int *cand,
+                            PBD_GLOBAL const int *cell_sorted, int grid_bits, pbd_float4 grid_inv,
+                            pbd_float4 grid_r, PBD_GLOBAL const int *cand,
                             PBD_GLOBAL const int *other, PBD_GLOBAL const int *num,
                             PBD_GLOBAL float *state, float omega, int i, float *out)
 {
@@ -2174,8 +2238,9 @@ PBD_INLINE int pbd_contacts(PBD_GLOBAL const pbd_float4 *p, PBD_GLOBAL const pbd
             slide += kind == 2;
         }
     } else {
-        pbd_contact_search(p0, rest, radius, body, body_self, cell, cell_start, cell_sorted, mask,
-                           i, 0, (PBD_GLOBAL int *)0, &active, 1, p, x, material, num, omega, out);
+        pbd_contact_search(p0, rest, radius, body, body_self, cell, cell_start, cell_sorted,
+                           grid_bits, grid_inv, grid_r, i, 0, (PBD_GLOBAL int *)0, &active, 1, p, x,
+                           material, num, omega, out);
     }
     return slide > 0 && stick == 0;
 }
@@ -2191,10 +2256,10 @@ PBD_INLINE void pbd_contact_solve(
     PBD_GLOBAL const pbd_float4 *rest, PBD_GLOBAL const float *radius, PBD_GLOBAL const int *body,
     PBD_GLOBAL const int *body_self, PBD_GLOBAL const pbd_float4 *material,
     PBD_GLOBAL const int *cell, PBD_GLOBAL const int *cell_start, PBD_GLOBAL const int *cell_sorted,
-    int mask, PBD_GLOBAL const int *cand, PBD_GLOBAL const int *other, PBD_GLOBAL const int *num,
-    PBD_GLOBAL float *state, PBD_GLOBAL int *slide, float omega, PBD_GLOBAL pbd_float4 *dp,
-    PBD_GLOBAL pbd_float4 *dx, PBD_GLOBAL pbd_float4 *cdx, PBD_GLOBAL pbd_float4 *a, int track,
-    int i)
+    int grid_bits, pbd_float4 grid_inv, pbd_float4 grid_r, PBD_GLOBAL const int *cand,
+    PBD_GLOBAL const int *other, PBD_GLOBAL const int *num, PBD_GLOBAL float *state,
+    PBD_GLOBAL int *slide, float omega, PBD_GLOBAL pbd_float4 *dp, PBD_GLOBAL pbd_float4 *dx,
+    PBD_GLOBAL pbd_float4 *cdx, PBD_GLOBAL pbd_float4 *a, int track, int i)
 {
     float o[9];
     /* whether its frictional contacts all slide: carried to the next substep's pairs (any one
@@ -2202,7 +2267,8 @@ PBD_INLINE void pbd_contact_solve(
      * mu_k 0.4 on a particle floor crept at 0.89 mu_s again); a pinned particle's never,
      * which would reach every pair it holds */
     slide[i] = pbd_contacts(p, x, p0, rest, radius, body, body_self, material, cell, cell_start,
-                            cell_sorted, mask, cand, other, num, state, omega, i, o) &&
+                            cell_sorted, grid_bits, grid_inv, grid_r, cand, other, num, state,
+                            omega, i, o) &&
                p[i].w > 0.0f;
     dp[i] = PBD_F4(o[0], o[1], o[2], 0.0f);
     if (track && (o[3] != 0.0f || o[4] != 0.0f || o[5] != 0.0f)) {

@@ -111,6 +111,11 @@ cat >contacts.json <<'EOF'
 EOF
 check contacts.json --frames 3
 check contacts.json --frames 2 --solver jacobi
+# Radii in two classes (0.012 m, the cloth's; 0.05 m, the boxes'): the boxes' particles search
+# the cloth's cells three wide.
+sed 's/"self_collision": true}/"self_collision": true, "particle_radius": 0.012}/' contacts.json \
+    >classes.json
+check classes.json --frames 2
 # Uninitialised values. Oclgrind 21.10's --uninitialized crashes on a vector shuffle with
 # undefined lanes, which LLVM's optimiser makes of a float4 length (its shuffle handler tests
 # the lane index against UndefValueVal, 11, where LLVM marks an undefined lane -1); built with

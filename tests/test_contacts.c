@@ -43,16 +43,18 @@ static int brute_pair(const pbd_plan *pl, const pbd_model *m, const pbd_float4 *
     return touching ? l2 < rs * rs && l2 > 0.0f : l2 < reach * reach;
 }
 
-/* Random clouds of three bodies (radii r, r / 2 and none; the first with self-collision and a
- * rest shape of other random positions), in boxes small enough for crowded cells and large
- * enough for cells that share table entries: every particle's candidates and contacts
- * through the hash are exactly those a search over all pairs finds, and its list holds
- * candidates only, each once. */
+/* Random clouds of four bodies (radii r, f r and none, and 4.5 r or none; the first and the
+ * last with self-collision and a rest shape of other random positions), in boxes small enough
+ * for crowded cells and large enough for cells that share table entries: every particle's
+ * candidates and contacts through the hash are exactly those a search over all pairs finds,
+ * and its list holds candidates only, each once. f = 1/2 and no fourth body: one radius class,
+ * each particle searching its 27 cells; f = 1/5 and 3/100 with the fourth: three classes,
+ * coarse particles searching finer cells several wide, or the whole table. */
 static void hash_finds_all_pairs(void **state)
 {
     (void)state;
     const int sizes[] = {10, 300, 1000, 3000};
-    const float radii[] = {0.01f, 0.05f, 0.2f};
+    const float radii[] = {0.01f, 0.05f, 0.2f}, fine[] = {0.5f, 0.2f, 0.03f};
     unsigned seed = 12345u;
     long pairs_total = 0;
     for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; ++si)
@@ -60,13 +62,16 @@ static void hash_finds_all_pairs(void **state)
             int n = sizes[si];
             float r = radii[ri], side = 0.6f * cbrtf((float)n) * 2.0f * r;
             pbd_model m = {0};
-            int third = n / 3;
-            assert_true(pbd_model_add_particles(&m, third, "a") >= 0);
-            assert_true(pbd_model_add_particles(&m, third, "b") >= 0);
-            assert_true(pbd_model_add_particles(&m, n - 2 * third, "c") >= 0);
+            int quarter = n / 4;
+            assert_true(pbd_model_add_particles(&m, quarter, "a") >= 0);
+            assert_true(pbd_model_add_particles(&m, quarter, "b") >= 0);
+            assert_true(pbd_model_add_particles(&m, quarter, "c") >= 0);
+            assert_true(pbd_model_add_particles(&m, n - 3 * quarter, "d") >= 0);
             m.bodies[0].radius = r;
             m.bodies[0].self_collision = 1;
-            m.bodies[1].radius = 0.5f * r;
+            m.bodies[1].radius = fine[ri] * r;
+            m.bodies[3].radius = ri == 0 ? 0.0f : 4.5f * r;
+            m.bodies[3].self_collision = ri != 0;
             for (int i = 0; i < n; ++i)
                 m.x[i] = (pbd_float4){uniform(&seed, -side, side), uniform(&seed, -side, side),
                                       uniform(&seed, -side, side), i % 7 == 0 ? 0.0f : 1.0f};
@@ -78,7 +83,25 @@ static void hash_finds_all_pairs(void **state)
             if (pbd_plan_build(&m, &cfg, PBD_VARIANT_GPU, &pl, &err) != PBD_OK)
                 fail_msg("%s", err.message);
             assert_int_equal(pl.contacts, 1);
-            assert_true(pl.table_size >= n && (pl.table_size & (pl.table_size - 1)) == 0);
+            /* the classes: (f r, r) and none, or f r, r and 4.5 r */
+            assert_true(ri == 0 ? pl.grid_r.x == r && pl.grid_r.y == 0.0f
+                                : pl.grid_r.x == fine[ri] * r && pl.grid_r.y == r &&
+                                      pl.grid_r.z == 4.5f * r && pl.grid_r.w == 0.0f);
+            /* each class's part of the table: a power of two, at least its particles */
+            int parts = ri == 0 ? 1 : 3, in_part[3] = {n, 0, 0}, size = 0;
+            if (ri != 0)
+                in_part[0] = 2 * quarter, in_part[1] = quarter, in_part[2] = n - 3 * quarter;
+            for (int k = 0; k < PBD_CONTACT_CLASSES; ++k) {
+                int mask, base = pbd_grid_part(pl.grid_bits, k, &mask);
+                if (k >= parts) {
+                    assert_int_equal((pl.grid_bits >> (8 * k)) & 255, 0);
+                    continue;
+                }
+                assert_int_equal(base, size);
+                assert_true(mask + 1 >= in_part[k] && mask >= 15 && (mask & (mask + 1)) == 0);
+                size += mask + 1;
+            }
+            assert_int_equal(pl.table_size, size);
             /* the positions now: the rest shape stays the initial one */
             pbd_float4 *p = malloc((size_t)n * sizeof *p);
             int *cell = malloc(4 * (size_t)n * sizeof *cell), *sorted = malloc(n * sizeof *sorted);
@@ -110,9 +133,10 @@ static void hash_finds_all_pairs(void **state)
                     want += brute_pair(&pl, &m, p, i, j, 1);
                     want_cand += brute_pair(&pl, &m, p, i, j, 0);
                 }
-                int got = pbd_contact_search(p, pl.contact_rest, pl.particle_radius, m.body,
-                                             pl.body_self, cell, start, sorted, pl.table_size - 1,
-                                             i, 1, other, &active, 0, p, p, p, NULL, 1.0f, o);
+                int got =
+                    pbd_contact_search(p, pl.contact_rest, pl.particle_radius, m.body, pl.body_self,
+                                       cell, start, sorted, pl.grid_bits, pl.grid_inv, pl.grid_r, i,
+                                       1, other, &active, 0, p, p, p, NULL, 1.0f, o);
                 expect(got == want_cand && active == want,
                        "%d particles, radius %g: particle %d has %d candidates and %d contacts "
                        "through the hash, %d and %d by brute force",
@@ -130,18 +154,20 @@ static void hash_finds_all_pairs(void **state)
                     for (int q = 0; q < n; ++q)
                         cand[q] = PBD_CONTACT_LIST + 1;
                     cand[i] = got;
-                    const pbd_float4 mat[3] = {
-                        {0.5f, 0.3f, 0.0f, 0.0f}, {0.8f, 0.8f, 0.0f, 0.0f}, {-1, -1, -1, 0}};
+                    const pbd_float4 mat[4] = {{0.5f, 0.3f, 0.0f, 0.0f},
+                                               {0.8f, 0.8f, 0.0f, 0.0f},
+                                               {-1, -1, -1, 0},
+                                               {0.3f, 0.2f, 0.0f, 0.0f}};
                     for (int q = 0; q < n; ++q)
                         num[q] = q % 3;
                     pbd_contacts(p, x0, p, pl.contact_rest, pl.particle_radius, m.body,
-                                 pl.body_self, mat, cell, start, sorted, pl.table_size - 1, cand,
-                                 other, num, slots, 1.0f, i, a);
+                                 pl.body_self, mat, cell, start, sorted, pl.grid_bits, pl.grid_inv,
+                                 pl.grid_r, cand, other, num, slots, 1.0f, i, a);
                     for (int q = 0; q < 9; ++q)
                         b[q] = 0.0f;
                     pbd_contact_search(p, pl.contact_rest, pl.particle_radius, m.body, pl.body_self,
-                                       cell, start, sorted, pl.table_size - 1, i, 0, NULL, &active,
-                                       1, p, x0, mat, num, 1.0f, b);
+                                       cell, start, sorted, pl.grid_bits, pl.grid_inv, pl.grid_r, i,
+                                       0, NULL, &active, 1, p, x0, mat, num, 1.0f, b);
                     expect(memcmp(a, b, sizeof a) == 0, "particle %d: list and cells differ", i);
                     free(num);
                     free(cand);
@@ -363,17 +389,36 @@ static const char folding_cloth[] =
     "\"size\": [0.2, 0.2, 0.2], \"center\": [0, 0.8, 0], \"density\": 300, \"young_modulus\": "
     "30000, \"poisson_ratio\": 0.3, \"particle_radius\": 0.04}]}";
 
-static const char *const scene_names[] = {"two cubes", "folding cloth", "crowded cubes"};
+static const char *const scene_names[] = {"two cubes", "folding cloth", "crowded cubes",
+                                          "cloth 0.03 m, box 0.09 m", "cloth 0.012 m, box 0.1 m"};
+#define CONTACT_SCENES 5
 
 /* 0: the two cubes; 1: the folding cloth; 2: the two cubes with radii large enough that
  * particles have more candidates than their list holds (0.18 m, 1.8 times the spacing: up
- * to 36 candidates, 128 times more than 32 in 50 frames). */
+ * to 36 candidates, 128 times more than 32 in 50 frames); 3 and 4: the folding cloth with
+ * radii in two classes, the box's particles searching the cloth's cells two wide, or the
+ * cloth's whole part of the table. */
 static void scene_for(int which, int jacobi, pbd_scene *sc)
 {
     char json[4096];
-    snprintf(json, sizeof json, which == 1 ? folding_cloth : two_cubes, jacobi ? "jacobi" : "gs");
+    snprintf(json, sizeof json, which == 1 || which >= 3 ? folding_cloth : two_cubes,
+             jacobi ? "jacobi" : "gs");
     for (char *r = json; which == 2 && (r = strstr(r, "\"particle_radius\": 0.05")) != NULL;)
         memcpy(r + strlen("\"particle_radius\": "), "0.18", 4);
+    if (which >= 3) {
+        char *r = strstr(json, "\"particle_radius\": 0.04}");
+        assert_non_null(r);
+        memcpy(r + strlen("\"particle_radius\": "), which == 3 ? "0.09" : "0.10", 4);
+        const char *self = "\"self_collision\": true}";
+        r = strstr(json, self);
+        assert_non_null(r);
+        char rest[4096];
+        snprintf(rest, sizeof rest, "%s", r + strlen(self));
+        snprintf(r, sizeof json - (size_t)(r - json),
+                 "\"self_collision\": true, "
+                 "\"particle_radius\": %s}%s",
+                 which == 3 ? "0.03" : "0.012", rest);
+    }
     pbd_error err = {0};
     assert_int_equal(pbd_scene_parse(json, "contacts", sc, &err), PBD_OK);
 }
@@ -437,7 +482,7 @@ static void contacts_cost_nothing_off(void **state)
 static void contacts_same_bits(void **state)
 {
     (void)state;
-    for (int which = 0; which < 3; ++which)
+    for (int which = 0; which < CONTACT_SCENES; ++which)
         for (int jacobi = 0; jacobi < 2; ++jacobi) {
             pbd_scene sc = {0};
             scene_for(which, jacobi, &sc);

@@ -1776,8 +1776,9 @@ static pbd_status bind_arguments(cl_impl *c, const pbd_plan *plan, pbd_error *er
     cl_float point = plan->point_damping, rigid = plan->rigid_damping;
     cl_int per_body = plan->damping_per_body;
     cl_float4 gh = {{g[0], g[1], g[2], plan->h}};
-    cl_int table_size = plan->table_size, table_mask = plan->table_size - 1;
-    cl_float inv_cell = plan->inv_cell;
+    cl_int table_size = plan->table_size, grid_bits = plan->grid_bits;
+    cl_float4 grid_inv = {{plan->grid_inv.x, plan->grid_inv.y, plan->grid_inv.z, plan->grid_inv.w}};
+    cl_float4 grid_r = {{plan->grid_r.x, plan->grid_r.y, plan->grid_r.z, plan->grid_r.w}};
     c->jacobi_start = plan->cfg.solver == PBD_SOLVER_JACOBI && plan->cfg.iterations % 2 == 1;
     /* clang-format off */
     const binding common[] = {
@@ -1830,7 +1831,8 @@ static pbd_status bind_arguments(cl_impl *c, const pbd_plan *plan, pbd_error *er
         BIND("contact_num", c->contact_num), BIND("contact_dp", c->contact_dp),
         BIND("contact_rest", c->contact_rest), BIND("particle_radius", c->particle_radius),
         BIND("body_self", c->body_self), BIND("table_size", table_size),
-        BIND("table_mask", table_mask), BIND("inv_cell", inv_cell),
+        BIND("grid_bits", grid_bits), BIND("grid_inv", grid_inv),
+        BIND("grid_r", grid_r),
         BIND("body_first", c->body_first), BIND("contact_cdx", c->contact_cdx),
         BIND("contact_p0", c->contact_p0), BIND("contact_cand", c->contact_cand),
         BIND("contact_other", c->contact_other), BIND("contact_state", c->contact_state),

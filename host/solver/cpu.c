@@ -238,7 +238,7 @@ static pbd_status cpu_contacts_build(void *impl, pbd_error *err)
     cpu_impl *c = impl;
     const pbd_plan *pl = c->plan;
     double t0 = now_ms();
-    int n = pl->num_particles, mask = pl->table_size - 1;
+    int n = pl->num_particles;
     pbd_contact_hash_build(pl, c->p, c->contact_cell, c->cell_count, c->cell_start, c->cell_sorted);
     for (int i = 0; i < n; ++i)
         pbd_contact_start(c->p, c->contact_p0, c->contact_cdx, c->contact_a, i);
@@ -246,8 +246,9 @@ static pbd_status cpu_contacts_build(void *impl, pbd_error *err)
     for (int i = 0; i < n; ++i)
         c->contact_cand[i] = pbd_contact_search(
             c->contact_p0, pl->contact_rest, pl->particle_radius, c->particle_body, pl->body_self,
-            c->contact_cell, c->cell_start, c->cell_sorted, mask, i, 1, c->contact_other,
-            &c->contact_num[i], 0, c->p, c->x, pl->body_material, c->contact_num, 1.0f, o);
+            c->contact_cell, c->cell_start, c->cell_sorted, pl->grid_bits, pl->grid_inv, pl->grid_r,
+            i, 1, c->contact_other, &c->contact_num[i], 0, c->p, c->x, pl->body_material,
+            c->contact_num, 1.0f, o);
     for (int i = 0; i < n; ++i)
         pbd_contact_list_start(c->contact_cand, c->contact_other, c->contact_slide,
                                c->contact_state, i);
@@ -264,10 +265,10 @@ static pbd_status cpu_contacts(void *impl, pbd_error *err)
     for (int i = 0; i < pl->num_particles; ++i)
         pbd_contact_solve(c->p, c->x, c->contact_p0, pl->contact_rest, pl->particle_radius,
                           c->particle_body, pl->body_self, pl->body_material, c->contact_cell,
-                          c->cell_start, c->cell_sorted, pl->table_size - 1, c->contact_cand,
-                          c->contact_other, c->contact_num, c->contact_state, c->contact_slide,
-                          pl->cfg.omega, c->contact_dp, c->dx, c->contact_cdx, c->contact_a,
-                          pl->track, i);
+                          c->cell_start, c->cell_sorted, pl->grid_bits, pl->grid_inv, pl->grid_r,
+                          c->contact_cand, c->contact_other, c->contact_num, c->contact_state,
+                          c->contact_slide, pl->cfg.omega, c->contact_dp, c->dx, c->contact_cdx,
+                          c->contact_a, pl->track, i);
     for (int i = 0; i < pl->num_particles; ++i)
         pbd_contact_apply(c->p, c->contact_dp, i);
     charge(c, PBD_STAGE_CONTACT, t0);

@@ -80,19 +80,20 @@ PARAMS(body_solve, "body_segments", "segment_sums", "body_ref", "body_track", "b
 PARAMS(body_solve_serial, "body_segments", "segment_sums", "body_ref", "body_track", "body_flags",
        "mode", "gh", "body_out", "body_apply", "num_bodies")
 PARAMS(hash_clear, "cell_count", "cell_fill", "table_size")
-PARAMS(hash_count, "particle_p", "contact_cell", "cell_count", "inv_cell", "table_mask",
-       "contact_p0", "contact_cdx", "contact_a", "num_particles")
+PARAMS(hash_count, "particle_p", "particle_radius", "contact_cell", "cell_count", "grid_inv",
+       "grid_r", "grid_bits", "contact_p0", "contact_cdx", "contact_a", "num_particles")
 PARAMS(hash_scan, "cell_count", "cell_start", "table_size")
 PARAMS(hash_scatter, "contact_cell", "cell_start", "cell_fill", "cell_sorted", "num_particles")
 PARAMS(hash_sort, "cell_start", "cell_sorted", "table_size")
 PARAMS(contact_list, "contact_p0", "contact_rest", "particle_radius", "particle_body", "body_self",
-       "contact_cell", "cell_start", "cell_sorted", "table_mask", "contact_cand", "contact_other",
-       "contact_num", "contact_slide", "contact_state", "num_particles")
+       "contact_cell", "cell_start", "cell_sorted", "grid_bits", "grid_inv", "grid_r",
+       "contact_cand", "contact_other", "contact_num", "contact_slide", "contact_state",
+       "num_particles")
 PARAMS(contact_solve, "particle_p", "particle_x", "contact_p0", "contact_rest", "particle_radius",
        "particle_body", "body_self", "body_material", "contact_cell", "cell_start", "cell_sorted",
-       "table_mask", "contact_cand", "contact_other", "contact_num", "contact_state",
-       "contact_slide", "omega", "contact_dp", "particle_dx", "contact_cdx", "contact_a", "track",
-       "num_particles")
+       "grid_bits", "grid_inv", "grid_r", "contact_cand", "contact_other", "contact_num",
+       "contact_state", "contact_slide", "omega", "contact_dp", "particle_dx", "contact_cdx",
+       "contact_a", "track", "num_particles")
 PARAMS(contact_apply, "particle_p", "contact_dp", "num_particles")
 PARAMS(contact_moment, "body_first", "body_flags", "particle_p", "particle_v", "particle_x",
        "contact_cdx", "contact_a", "inv_h", "body_track", "num_bodies")

@@ -1367,19 +1367,67 @@ int pbd_collider_moves(const pbd_collider *c)
            c->angular_velocity.z != 0.0f;
 }
 
+/* The contacts' radius classes (pbd_contact_class): the bodies' radii ascending, a class
+ * from its smallest radius up to twice it, the next from the next radius; more classes than
+ * PBD_CONTACT_CLASSES join the last. Each class's cells are PBD_CONTACT_REACH times its
+ * largest radius's double, so with one class, as with any radii within twice each other, a
+ * particle's candidates lie in its own and the 26 neighbouring cells. */
+static void plan_contact_classes(const pbd_model *m, pbd_plan *plan)
+{
+    float top[PBD_CONTACT_CLASSES] = {0.0f}, start = 0.0f;
+    int n = 0;
+    for (;;) {
+        /* the smallest radius above the classes so far */
+        float next = 0.0f;
+        for (int b = 0; b < m->num_bodies; ++b) {
+            float r = m->bodies[b].radius;
+            if (r > (n ? top[n - 1] : 0.0f) && (next == 0.0f || r < next))
+                next = r;
+        }
+        if (next == 0.0f)
+            break;
+        if (n == 0 || (next > 2.0f * start && n < PBD_CONTACT_CLASSES)) {
+            start = next;
+            ++n;
+        }
+        /* the class takes every radius up to twice its first (the last class: all) */
+        float limit = n == PBD_CONTACT_CLASSES ? INFINITY : 2.0f * start;
+        for (int b = 0; b < m->num_bodies; ++b) {
+            float r = m->bodies[b].radius;
+            if (r > top[n - 1] && r <= limit)
+                top[n - 1] = r;
+        }
+    }
+    float inv[PBD_CONTACT_CLASSES] = {0.0f};
+    for (int k = 0; k < n; ++k)
+        inv[k] = 1.0f / (PBD_CONTACT_REACH * 2.0f * top[k]);
+    plan->grid_r = (pbd_float4){top[0], top[1], top[2], top[3]};
+    plan->grid_inv = (pbd_float4){inv[0], inv[1], inv[2], inv[3]};
+    /* each class's part of the table: a power of two of at least 16 entries and its particles
+     * (those without a radius are hashed with the first class) */
+    size_t count[PBD_CONTACT_CLASSES] = {0};
+    for (int b = 0; b < m->num_bodies; ++b)
+        count[pbd_contact_class(m->bodies[b].radius, plan->grid_r)] += (size_t)m->bodies[b].count;
+    plan->table_size = 0;
+    plan->grid_bits = 0;
+    for (int k = 0; k < n; ++k) {
+        int bits = 4;
+        while (((size_t)1 << bits) < count[k])
+            ++bits;
+        plan->grid_bits |= bits << (8 * k);
+        plan->table_size += 1 << bits;
+    }
+}
+
 /* Particle contacts, where a body has a particle radius: each particle's radius, the bodies'
- * self-collision, the rest shape, and the hash's size (cells of PBD_CONTACT_REACH times the
- * largest radii's sum, so a particle's candidates lie in its own and the 26 neighbouring cells; a
- * table of at least as many entries as particles). Contacts between bodies are external impulses to
+ * self-collision, the rest shape, and the hash's size (plan_contact_classes; a table of at
+ * least as many entries as particles). Contacts between bodies are external impulses to
  * each. */
 static pbd_status plan_contacts(const pbd_model *m, pbd_plan *plan, pbd_error *err)
 {
-    float rmax = 0.0f;
     int with = 0;
-    for (int b = 0; b < m->num_bodies; ++b) {
-        rmax = m->bodies[b].radius > rmax ? m->bodies[b].radius : rmax;
+    for (int b = 0; b < m->num_bodies; ++b)
         with += m->bodies[b].radius > 0.0f;
-    }
     if (with == 0)
         return PBD_OK;
     size_t np = (size_t)m->num_particles, nb = (size_t)m->num_bodies;
@@ -1400,10 +1448,7 @@ static pbd_status plan_contacts(const pbd_model *m, pbd_plan *plan, pbd_error *e
     plan->contacts = 1;
     for (size_t b = 0; b < nb; ++b)
         plan->contact_friction |= m->bodies[b].radius > 0.0f && m->bodies[b].friction > 0.0f;
-    plan->table_size = 16;
-    while ((size_t)plan->table_size < np)
-        plan->table_size *= 2;
-    plan->inv_cell = 1.0f / (PBD_CONTACT_REACH * 2.0f * rmax);
+    plan_contact_classes(m, plan);
     plan->external |= with > 1;
     return PBD_OK;
 }
@@ -1411,10 +1456,11 @@ static pbd_status plan_contacts(const pbd_model *m, pbd_plan *plan, pbd_error *e
 void pbd_contact_hash_build(const pbd_plan *plan, const pbd_float4 *p, int *cell, int *fill,
                             int *start, int *sorted)
 {
-    int n = plan->num_particles, ts = plan->table_size, mask = ts - 1;
+    int n = plan->num_particles, ts = plan->table_size;
     memset(fill, 0, (size_t)ts * sizeof *fill);
     for (int i = 0; i < n; ++i)
-        fill[pbd_contact_cell(p, cell, i, plan->inv_cell, mask)]++;
+        fill[pbd_contact_cell(p, plan->particle_radius, cell, i, plan->grid_inv, plan->grid_r,
+                              plan->grid_bits)]++;
     int total = 0;
     for (int h = 0; h < ts; ++h) {
         start[h] = total;

@@ -191,8 +191,11 @@ typedef struct pbd_plan {
     float *body_damping; /* 2 num_bodies */
     /* Particle contacts (pbd_contacts): on when a body has a particle radius. */
     int contacts;
-    int table_size;           /* hash table entries, a power of two >= the particles */
-    float inv_cell;           /* 1 / cell size (PBD_CONTACT_REACH x the largest radii's sum), 1/m */
+    int table_size;      /* hash table entries: each radius class's part, a power of two >=
+                            its particles */
+    int grid_bits;       /* byte k: log2 of class k's part of the table (pbd_grid_part) */
+    pbd_float4 grid_r;   /* each radius class's largest radius (pbd_contact_class), 0: unused, m */
+    pbd_float4 grid_inv; /* 1 / each class's cell size (PBD_CONTACT_REACH x twice that), 1/m */
     float *particle_radius;   /* per particle, its body's radius (0: no contacts), m */
     int *body_self;           /* per body, 1: self-collision */
     pbd_float4 *contact_rest; /* the initial positions: self-contacts' rest distances */

@@ -17,8 +17,9 @@ __kernel void hash_clear(__global int *cell_count, __global int *cell_fill, int 
 }
 
 /* Also starts the substep's contact bookkeeping (pbd_contact_start). */
-__kernel void hash_count(__global const pbd_float4 *particle_p, __global int *contact_cell,
-                         __global int *cell_count, float inv_cell, int table_mask,
+__kernel void hash_count(__global const pbd_float4 *particle_p,
+                         __global const float *particle_radius, __global int *contact_cell,
+                         __global int *cell_count, float4 grid_inv, float4 grid_r, int grid_bits,
                          __global pbd_float4 *contact_p0, __global pbd_float4 *contact_cdx,
                          __global pbd_float4 *contact_a, int num_particles)
 {
@@ -26,7 +27,8 @@ __kernel void hash_count(__global const pbd_float4 *particle_p, __global int *co
     if (i >= num_particles)
         return;
     pbd_contact_start(particle_p, contact_p0, contact_cdx, contact_a, i);
-    atomic_inc(&cell_count[pbd_contact_cell(particle_p, contact_cell, i, inv_cell, table_mask)]);
+    atomic_inc(&cell_count[pbd_contact_cell(particle_p, particle_radius, contact_cell, i, grid_inv,
+                                            grid_r, grid_bits)]);
 }
 
 /* The exclusive prefix sum of the counts, one work-group of PBD_REDUCE_WG: each work-item
@@ -92,7 +94,8 @@ __kernel void contact_list(__global const pbd_float4 *contact_p0,
                            __global const float *particle_radius, __global const int *particle_body,
                            __global const int *body_self, __global const int *contact_cell,
                            __global const int *cell_start, __global const int *cell_sorted,
-                           int table_mask, __global int *contact_cand, __global int *contact_other,
+                           int grid_bits, float4 grid_inv, float4 grid_r,
+                           __global int *contact_cand, __global int *contact_other,
                            __global int *contact_num, __global const int *contact_slide,
                            __global float *contact_state, int num_particles)
 {
@@ -101,10 +104,10 @@ __kernel void contact_list(__global const pbd_float4 *contact_p0,
         return;
     int active;
     float o[9];
-    contact_cand[i] =
-        pbd_contact_search(contact_p0, contact_rest, particle_radius, particle_body, body_self,
-                           contact_cell, cell_start, cell_sorted, table_mask, i, 1, contact_other,
-                           &active, 0, contact_p0, contact_p0, contact_rest, contact_num, 1.0f, o);
+    contact_cand[i] = pbd_contact_search(
+        contact_p0, contact_rest, particle_radius, particle_body, body_self, contact_cell,
+        cell_start, cell_sorted, grid_bits, grid_inv, grid_r, i, 1, contact_other, &active, 0,
+        contact_p0, contact_p0, contact_rest, contact_num, 1.0f, o);
     contact_num[i] = active;
     pbd_contact_list_start(contact_cand, contact_other, contact_slide, contact_state, i);
 }
@@ -115,21 +118,21 @@ contact_solve(__global const pbd_float4 *particle_p, __global const pbd_float4 *
               __global const float *particle_radius, __global const int *particle_body,
               __global const int *body_self, __global const pbd_float4 *body_material,
               __global const int *contact_cell, __global const int *cell_start,
-              __global const int *cell_sorted, int table_mask, __global const int *contact_cand,
-              __global const int *contact_other, __global const int *contact_num,
-              __global float *contact_state, __global int *contact_slide, float omega,
-              __global pbd_float4 *contact_dp, __global pbd_float4 *particle_dx,
-              __global pbd_float4 *contact_cdx, __global pbd_float4 *contact_a, int track,
-              int num_particles)
+              __global const int *cell_sorted, int grid_bits, float4 grid_inv, float4 grid_r,
+              __global const int *contact_cand, __global const int *contact_other,
+              __global const int *contact_num, __global float *contact_state,
+              __global int *contact_slide, float omega, __global pbd_float4 *contact_dp,
+              __global pbd_float4 *particle_dx, __global pbd_float4 *contact_cdx,
+              __global pbd_float4 *contact_a, int track, int num_particles)
 {
     int i = get_global_id(0);
     if (i >= num_particles)
         return;
     pbd_contact_solve(particle_p, particle_x, contact_p0, contact_rest, particle_radius,
                       particle_body, body_self, body_material, contact_cell, cell_start,
-                      cell_sorted, table_mask, contact_cand, contact_other, contact_num,
-                      contact_state, contact_slide, omega, contact_dp, particle_dx, contact_cdx,
-                      contact_a, track, i);
+                      cell_sorted, grid_bits, grid_inv, grid_r, contact_cand, contact_other,
+                      contact_num, contact_state, contact_slide, omega, contact_dp, particle_dx,
+                      contact_cdx, contact_a, track, i);
 }
 
 __kernel void contact_apply(__global pbd_float4 *particle_p, __global const pbd_float4 *contact_dp,
