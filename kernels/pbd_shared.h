@@ -17,6 +17,8 @@
 /* PBD_UNROLL before a loop of a few fixed passes: OpenCL compilers (PoCL's among them) keep
  * such loops and their small arrays in memory otherwise, which made the Neo-Hookean element
  * 1.8 times slower. Unrolling changes no arithmetic; the host compiler decides for itself. */
+/* PBD_ALWAYS_INLINE: a function whose callers pass constants that should fold into it. */
+#define PBD_ALWAYS_INLINE static inline __attribute__((always_inline))
 #ifdef __OPENCL_C_VERSION__
 #define PBD_INLINE      static inline
 #define PBD_UNROLL      _Pragma("unroll")
@@ -2103,6 +2105,71 @@ PBD_INLINE int pbd_contact_pair(PBD_GLOBAL const pbd_float4 *p, PBD_GLOBAL const
     return kind;
 }
 
+/* pbd_contact_search's candidates of particle i (radius ri, body bi, at pi, rest qi) in one
+ * class's cells within r of (cx, cy, cz), or with `whole`, its whole part of the table
+ * (base, mask); n: the candidates so far; returns them with these. Inlined twice, so that the
+ * usual search (r = 1) gets fixed loops. */
+PBD_ALWAYS_INLINE int pbd_contact_cells(
+    PBD_GLOBAL const pbd_float4 *p0, PBD_GLOBAL const pbd_float4 *rest,
+    PBD_GLOBAL const float *radius, PBD_GLOBAL const int *body, PBD_GLOBAL const int *cell,
+    PBD_GLOBAL const int *cell_start, PBD_GLOBAL const int *cell_sorted, int i, int bi, int self,
+    float ri, pbd_float4 pi, pbd_float4 qi, int cx, int cy, int cz, int r, int whole, int base,
+    int mask, int n, int list, PBD_GLOBAL int *other, int *active, int solve,
+    PBD_GLOBAL const pbd_float4 *p, PBD_GLOBAL const pbd_float4 *x,
+    PBD_GLOBAL const pbd_float4 *material, PBD_GLOBAL const int *num, float omega, float *out)
+{
+    int span = 2 * r + 1, rows = whole ? 1 : span, width = whole ? 2 * r : 0;
+    for (int dz = 0; dz < rows; ++dz)
+        for (int dy = 0; dy < rows; ++dy) {
+            /* the row's cells x - r to x + r, in that order: consecutive entries
+             * (pbd_cell_hash), so one run of cell_sorted, or two where they wrap past the
+             * part's end; a particle of the row's cell x + d lies in the entry of x + d; or
+             * with `whole`, y and z within r as well */
+            int hy = whole ? cy - r : cy + dy - r, hz = whole ? cz - r : cz + dz - r;
+            int h = whole ? 0 : pbd_cell_hash(cx - r, hy, hz, mask);
+            int wrap = !whole && h > mask - (span - 1);
+            for (int part = 0; part <= wrap; ++part) {
+                int lo = base + (part ? 0 : h);
+                int hi = base + (whole  ? mask
+                                 : part ? h + span - 2 - mask
+                                 : wrap ? mask
+                                        : h + span - 1);
+                for (int s = cell_start[lo]; s < cell_start[hi + 1]; ++s) {
+                    int j = cell_sorted[s], bj = body[j];
+                    if ((bj == bi && !self) || j == i ||
+                        (unsigned)(cell[4 * j] - cx + r) > (unsigned)(2 * r) ||
+                        (unsigned)(cell[4 * j + 1] - hy) > (unsigned)width ||
+                        (unsigned)(cell[4 * j + 2] - hz) > (unsigned)width)
+                        continue;
+                    float rj = radius[j];
+                    if (!(rj > 0.0f))
+                        continue;
+                    float rs = ri + rj, reach = PBD_CONTACT_REACH * rs;
+                    pbd_float4 pj = p0[j];
+                    float ex = pi.x - pj.x, ey = pi.y - pj.y, ez = pi.z - pj.z;
+                    float l2 = ex * ex + ey * ey + ez * ez;
+                    if (!(l2 < reach * reach) || !(pi.w + pj.w > 0.0f))
+                        continue;
+                    if (bj == bi) {
+                        pbd_float4 qj = rest[j];
+                        float fx = qi.x - qj.x, fy = qi.y - qj.y, fz = qi.z - qj.z;
+                        if (fx * fx + fy * fy + fz * fz < rs * rs)
+                            continue;
+                    }
+                    if (list && n < PBD_CONTACT_LIST)
+                        other[i * PBD_CONTACT_LIST + n] = j;
+                    if (solve)
+                        pbd_contact_pair(p, x, radius, body, material, num,
+                                         (PBD_GLOBAL const int *)0, omega, i, j,
+                                         (PBD_GLOBAL float *)0, out);
+                    ++n;
+                    *active += l2 < rs * rs && l2 > 0.0f;
+                }
+            }
+        }
+    return n;
+}
+
 /* Particle i's contact candidates at the positions the hash was built from (p0), the
  * neighbouring cells in a fixed order and each cell's particles by index: returns how many.
  * *active gets how many are closer than their radii's sum. With `list`, the first
@@ -2145,57 +2212,16 @@ PBD_INLINE int pbd_contact_search(
             r = q < 1.0f ? 1 : q < PBD_CELL_LIMIT ? (int)q : (int)PBD_CELL_LIMIT;
             r += (float)r < q && q < PBD_CELL_LIMIT;
         }
-        int span = 2 * r + 1;
         /* the class's whole part once, where a wider search's cells outnumber its entries */
-        int whole = r > 1 && (r > 128 || span * span * span > mask);
-        int rows = whole ? 1 : span, width = whole ? 2 * r : 0;
-        for (int dz = 0; dz < rows; ++dz)
-            for (int dy = 0; dy < rows; ++dy) {
-                /* the row's cells x - r to x + r, in that order: consecutive entries
-                 * (pbd_cell_hash); a particle of the row's cell x + d lies in the entry of
-                 * x + d; or with `whole`, y and z within r as well */
-                int hy = whole ? cy - r : cy + dy - r, hz = whole ? cz - r : cz + dz - r;
-                int h = whole ? 0 : pbd_cell_hash(cx - r, hy, hz, mask);
-                int wrap = !whole && h > mask - (span - 1);
-                for (int part = 0; part <= wrap; ++part) {
-                    int lo = base + (part ? 0 : h);
-                    int hi = base + (whole  ? mask
-                                     : part ? h + span - 2 - mask
-                                     : wrap ? mask
-                                            : h + span - 1);
-                    for (int s = cell_start[lo]; s < cell_start[hi + 1]; ++s) {
-                        int j = cell_sorted[s], bj = body[j];
-                        if ((bj == bi && !self) || j == i ||
-                            (unsigned)(cell[4 * j] - cx + r) > (unsigned)(2 * r) ||
-                            (unsigned)(cell[4 * j + 1] - hy) > (unsigned)width ||
-                            (unsigned)(cell[4 * j + 2] - hz) > (unsigned)width)
-                            continue;
-                        float rj = radius[j];
-                        if (!(rj > 0.0f))
-                            continue;
-                        float rs = ri + rj, reach = PBD_CONTACT_REACH * rs;
-                        pbd_float4 pj = p0[j];
-                        float ex = pi.x - pj.x, ey = pi.y - pj.y, ez = pi.z - pj.z;
-                        float l2 = ex * ex + ey * ey + ez * ez;
-                        if (!(l2 < reach * reach) || !(pi.w + pj.w > 0.0f))
-                            continue;
-                        if (bj == bi) {
-                            pbd_float4 qj = rest[j];
-                            float fx = qi.x - qj.x, fy = qi.y - qj.y, fz = qi.z - qj.z;
-                            if (fx * fx + fy * fy + fz * fz < rs * rs)
-                                continue;
-                        }
-                        if (list && n < PBD_CONTACT_LIST)
-                            other[i * PBD_CONTACT_LIST + n] = j;
-                        if (solve)
-                            pbd_contact_pair(p, x, radius, body, material, num,
-                                             (PBD_GLOBAL const int *)0, omega, i, j,
-                                             (PBD_GLOBAL float *)0, out);
-                        ++n;
-                        *active += l2 < rs * rs && l2 > 0.0f;
-                    }
-                }
-            }
+        int span = 2 * r + 1, whole = r > 128 || span * span * span > mask;
+        if (r == 1)
+            n = pbd_contact_cells(p0, rest, radius, body, cell, cell_start, cell_sorted, i, bi,
+                                  self, ri, pi, qi, cx, cy, cz, 1, 0, base, mask, n, list, other,
+                                  active, solve, p, x, material, num, omega, out);
+        else
+            n = pbd_contact_cells(p0, rest, radius, body, cell, cell_start, cell_sorted, i, bi,
+                                  self, ri, pi, qi, cx, cy, cz, r, whole, base, mask, n, list,
+                                  other, active, solve, p, x, material, num, omega, out);
     }
     return n;
 }
