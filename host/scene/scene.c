@@ -1530,7 +1530,8 @@ static int64_t cell_key(int64_t i, int64_t j, int64_t k)
  * the push comes whole in the first substep, at depth / h. A body's own pairs are not
  * contacts where they start within their radii's sum (pbd_body), so only pairs of two
  * bodies are checked; pairs of two pinned particles never move. Overlaps within start_slop
- * are touching. Grid of the largest radii's sum, sorted, 27 cells each. */
+ * are touching. Grid of the largest radii's sum, sorted, 27 cells each, of which a particle
+ * reads only later bodies' entries. */
 static int check_bodies_apart(ctx *c, const pbd_model *m)
 {
     float rmax = 0.0f;
@@ -1566,13 +1567,17 @@ static int check_bodies_apart(ctx *c, const pbd_model *m)
         pbd_float4 pi = m->x[i];
         int64_t ci = (int64_t)floor(pi.x / side), cj = (int64_t)floor(pi.y / side),
                 ck = (int64_t)floor(pi.z / side);
+        /* bodies' particles are consecutive and in the bodies' order, so a cell's entries of
+         * later bodies, the only ones checked, are those from the next body's first particle:
+         * a fine body's own particles, many in cells sized by a coarse body, are not read */
+        int later = m->bodies[bi].first + m->bodies[bi].count;
         for (int d = 0; d < 27 && r == 0; ++d) {
-            cell_entry key = {cell_key(ci + d % 3 - 1, cj + d / 3 % 3 - 1, ck + d / 9 - 1), 0};
-            /* the cell's first entry: the lowest index not below key */
+            cell_entry key = {cell_key(ci + d % 3 - 1, cj + d / 3 % 3 - 1, ck + d / 9 - 1), later};
+            /* the first entry not below key */
             int lo = 0, hi = n;
             while (lo < hi) {
                 int mid = lo + (hi - lo) / 2;
-                if (e[mid].cell < key.cell)
+                if (cell_cmp(&e[mid], &key) < 0)
                     lo = mid + 1;
                 else
                     hi = mid;
