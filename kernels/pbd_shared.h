@@ -1961,6 +1961,8 @@ PBD_INLINE pbd_float4 pbd_body_constraint_apply(
 
 /* Cells farther than this from the origin are clamped into the last one (NaN: the first). */
 #define PBD_CELL_LIMIT 1048576.0f
+/* The farthest two clamped cells are apart along an axis. */
+#define PBD_CELL_SPAN (2.0f * PBD_CELL_LIMIT)
 
 PBD_INLINE int pbd_cell_coord(float v, float inv_cell)
 {
@@ -1988,17 +1990,30 @@ PBD_INLINE int pbd_cell_hash(int x, int y, int z, int mask)
  * cells sized for a coarse one, into a part of the table of their own: 2^b entries (b: byte
  * k of grid_bits) after the classes before. With one class, the whole table. */
 #define PBD_CONTACT_CLASSES 4
+/* With several classes, each class's cells are this much wider than its pairs' reach, and a
+ * search of a finer class's cells reaches PBD_CONTACT_MARGIN further than its partners'
+ * reach: so that neither a reach of a whole number of cells (radii 5 times apart: 3 cells)
+ * nor rounding at a cell's edge makes a search a cell too narrow or too wide. */
+#define PBD_CONTACT_CELL_WIDER 1.001f
+#define PBD_CONTACT_MARGIN     1.00001f
 
 PBD_INLINE float pbd_grid_at(pbd_float4 v, int k)
 {
     return k == 0 ? v.x : k == 1 ? v.y : k == 2 ? v.z : v.w;
 }
 
-/* The class of a particle of radius r. */
-PBD_INLINE int pbd_contact_class(float r, pbd_float4 grid_r)
+/* Whether class k is used: its part of the table has a size (16 entries or more). */
+PBD_INLINE int pbd_grid_used(int grid_bits, int k)
 {
-    return (grid_r.y > 0.0f && r > grid_r.x) + (grid_r.z > 0.0f && r > grid_r.y) +
-           (grid_r.w > 0.0f && r > grid_r.z);
+    return ((grid_bits >> (8 * k)) & 255) != 0;
+}
+
+/* The class of a particle of radius r. */
+PBD_INLINE int pbd_contact_class(float r, pbd_float4 grid_r, int grid_bits)
+{
+    return (pbd_grid_used(grid_bits, 1) && r > grid_r.x) +
+           (pbd_grid_used(grid_bits, 2) && r > grid_r.y) +
+           (pbd_grid_used(grid_bits, 3) && r > grid_r.z);
 }
 
 /* Class k's part of the table: its first entry, and its size less one (a mask). */
@@ -2018,7 +2033,7 @@ PBD_INLINE int pbd_contact_cell(PBD_GLOBAL const pbd_float4 *p, PBD_GLOBAL const
                                 int grid_bits)
 {
     pbd_float4 q = p[i];
-    int k = pbd_contact_class(radius[i], grid_r), mask;
+    int k = pbd_contact_class(radius[i], grid_r, grid_bits), mask;
     int base = pbd_grid_part(grid_bits, k, &mask);
     float inv_cell = pbd_grid_at(grid_inv, k);
     int x = pbd_cell_coord(q.x, inv_cell), y = pbd_cell_coord(q.y, inv_cell);
@@ -2180,10 +2195,11 @@ PBD_ALWAYS_INLINE int pbd_contact_cells(
  * exactly when i is j's.
  *
  * Each radius class in turn (pbd_contact_class): the cells within R of i's cell in that
- * class's cells, R = ceil((r_i's class + r_k) / (2 r_k)): 1 in its own class and coarser
- * ones, more in finer ones. Rows along x, z then y ascending, each row's 2 R + 1 cells one
- * run of entries (pbd_cell_hash), or two where they wrap past the table's end. Where the
- * cells to search outnumber the table's entries, one pass over the whole table instead. */
+ * class's cells, 1 in its own class and coarser ones, in finer ones R = ceil((r_i's class +
+ * r_k) PBD_CONTACT_REACH / cell_k PBD_CONTACT_MARGIN). Rows along x, z then y ascending, each row's
+ * 2 R + 1 cells one run of entries of the class's part of the table (pbd_cell_hash), or two where
+ * they wrap past its end. Where the cells to search outnumber the part's entries, one pass
+ * over the whole part instead. */
 PBD_INLINE int pbd_contact_search(
     PBD_GLOBAL const pbd_float4 *p0, PBD_GLOBAL const pbd_float4 *rest,
     PBD_GLOBAL const float *radius, PBD_GLOBAL const int *body, PBD_GLOBAL const int *body_self,
@@ -2198,19 +2214,21 @@ PBD_INLINE int pbd_contact_search(
     if (!(ri > 0.0f))
         return 0;
     pbd_float4 pi = p0[i], qi = rest[i];
-    int self = body_self[bi], own = pbd_contact_class(ri, grid_r);
+    int self = body_self[bi], own = pbd_contact_class(ri, grid_r, grid_bits);
     float r_own = pbd_grid_at(grid_r, own);
-    for (int k = 0; k < PBD_CONTACT_CLASSES && pbd_grid_at(grid_r, k) > 0.0f; ++k) {
+    for (int k = 0; k < PBD_CONTACT_CLASSES && pbd_grid_used(grid_bits, k); ++k) {
         int cx = cell[4 * i], cy = cell[4 * i + 1], cz = cell[4 * i + 2], r = 1, mask;
         int base = pbd_grid_part(grid_bits, k, &mask);
         if (k != own) {
             float inv_cell = pbd_grid_at(grid_inv, k), rk = pbd_grid_at(grid_r, k);
-            float q = (r_own + rk) / (rk + rk);
+            /* the reach in cells, and its margin (PBD_CONTACT_CELL_WIDER) */
+            float q = (r_own + rk) * (PBD_CONTACT_REACH * inv_cell) * PBD_CONTACT_MARGIN;
             cx = pbd_cell_coord(pi.x, inv_cell), cy = pbd_cell_coord(pi.y, inv_cell);
             cz = pbd_cell_coord(pi.z, inv_cell);
-            /* q >= 1 in a finer class, < 1 in a coarser one; at most the cells' limit */
-            r = q < 1.0f ? 1 : q < PBD_CELL_LIMIT ? (int)q : (int)PBD_CELL_LIMIT;
-            r += (float)r < q && q < PBD_CELL_LIMIT;
+            /* q > 1 in a finer class, below or about 1 in a coarser one; at most the
+             * widest distance of two cells within the cells' limit */
+            r = q < 1.0f ? 1 : q < PBD_CELL_SPAN ? (int)q : (int)PBD_CELL_SPAN;
+            r += (float)r < q && q < PBD_CELL_SPAN;
         }
         /* the class's whole part once, where a wider search's cells outnumber its entries */
         int span = 2 * r + 1, whole = r > 128 || span * span * span > mask;

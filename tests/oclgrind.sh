@@ -111,11 +111,15 @@ cat >contacts.json <<'EOF'
 EOF
 check contacts.json --frames 3
 check contacts.json --frames 2 --solver jacobi
-# Radii in two classes (0.012 m, the cloth's; 0.05 m, the boxes'): the boxes' particles search
-# the cloth's cells three wide.
-sed 's/"self_collision": true}/"self_collision": true, "particle_radius": 0.012}/' contacts.json \
-    >classes.json
+# Radii in two classes (the cloth's 0.02 m on 12 x 12 particles, the boxes' 0.05 m): the
+# boxes' particles search the cloth's cells two wide, in rows; with the cloth's 0.012 m on
+# its 6 x 6, its whole part of the table.
+sed -e 's/"self_collision": true}/"self_collision": true, "particle_radius": 0.02}/' \
+    -e 's/"resolution": \[6, 6\]/"resolution": [12, 12]/' contacts.json >classes.json
 check classes.json --frames 2
+sed 's/"self_collision": true}/"self_collision": true, "particle_radius": 0.012}/' contacts.json \
+    >classes_whole.json
+check classes_whole.json --frames 2
 # Uninitialised values. Oclgrind 21.10's --uninitialized crashes on a vector shuffle with
 # undefined lanes, which LLVM's optimiser makes of a float4 length (its shuffle handler tests
 # the lane index against UndefValueVal, 11, where LLVM marks an undefined lane -1); built with

@@ -48,13 +48,14 @@ static int brute_pair(const pbd_plan *pl, const pbd_model *m, const pbd_float4 *
  * for crowded cells and large enough for cells that share table entries: every particle's
  * candidates and contacts through the hash are exactly those a search over all pairs finds,
  * and its list holds candidates only, each once. f = 1/2 and no fourth body: one radius class,
- * each particle searching its 27 cells; f = 1/5 and 3/100 with the fourth: three classes,
- * coarse particles searching finer cells several wide, or the whole table. */
+ * each particle searching its 27 cells; f = 1/5 and 3/1000 with the fourth: three classes,
+ * coarse particles searching finer cells several wide (R = 3), or a class's whole part of
+ * the table (R over 128 too). */
 static void hash_finds_all_pairs(void **state)
 {
     (void)state;
     const int sizes[] = {10, 300, 1000, 3000};
-    const float radii[] = {0.01f, 0.05f, 0.2f}, fine[] = {0.5f, 0.2f, 0.03f};
+    const float radii[] = {0.01f, 0.05f, 0.2f}, fine[] = {0.5f, 0.2f, 0.003f};
     unsigned seed = 12345u;
     long pairs_total = 0;
     for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; ++si)
@@ -390,14 +391,14 @@ static const char folding_cloth[] =
     "30000, \"poisson_ratio\": 0.3, \"particle_radius\": 0.04}]}";
 
 static const char *const scene_names[] = {"two cubes", "folding cloth", "crowded cubes",
-                                          "cloth 0.03 m, box 0.09 m", "cloth 0.012 m, box 0.1 m"};
+                                          "cloth 0.03 m, box 0.08 m", "cloth 0.012 m, box 0.1 m"};
 #define CONTACT_SCENES 5
 
 /* 0: the two cubes; 1: the folding cloth; 2: the two cubes with radii large enough that
  * particles have more candidates than their list holds (0.18 m, 1.8 times the spacing: up
  * to 36 candidates, 128 times more than 32 in 50 frames); 3 and 4: the folding cloth with
- * radii in two classes, the box's particles searching the cloth's cells two wide, or the
- * cloth's whole part of the table. */
+ * radii in two classes, the box's particles searching the cloth's cells two wide (5 x 5
+ * rows of 5), or the cloth's whole part of the table. */
 static void scene_for(int which, int jacobi, pbd_scene *sc)
 {
     char json[4096];
@@ -408,7 +409,7 @@ static void scene_for(int which, int jacobi, pbd_scene *sc)
     if (which >= 3) {
         char *r = strstr(json, "\"particle_radius\": 0.04}");
         assert_non_null(r);
-        memcpy(r + strlen("\"particle_radius\": "), which == 3 ? "0.09" : "0.10", 4);
+        memcpy(r + strlen("\"particle_radius\": "), which == 3 ? "0.08" : "0.10", 4);
         const char *self = "\"self_collision\": true}";
         r = strstr(json, self);
         assert_non_null(r);

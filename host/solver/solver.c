@@ -1398,16 +1398,22 @@ static void plan_contact_classes(const pbd_model *m, pbd_plan *plan)
                 top[n - 1] = r;
         }
     }
-    float inv[PBD_CONTACT_CLASSES] = {0.0f};
+    /* with several classes, cells a little wider than the reach (PBD_CONTACT_CELL_WIDER);
+     * with one, as they were */
+    float inv[PBD_CONTACT_CLASSES] = {0.0f}, wider = n > 1 ? PBD_CONTACT_CELL_WIDER : 1.0f;
     for (int k = 0; k < n; ++k)
-        inv[k] = 1.0f / (PBD_CONTACT_REACH * 2.0f * top[k]);
+        inv[k] = 1.0f / (PBD_CONTACT_REACH * 2.0f * top[k] * wider);
     plan->grid_r = (pbd_float4){top[0], top[1], top[2], top[3]};
     plan->grid_inv = (pbd_float4){inv[0], inv[1], inv[2], inv[3]};
     /* each class's part of the table: a power of two of at least 16 entries and its particles
      * (those without a radius are hashed with the first class) */
     size_t count[PBD_CONTACT_CLASSES] = {0};
-    for (int b = 0; b < m->num_bodies; ++b)
-        count[pbd_contact_class(m->bodies[b].radius, plan->grid_r)] += (size_t)m->bodies[b].count;
+    for (int b = 0; b < m->num_bodies; ++b) {
+        int k = 0; /* pbd_contact_class */
+        while (k + 1 < n && m->bodies[b].radius > top[k])
+            ++k;
+        count[k] += (size_t)m->bodies[b].count;
+    }
     plan->table_size = 0;
     plan->grid_bits = 0;
     for (int k = 0; k < n; ++k) {
