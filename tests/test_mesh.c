@@ -78,8 +78,9 @@ static const bad_mesh bad[] = {
     /* Gmsh 2.2 */
     {"msh22_no_format.msh", "msh22_no_format.msh", 1, "found '$Nodes', expected $MeshFormat"},
     {"msh22_version.msh", "msh22_version.msh", 2, "found version '3.0', expected 2.2 or 4.1"},
-    {"msh22_binary.msh", "msh22_binary.msh", 2,
-     "found a binary .msh file, expected ASCII (binary .msh not supported; save as ASCII)"},
+    {"msh22_binary.msh", "msh22_binary.msh", 3,
+     "byte 20: found bytes 24 45 6e 64, expected the integer 1 in binary (01 00 00 00 or 00 00 "
+     "00 01)"},
     {"msh22_node_count.msh", "msh22_node_count.msh", 10,
      "found '$EndNodes' after 4 nodes, expected 5 (declared on line 5)"},
     {"msh22_unknown_node.msh", "msh22_unknown_node.msh", 13,
@@ -95,7 +96,8 @@ static const bad_mesh bad[] = {
     {"msh22_huge.msh", "msh22_huge.msh", 8,
      "found '-1e300', expected a y coordinate of magnitude at most 1e+09"},
     /* Gmsh 4.1 */
-    {"msh41_binary.msh", "msh41_binary.msh", 2, "found a binary .msh file, expected ASCII"},
+    {"msh41_binary.msh", "msh41_binary.msh", 3,
+     "byte 20: found the end of the file, expected the integer 1 in binary (4 bytes)"},
     {"msh41_block_count.msh", "msh41_block_count.msh", 12,
      "found 3 nodes in the blocks, expected 4 (declared on line 5)"},
     {"msh41_tag_range.msh", "msh41_tag_range.msh", 10, "found 7, expected a node tag in [1, 4]"},
@@ -913,6 +915,300 @@ static void bending_and_elastic_meshes(void **state)
     pbd_scene_free(&box);
 }
 
+/* ---- binary Gmsh files -------------------------------------------------------------------- */
+
+/* A binary .msh text being written, in either byte order. */
+typedef struct bin_text {
+    char *p;
+    size_t n, cap;
+    int big;
+} bin_text;
+
+static void put(bin_text *b, const void *s, size_t n)
+{
+    if (b->n + n > b->cap) {
+        b->cap = 2 * (b->n + n);
+        b->p = realloc(b->p, b->cap);
+        expect(b->p != NULL, "out of memory for %zu bytes", b->cap);
+    }
+    memcpy(b->p + b->n, s, n);
+    b->n += n;
+}
+
+static void put_text(bin_text *b, const char *s)
+{
+    put(b, s, strlen(s));
+}
+
+/* The low `size` bytes of v in the text's byte order. */
+static void put_int(bin_text *b, unsigned long long v, int size)
+{
+    unsigned char c[8];
+    for (int k = 0; k < size; ++k)
+        c[b->big ? size - 1 - k : k] = (unsigned char)(v >> (8 * k));
+    put(b, c, (size_t)size);
+}
+
+static void put_double(bin_text *b, double x)
+{
+    unsigned long long v;
+    memcpy(&v, &x, sizeof v);
+    put_int(b, v, 8);
+}
+
+/* What a binary box file gets wrong, and where its writer put that (bin_box). */
+enum {
+    BOX_VALID,
+    BOX_NAN,          /* node 105's y */
+    BOX_UNKNOWN_NODE, /* tetrahedron 17's last node 109 */
+    BOX_HEXAHEDRON,   /* the tetrahedra's type 5 */
+    BOX_EMPTY_RUN,    /* version 2: the tetrahedra's run of 0 elements */
+    BOX_PARAMETRIC,   /* version 4: parametric flag 2 */
+    BOX_TAG_RANGE,    /* version 4: node 104's tag 110, past the declared largest */
+    BOX_BLOCK_COUNT,  /* version 4: the second node block's 8 nodes */
+    BOX_DUPLICATE,    /* version 4: node 107 tagged 103 */
+    BOX_EXTRA,        /* 8 more bytes after the nodes' data */
+};
+
+/* Box node k's tag, at its size: 101 + k but for the tag faults. */
+static void bin_box_tag(bin_text *b, int k, int size, int fault, size_t *at)
+{
+    int tag = 101 + k;
+    if ((fault == BOX_TAG_RANGE && k == 3) || (fault == BOX_DUPLICATE && k == 6))
+        *at = b->n, tag = fault == BOX_TAG_RANGE ? 110 : 103;
+    put_int(b, (unsigned)tag, size);
+}
+
+/* Box node k's coordinates (bit c of k: the high side on axis c), (u, v, w) after them
+ * where parametric, but for the NaN fault. */
+static void bin_box_xyz(bin_text *b, int k, int parametric, int fault, size_t *at)
+{
+    for (int c = 0; c < 3; ++c) {
+        int nan_here = fault == BOX_NAN && k == 4 && c == 1;
+        if (nan_here)
+            *at = b->n;
+        put_double(b, nan_here ? (double)NAN : ((k >> c) & 1) - 0.5);
+    }
+    for (int c = 0; parametric && c < 3; ++c)
+        put_double(b, 0.25 * c);
+}
+
+/* The one-cell box of box22.msh and box41.msh (tags from 101, a point and a line to skip,
+ * the boundary triangles, six tetrahedra) as a binary file of `version` 2 or 4, with fault
+ * `fault`, whose value starts at byte *at. Version 4 holds binary $Entities and,
+ * `parametric`, the second block's nodes have (u, v, w). */
+static bin_text bin_box(int version, int big, int parametric, int fault, size_t *at)
+{
+    static const int tri[12][3] = {{101, 104, 102}, {102, 104, 108}, {101, 106, 102},
+                                   {102, 106, 108}, {101, 104, 103}, {103, 104, 108},
+                                   {101, 107, 103}, {103, 107, 108}, {101, 106, 105},
+                                   {105, 106, 108}, {101, 107, 105}, {105, 107, 108}};
+    static const int tet[6][4] = {{101, 102, 104, 108}, {101, 102, 106, 108}, {101, 103, 104, 108},
+                                  {101, 103, 107, 108}, {101, 105, 106, 108}, {101, 105, 107, 108}};
+    bin_text b = {NULL, 0, 0, big};
+    int size = version == 2 ? 4 : 8;
+    *at = 0;
+    put_text(&b, version == 2 ? "$MeshFormat\n2.2 1 8\n" : "$MeshFormat\n4.1 1 8\n");
+    put_int(&b, 1, 4);
+    put_text(&b, "\n$EndMeshFormat\n");
+    if (version == 4) { /* a point and a volume, no physical groups or bounding surfaces */
+        put_text(&b, "$Entities\n");
+        put_int(&b, 1, 8), put_int(&b, 0, 8), put_int(&b, 0, 8), put_int(&b, 1, 8);
+        put_int(&b, 1, 4), put_double(&b, -0.5), put_double(&b, -0.5), put_double(&b, -0.5);
+        put_int(&b, 0, 8);
+        put_int(&b, 1, 4);
+        for (int k = 0; k < 6; ++k)
+            put_double(&b, k < 3 ? -0.5 : 0.5);
+        put_int(&b, 0, 8), put_int(&b, 0, 8);
+        put_text(&b, "\n$EndEntities\n");
+    }
+    put_text(&b, version == 2 ? "$Nodes\n8\n" : "$Nodes\n");
+    if (version == 2) {
+        for (int k = 0; k < 8; ++k) {
+            bin_box_tag(&b, k, 4, fault, at);
+            bin_box_xyz(&b, k, 0, fault, at);
+        }
+    } else { /* 101 alone on a point, then the others in the volume */
+        put_int(&b, 2, 8), put_int(&b, 8, 8), put_int(&b, 101, 8), put_int(&b, 108, 8);
+        put_int(&b, 0, 4), put_int(&b, 1, 4), put_int(&b, 0, 4), put_int(&b, 1, 8);
+        bin_box_tag(&b, 0, 8, fault, at);
+        bin_box_xyz(&b, 0, 0, fault, at);
+        put_int(&b, 3, 4), put_int(&b, 1, 4);
+        if (fault == BOX_PARAMETRIC)
+            *at = b.n;
+        put_int(&b, fault == BOX_PARAMETRIC ? 2 : (unsigned)parametric, 4);
+        if (fault == BOX_BLOCK_COUNT)
+            *at = b.n;
+        put_int(&b, fault == BOX_BLOCK_COUNT ? 8 : 7, 8);
+        for (int k = 1; k < 8; ++k)
+            bin_box_tag(&b, k, 8, fault, at);
+        for (int k = 1; k < 8; ++k)
+            bin_box_xyz(&b, k, parametric, fault, at);
+    }
+    if (fault == BOX_EXTRA)
+        *at = b.n, put_double(&b, 1.0);
+    put_text(&b, "\n$EndNodes\n$Elements\n");
+    if (version == 2) {
+        put_text(&b, "20\n");
+        put_int(&b, 15, 4), put_int(&b, 1, 4), put_int(&b, 2, 4);
+        put_int(&b, 1, 4), put_int(&b, 0, 4), put_int(&b, 1, 4), put_int(&b, 101, 4);
+        put_int(&b, 1, 4), put_int(&b, 1, 4), put_int(&b, 2, 4);
+        put_int(&b, 2, 4), put_int(&b, 0, 4), put_int(&b, 1, 4);
+        put_int(&b, 101, 4), put_int(&b, 102, 4);
+    } else {
+        put_int(&b, 4, 8), put_int(&b, 20, 8), put_int(&b, 1, 8), put_int(&b, 20, 8);
+        put_int(&b, 0, 4), put_int(&b, 1, 4), put_int(&b, 15, 4), put_int(&b, 1, 8);
+        put_int(&b, 1, 8), put_int(&b, 101, 8);
+        put_int(&b, 1, 4), put_int(&b, 1, 4), put_int(&b, 1, 4), put_int(&b, 1, 8);
+        put_int(&b, 2, 8), put_int(&b, 101, 8), put_int(&b, 102, 8);
+    }
+    /* the triangles, then the tetrahedra: each a run (2) or a block (4) of its own */
+    for (int kind = 0; kind < 2; ++kind) {
+        int n = kind ? 6 : 12, nodes = kind ? 4 : 3;
+        if (version == 4)
+            put_int(&b, (unsigned)(2 + kind), 4), put_int(&b, 1, 4);
+        if (kind && fault == BOX_HEXAHEDRON)
+            *at = b.n;
+        put_int(&b, kind ? (fault == BOX_HEXAHEDRON ? 5 : 4) : 2, 4);
+        if (version == 2) {
+            if (kind && fault == BOX_EMPTY_RUN)
+                *at = b.n;
+            put_int(&b, kind && fault == BOX_EMPTY_RUN ? 0 : (unsigned)n, 4);
+            put_int(&b, 2, 4);
+        } else {
+            put_int(&b, (unsigned)n, 8);
+        }
+        for (int e = 0; e < n; ++e) {
+            put_int(&b, (unsigned)(3 + e + 12 * kind), size);
+            if (version == 2)
+                put_int(&b, 0, 4), put_int(&b, 1, 4);
+            for (int v = 0; v < nodes; ++v) {
+                int tag = kind ? tet[e][v] : tri[e][v];
+                if (kind && e == 2 && v == 3 && fault == BOX_UNKNOWN_NODE)
+                    *at = b.n, tag = 109;
+                put_int(&b, (unsigned)tag, size);
+            }
+        }
+    }
+    put_text(&b, "\n$EndElements\n");
+    return b;
+}
+
+/* The line of byte `at` of a text. */
+static int line_of(const char *p, size_t at)
+{
+    int line = 1;
+    for (size_t k = 0; k < at; ++k)
+        line += p[k] == '\n';
+    return line;
+}
+
+/* Binary .msh files: Gmsh's own (a cube as 2.2 and 4.1 binary) read as its ASCII file; the
+ * box of box22.msh written in binary, both versions, both byte orders, with and without
+ * parametric nodes, read as the ASCII box; faults refused in one line naming the line and
+ * the byte; every truncation refused. */
+static void binary_msh(void **state)
+{
+    (void)state;
+    pbd_mesh want, m;
+    pbd_error err = {0};
+    expect(pbd_mesh_load(MESH_DIR "/cube41.msh", &want, &err) == PBD_OK, "%s", err.message);
+    expect(want.num_vertices == 14 && want.num_tets > 0, "cube41.msh: %d vertices, %d tets",
+           want.num_vertices, want.num_tets);
+    static const char *const gmsh[2] = {MESH_DIR "/cube22b.msh", MESH_DIR "/cube41b.msh"};
+    for (int f = 0; f < 2; ++f) {
+        expect(pbd_mesh_load(gmsh[f], &m, &err) == PBD_OK, "%s: %s", gmsh[f], err.message);
+        same_mesh(&want, &m, gmsh[f]);
+        pbd_mesh_free(&m);
+    }
+    pbd_mesh_free(&want);
+    expect(pbd_mesh_load(MESH_DIR "/box22.msh", &want, &err) == PBD_OK, "%s", err.message);
+    size_t at;
+    for (int version = 2; version <= 4; version += 2)
+        for (int big = 0; big < 2; ++big)
+            for (int param = 0; param < (version == 4 ? 2 : 1); ++param) {
+                char what[64];
+                snprintf(what, sizeof what, "binary %d, %s-endian, parametric %d", version,
+                         big ? "big" : "little", param);
+                bin_text b = bin_box(version, big, param, BOX_VALID, &at);
+                pbd_mesh_text t = {"box.msh", b.p, b.n};
+                expect(pbd_mesh_parse_msh(&t, &m, &err) == PBD_OK, "%s: %s", what, err.message);
+                same_mesh(&want, &m, what);
+                pbd_mesh_free(&m);
+                free(b.p);
+            }
+    pbd_mesh_free(&want);
+    static const struct {
+        int version, fault, byte; /* byte: the message names the value's byte */
+        const char *message;
+    } faults[] = {
+        {2, BOX_NAN, 1, "found nan, expected a finite y coordinate"},
+        {2, BOX_UNKNOWN_NODE, 1, "found node tag 109, expected a tag of $Nodes"},
+        {2, BOX_HEXAHEDRON, 1,
+         "found element type 5 (hexahedron), expected 2 (triangle) or 4 (tetrahedron)"},
+        {2, BOX_EMPTY_RUN, 1, "found 0, expected the number of elements that follow in [1, 6]"},
+        {2, BOX_EXTRA, 0, "found a NUL byte, expected text"},
+        {4, BOX_NAN, 1, "found nan, expected a finite y coordinate"},
+        {4, BOX_UNKNOWN_NODE, 1, "found node tag 109, expected a tag of $Nodes"},
+        {4, BOX_HEXAHEDRON, 1, "found element type 5 (hexahedron)"},
+        {4, BOX_PARAMETRIC, 1, "found 2, expected parametric (0 or 1) in [0, 1]"},
+        {4, BOX_TAG_RANGE, 1, "found 110, expected a node tag in [101, 108]"},
+        {4, BOX_BLOCK_COUNT, 1, "found 8, expected the number of nodes in the block in [0, 7]"},
+        {4, BOX_DUPLICATE, 0, "found node tag 103 again (line "},
+        {4, BOX_EXTRA, 0, "found a NUL byte, expected text"},
+    };
+    for (size_t k = 0; k < sizeof faults / sizeof faults[0]; ++k) {
+        bin_text b = bin_box(faults[k].version, (int)k % 2, 0, faults[k].fault, &at);
+        pbd_mesh_text t = {"box.msh", b.p, b.n};
+        char prefix[300];
+        int line = line_of(b.p, at);
+        if (faults[k].byte)
+            snprintf(prefix, sizeof prefix, "box.msh:%d: byte %zu: %s", line, at,
+                     faults[k].message);
+        else
+            snprintf(prefix, sizeof prefix, "box.msh:%d: %s", line, faults[k].message);
+        expect(at > 0, "fault %zu: not written", k);
+        expect(pbd_mesh_parse_msh(&t, &m, &err) == PBD_ERR_SCENE &&
+                   strncmp(err.message, prefix, strlen(prefix)) == 0,
+               "fault %zu:\n  message  %s\n  expected %s...", k, err.message, prefix);
+        expect(m.num_vertices == 0 && m.vertices == NULL, "fault %zu: mesh not left empty", k);
+        free(b.p);
+    }
+    /* a data size other than 8; every truncation of either version */
+    for (int version = 2; version <= 4; version += 2) {
+        bin_text b = bin_box(version, 0, 1, BOX_VALID, &at);
+        b.p[18] = '4';
+        pbd_mesh_text t = {"box.msh", b.p, b.n};
+        expect(pbd_mesh_parse_msh(&t, &m, &err) == PBD_ERR_SCENE &&
+                   strcmp(err.message, "box.msh:2: found 4, expected the data size of a binary "
+                                       "file 8") == 0,
+               "data size 4: %s", err.message);
+        b.p[18] = '8';
+        /* the end of the file inside node 105's y coordinate */
+        bin_text nan = bin_box(version, 0, 1, BOX_NAN, &at);
+        t.length = at + 3;
+        char prefix[200];
+        snprintf(prefix, sizeof prefix,
+                 "box.msh:%d: byte %zu: found the end of the file, expected the y coordinate "
+                 "(8 bytes)",
+                 line_of(b.p, at), at);
+        expect(pbd_mesh_parse_msh(&t, &m, &err) == PBD_ERR_SCENE &&
+                   strcmp(err.message, prefix) == 0,
+               "truncated:\n  message  %s\n  expected %s", err.message, prefix);
+        free(nan.p);
+        /* short of "\n$EndElements\n", every prefix is refused */
+        for (size_t n = 0; n + 13 < b.n; ++n) {
+            t.length = n;
+            expect(pbd_mesh_parse_msh(&t, &m, &err) == PBD_ERR_SCENE &&
+                       strncmp(err.message, "box.msh:", 8) == 0 &&
+                       strchr(err.message, '\n') == NULL,
+                   "binary %d cut at byte %zu: %s", version, n, err.message);
+            expect(m.num_vertices == 0, "cut at %zu: mesh not left empty", n);
+        }
+        free(b.p);
+    }
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(bad_meshes),
     cmocka_unit_test(bad_inputs),
@@ -924,6 +1220,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(mesh_keys),
     cmocka_unit_test(relative_path),
     cmocka_unit_test(what_tools_write),
+    cmocka_unit_test(binary_msh),
     cmocka_unit_test(bending_and_elastic_meshes),
 };
 

@@ -1018,6 +1018,13 @@ typedef struct msh {
     int version; /* 2 or 4 */
     node_tag *tags;
     int tag_cap;
+    /* A binary file (file type 1): its sections' data are read at r.p, bline the line that
+     * holds r.p (line feeds in the data count as the file's lines), and the last value taken
+     * began at byte `at` of line `vline`. big: the file's integers and doubles are big-endian
+     * (the file says which in $MeshFormat). */
+    int binary, big, bline, vline;
+    const char *start;
+    size_t at;
 } msh;
 
 /* A line that must be exactly `word` (a section's end). */
@@ -1037,51 +1044,369 @@ static int msh_word(msh *g, const char *word, const char *context)
     return end_of_line(&g->r, word);
 }
 
-/* The element types a body can use, and those that are skipped; any other is refused. */
-static int msh_type_nodes(msh *g, long long type, int *nodes)
+/* The nodes of an element type a body can use, or that is skipped (points, lines); 0 for
+ * any other, which is refused (MSH_TYPE_REFUSED, with msh_type_name). */
+static int msh_type_nodes(long long type)
 {
     switch (type) {
     case 15: /* point */
-        *nodes = 1;
-        return 0;
+        return 1;
     case 1: /* line */
-        *nodes = 2;
-        return 0;
+        return 2;
     case 8: /* 3-node line */
-        *nodes = 3;
-        return 0;
     case 2: /* triangle */
-        *nodes = 3;
-        return 0;
+        return 3;
     case 4: /* tetrahedron */
-        *nodes = 4;
-        return 0;
+        return 4;
     default:
-        break;
+        return 0;
     }
-    const char *name = type == 3    ? " (4-node quadrangle)"
-                       : type == 5  ? " (hexahedron)"
-                       : type == 6  ? " (prism)"
-                       : type == 7  ? " (pyramid)"
-                       : type == 9  ? " (6-node triangle)"
-                       : type == 11 ? " (10-node tetrahedron)"
-                                    : "";
-    return fail(&g->r,
-                "found element type %lld%s, expected 2 (triangle) or 4 (tetrahedron); points and "
-                "lines are skipped (mesh with first-order triangles or tetrahedra)",
-                type, name);
+}
+
+static const char *msh_type_name(long long type)
+{
+    return type == 3    ? " (4-node quadrangle)"
+           : type == 5  ? " (hexahedron)"
+           : type == 6  ? " (prism)"
+           : type == 7  ? " (pyramid)"
+           : type == 9  ? " (6-node triangle)"
+           : type == 11 ? " (10-node tetrahedron)"
+                        : "";
+}
+
+#define MSH_TYPE_REFUSED                                                                           \
+    "found element type %lld%s, expected 2 (triangle) or 4 (tetrahedron); points and lines are "   \
+    "skipped (mesh with first-order triangles or tetrahedra)"
+
+/* A text file's element type: its nodes, or a refusal. */
+static int msh_type_known(msh *g, long long type, int *nodes)
+{
+    if (!(*nodes = msh_type_nodes(type)))
+        return fail(&g->r, MSH_TYPE_REFUSED, type, msh_type_name(type));
+    return 0;
 }
 
 static int msh_add_node(msh *g, long long tag, const double x[3])
 {
     if (grow((void **)&g->tags, &g->tag_cap, g->b->m.num_vertices, sizeof *g->tags))
         return oom(&g->r);
-    g->tags[g->b->m.num_vertices] = (node_tag){tag, g->b->m.num_vertices, g->r.line};
+    g->tags[g->b->m.num_vertices] =
+        (node_tag){tag, g->b->m.num_vertices, g->binary ? g->vline : g->r.line};
     return add_vertex(&g->r, g->b, x);
+}
+
+/* The vertex of node `tag`, or -1 where $Nodes has no such tag. */
+static int msh_vertex(const msh *g, long long tag)
+{
+    size_t lo = 0, hi = (size_t)g->b->m.num_vertices;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (g->tags[mid].tag < tag)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < (size_t)g->b->m.num_vertices && g->tags[lo].tag == tag ? g->tags[lo].index : -1;
+}
+
+/* ---- Gmsh binary data ---- */
+
+static int msh_index_tags(msh *g);
+
+/* Leaves the binary data for text: the next line read is the rest of the cursor's line. */
+static void bin_to_text(msh *g)
+{
+    g->r.line = g->bline - 1;
+}
+
+/* "NAME:LINE: byte B: found ..." for the value taken last (bin_take), or where `here`, at the
+ * cursor. */
+static int bin_fail(msh *g, int here, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+static int bin_fail(msh *g, int here, const char *fmt, ...)
+{
+    char text[640];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    g->r.line = here ? g->bline : g->vline;
+    return fail(&g->r, "byte %zu: %s", here ? (size_t)(g->r.p - g->start) : g->at, text);
+}
+
+/* The next n bytes of binary data (what: the value, for a message), the line feeds among
+ * them counted: NULL at the end of the file. */
+static const unsigned char *bin_take(msh *g, size_t n, const char *what)
+{
+    reader *r = &g->r;
+    if ((size_t)(r->end - r->p) < n) {
+        bin_fail(g, 1, "found the end of the file, expected %s (%zu bytes)", what, n);
+        return NULL;
+    }
+    const char *p = r->p;
+    g->at = (size_t)(p - g->start);
+    g->vline = g->bline;
+    for (const char *q = p; (q = memchr(q, '\n', (size_t)(p + n - q))) != NULL; ++q)
+        ++g->bline;
+    r->p += n;
+    return (const unsigned char *)p;
+}
+
+/* An unsigned integer of n bytes (4 or 8) in the file's byte order. */
+static uint64_t bin_bits(const msh *g, const unsigned char *b, int n)
+{
+    uint64_t v = 0;
+    for (int k = 0; k < n; ++k)
+        v |= (uint64_t)b[g->big ? n - 1 - k : k] << (8 * k);
+    return v;
+}
+
+/* A 4-byte signed integer (int) or, with size 8, an unsigned one (size_t), in [lo, hi]. */
+static int bin_int(msh *g, int size, const char *what, long long lo, long long hi, long long *out)
+{
+    const unsigned char *b = bin_take(g, (size_t)size, what);
+    if (!b)
+        return -1;
+    uint64_t v = bin_bits(g, b, size);
+    if (size == 4) {
+        *out = v >= 0x80000000u ? (long long)v - 0x100000000ll : (long long)v;
+    } else if (v > (uint64_t)1 << 62) {
+        return bin_fail(g, 0, "found %llu, expected %s in [%lld, %lld]", (unsigned long long)v,
+                        what, lo, hi);
+    } else {
+        *out = (long long)v;
+    }
+    if (*out < lo || *out > hi)
+        return bin_fail(g, 0, "found %lld, expected %s in [%lld, %lld]", *out, what, lo, hi);
+    return 0;
+}
+
+/* A vertex of three doubles, finite and of magnitude at most PBD_MAX_COORD (as read_xyz). */
+static int bin_xyz(msh *g, double x[3])
+{
+    static const char *const axis[3] = {"the x coordinate", "the y coordinate", "the z coordinate"};
+    for (int k = 0; k < 3; ++k) {
+        const unsigned char *b = bin_take(g, 8, axis[k]);
+        if (!b)
+            return -1;
+        uint64_t v = bin_bits(g, b, 8);
+        memcpy(&x[k], &v, sizeof v);
+        if (!isfinite(x[k]))
+            return bin_fail(g, 0, "found %g, expected a finite %c coordinate", x[k], "xyz"[k]);
+        if (fabs(x[k]) > PBD_MAX_COORD)
+            return bin_fail(g, 0, "found %.9g, expected a %c coordinate of magnitude at most %g",
+                            x[k], "xyz"[k], (double)PBD_MAX_COORD);
+    }
+    return 0;
+}
+
+/* The integer 1 after the format line, which gives the file's byte order. */
+static int bin_order(msh *g)
+{
+    g->bline = g->r.line + 1;
+    const unsigned char *b = bin_take(g, 4, "the integer 1 in binary");
+    if (!b)
+        return -1;
+    if (b[0] == 1 && b[1] == 0 && b[2] == 0 && b[3] == 0)
+        g->big = 0;
+    else if (b[0] == 0 && b[1] == 0 && b[2] == 0 && b[3] == 1)
+        g->big = 1;
+    else
+        return bin_fail(g, 0,
+                        "found bytes %02x %02x %02x %02x, expected the integer 1 in binary "
+                        "(01 00 00 00 or 00 00 00 01)",
+                        b[0], b[1], b[2], b[3]);
+    bin_to_text(g);
+    return 0;
+}
+
+/* A node's tag, then (version 2) its coordinates; version 4 takes a block's coordinates
+ * after its tags. */
+static int bin_node(msh *g, long long lo, long long hi)
+{
+    long long tag;
+    double x[3] = {0.0, 0.0, 0.0};
+    if (bin_int(g, g->version == 2 ? 4 : 8, "a node tag", lo, hi, &tag))
+        return -1;
+    int at = g->vline;
+    if (g->version == 2 && bin_xyz(g, x))
+        return -1;
+    g->vline = at;
+    return msh_add_node(g, tag, x);
+}
+
+/* $Nodes of a binary file: version 2 declares its count in text, then each node is an int
+ * tag and three doubles; version 4 has four size_t (blocks, nodes, the smallest and largest
+ * tag), then per block its entity dimension, tag and parametric flag (ints) and its node
+ * count (size_t), the nodes' tags (size_t) and their coordinates (x y z, then u (v (w))
+ * where parametric). */
+static int msh_nodes_binary(msh *g)
+{
+    reader *r = &g->r;
+    long long count, blocks = 1, lo = 1, hi = (long long)1 << 62, read = 0;
+    int declared = r->line + 1;
+    if (g->version == 2) {
+        if (need_line(r, "the number of nodes") ||
+            read_int(r, "the number of nodes", 1, PBD_MAX_PARTICLES, &count) ||
+            end_of_line(r, "the number of nodes"))
+            return -1;
+        declared = r->line;
+        hi = INT32_MAX;
+    }
+    g->bline = r->line + 1;
+    if (g->version == 4 &&
+        (bin_int(g, 8, "the number of entity blocks", 0, PBD_MAX_PARTICLES, &blocks) ||
+         bin_int(g, 8, "the number of nodes", 1, PBD_MAX_PARTICLES, &count) ||
+         bin_int(g, 8, "the smallest node tag", 1, (long long)1 << 62, &lo) ||
+         bin_int(g, 8, "the largest node tag", lo, (long long)1 << 62, &hi)))
+        return -1;
+    for (long long k = 0; k < blocks; ++k) {
+        long long dim = 0, etag, param = 0, n = count;
+        if (g->version == 4 &&
+            (bin_int(g, 4, "an entity dimension", 0, 3, &dim) ||
+             bin_int(g, 4, "an entity tag", INT32_MIN, INT32_MAX, &etag) ||
+             bin_int(g, 4, "parametric (0 or 1)", 0, 1, &param) ||
+             bin_int(g, 8, "the number of nodes in the block", 0, count - read, &n)))
+            return -1;
+        int first = g->b->m.num_vertices;
+        for (long long j = 0; j < n; ++j)
+            if (bin_node(g, lo, hi))
+                return -1;
+        for (long long j = 0; g->version == 4 && j < n; ++j) {
+            double x[3];
+            if (bin_xyz(g, x) ||
+                (param && dim > 0 && !bin_take(g, 8 * (size_t)dim, "parametric coordinates")))
+                return -1;
+            memcpy(g->b->m.vertices + 3 * (size_t)(first + j), x, sizeof x);
+        }
+        read += n;
+    }
+    if (read != count)
+        return bin_fail(g, 1, "found %lld nodes in the blocks, expected %lld (declared on line %d)",
+                        read, count, declared);
+    bin_to_text(g);
+    if (msh_word(g, "$EndNodes", " after the nodes' binary data"))
+        return -1;
+    return msh_index_tags(g);
+}
+
+/* One element's tag (version 4: size_t; 2: int, then its type's header tags) and nodes;
+ * a triangle or tetrahedron is kept, a point or line skipped. */
+static int bin_element(msh *g, long long type, int nodes, long long ntags, long long lo,
+                       long long hi)
+{
+    int size = g->version == 2 ? 4 : 8, v[4] = {0, 0, 0, 0};
+    long long tag, t;
+    if (bin_int(g, size, "an element tag", lo, hi, &tag))
+        return -1;
+    int line = g->vline;
+    for (long long q = 0; q < ntags; ++q)
+        if (bin_int(g, 4, "a tag", INT32_MIN, INT32_MAX, &t))
+            return -1;
+    for (int k = 0; k < nodes; ++k) {
+        if (bin_int(g, size, "a node tag", 1, (long long)1 << 62, &t))
+            return -1;
+        if ((v[k] = msh_vertex(g, t)) < 0)
+            return bin_fail(g, 0, "found node tag %lld, expected a tag of $Nodes", t);
+    }
+    if (type != 2 && type != 4)
+        return 0;
+    g->r.line = line;
+    return add_element(&g->r, g->b, v, nodes);
+}
+
+/* $Elements of a binary file: version 2 declares its count in text, then elements come in
+ * runs of one type, each run's header three ints (type, count, tags per element) and each
+ * element its number, tags and nodes (ints); version 4 has four size_t (blocks, elements,
+ * the smallest and largest tag), then per block its entity dimension and tag and element
+ * type (ints) and its count (size_t), each element its tag and nodes (size_t). */
+static int msh_elements_binary(msh *g)
+{
+    reader *r = &g->r;
+    long long count, blocks = (long long)1 << 62, lo = 1, hi = (long long)1 << 62, read = 0;
+    int declared = r->line + 1;
+    if (g->version == 2) {
+        if (need_line(r, "the number of elements") ||
+            read_int(r, "the number of elements", 1, (long long)1 << 62, &count) ||
+            end_of_line(r, "the number of elements"))
+            return -1;
+        declared = r->line;
+        hi = INT32_MAX;
+    }
+    g->bline = r->line + 1;
+    if (g->version == 4 &&
+        (bin_int(g, 8, "the number of entity blocks", 0, (long long)1 << 62, &blocks) ||
+         bin_int(g, 8, "the number of elements", 1, (long long)1 << 62, &count) ||
+         bin_int(g, 8, "the smallest element tag", 1, (long long)1 << 62, &lo) ||
+         bin_int(g, 8, "the largest element tag", lo, (long long)1 << 62, &hi)))
+        return -1;
+    g->b->tri_name = g->b->tet_name = r->name;
+    /* version 2 reads runs until the declared count is reached */
+    for (long long k = 0; k < blocks && (g->version == 4 || read < count); ++k) {
+        long long n, type, dim, etag, ntags = 0;
+        int nodes = 0;
+        if (g->version == 4) {
+            if (bin_int(g, 4, "an entity dimension", 0, 3, &dim) ||
+                bin_int(g, 4, "an entity tag", INT32_MIN, INT32_MAX, &etag) ||
+                bin_int(g, 4, "an element type", 1, 1000, &type))
+                return -1;
+        } else if (bin_int(g, 4, "an element type", 1, 1000, &type)) {
+            return -1;
+        }
+        if (!(nodes = msh_type_nodes(type)))
+            return bin_fail(g, 0, MSH_TYPE_REFUSED, type, msh_type_name(type));
+        if (g->version == 4
+                ? bin_int(g, 8, "the number of elements in the block", 0, count - read, &n)
+                : bin_int(g, 4, "the number of elements that follow", 1, count - read, &n) ||
+                      bin_int(g, 4, "the number of tags", 0, 1000, &ntags))
+            return -1;
+        for (long long j = 0; j < n; ++j)
+            if (bin_element(g, type, nodes, ntags, lo, hi))
+                return -1;
+        read += n;
+    }
+    if (read != count)
+        return bin_fail(g, 1,
+                        "found %lld elements in the blocks, expected %lld (declared on line %d)",
+                        read, count, declared);
+    bin_to_text(g);
+    return msh_word(g, "$EndElements", " after the elements' binary data");
+}
+
+/* Passes over a section a binary file does not need ($Entities, $PhysicalNames, ...) to its
+ * end line `end`: the first line that is exactly `end` (its data may be binary, so it is
+ * not read as lines). */
+static int msh_skip_binary(msh *g, const char *end, const char *section, int start)
+{
+    reader *r = &g->r;
+    size_t n = strlen(end);
+    char q[48];
+    g->bline = r->line + 1;
+    for (const char *p = r->p; p < r->end; ++p) {
+        if ((p == r->p || p[-1] == '\n') && (size_t)(r->end - p) >= n && memcmp(p, end, n) == 0 &&
+            (p + n == r->end || p[n] == '\n' || p[n] == '\r')) {
+            for (const char *c = r->p; (c = memchr(c, '\n', (size_t)(p - c))) != NULL; ++c)
+                ++g->bline;
+            r->p = p;
+            bin_to_text(g);
+            return 0;
+        }
+    }
+    for (const char *c = r->p; (c = memchr(c, '\n', (size_t)(r->end - c))) != NULL; ++c)
+        ++g->bline;
+    r->line = g->bline;
+    return fail(r, "found the end of the file in section %s (line %d), expected %s",
+                quote(q, sizeof q, section, strlen(section)), start, end);
 }
 
 static int msh_nodes(msh *g)
 {
+    if (g->binary)
+        return msh_nodes_binary(g);
     reader *r = &g->r;
     long long count, blocks = 1, lo = 1, hi = (long long)1 << 62, read = 0;
     if (need_line(r, "the $Nodes header"))
@@ -1142,7 +1467,14 @@ static int msh_nodes(msh *g)
                     count, declared);
     if (msh_word(g, "$EndNodes", " after the nodes"))
         return -1;
-    /* Tags, sorted, for the elements to look up; each once. */
+    return msh_index_tags(g);
+}
+
+/* The nodes' tags, sorted for the elements to look up, each once; they name vertices in
+ * messages. */
+static int msh_index_tags(msh *g)
+{
+    reader *r = &g->r;
     qsort(g->tags, (size_t)g->b->m.num_vertices, sizeof *g->tags, tag_cmp);
     for (int k = 1; k < g->b->m.num_vertices; ++k)
         if (g->tags[k].tag == g->tags[k - 1].tag) {
@@ -1151,7 +1483,6 @@ static int msh_nodes(msh *g)
             return fail(r, "found node tag %lld again (line %d), expected each tag once",
                         g->tags[k].tag, g->tags[a == k ? k - 1 : k].line);
         }
-    /* The file's tags name vertices in messages. */
     g->b->labels = malloc((size_t)g->b->m.num_vertices * sizeof *g->b->labels);
     if (!g->b->labels)
         return oom(r);
@@ -1165,17 +1496,8 @@ static int msh_node_ref(msh *g, int *out)
     long long tag;
     if (read_int(&g->r, "a node tag", 1, (long long)1 << 62, &tag))
         return -1;
-    size_t lo = 0, hi = (size_t)g->b->m.num_vertices;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (g->tags[mid].tag < tag)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    if (lo == (size_t)g->b->m.num_vertices || g->tags[lo].tag != tag)
+    if ((*out = msh_vertex(g, tag)) < 0)
         return fail(&g->r, "found node tag %lld, expected a tag of $Nodes", tag);
-    *out = g->tags[lo].index;
     return 0;
 }
 
@@ -1196,6 +1518,8 @@ static int msh_element(msh *g, long long type, int nodes)
 
 static int msh_elements(msh *g)
 {
+    if (g->binary)
+        return msh_elements_binary(g);
     reader *r = &g->r;
     long long count, blocks = 1, lo = 1, hi = (long long)1 << 62, read = 0;
     if (need_line(r, "the $Elements header"))
@@ -1220,7 +1544,7 @@ static int msh_elements(msh *g)
             if (list_line(r, "entity blocks", k, blocks, declared) ||
                 read_int(r, "an entity dimension", 0, 3, &dim) ||
                 read_int(r, "an entity tag", -((long long)1 << 62), (long long)1 << 62, &etag) ||
-                read_int(r, "an element type", 1, 1000, &type) || msh_type_nodes(g, type, &nodes) ||
+                read_int(r, "an element type", 1, 1000, &type) || msh_type_known(g, type, &nodes) ||
                 read_int(r, "the number of elements in the block", 0, count - read, &n) ||
                 end_of_line(r, "the entity block header"))
                 return -1;
@@ -1231,7 +1555,7 @@ static int msh_elements(msh *g)
                 return -1;
             if (g->version == 2) {
                 if (read_int(r, "an element type", 1, 1000, &type) ||
-                    msh_type_nodes(g, type, &nodes) ||
+                    msh_type_known(g, type, &nodes) ||
                     read_int(r, "the number of tags", 0, 1000, &ntags))
                     return -1;
                 for (long long q = 0; q < ntags; ++q)
@@ -1259,6 +1583,7 @@ pbd_status pbd_mesh_parse_msh(const pbd_mesh_text *text, pbd_mesh *out, pbd_erro
     msh g;
     memset(&g, 0, sizeof g);
     g.b = &b;
+    g.start = text->text;
     reader *r = &g.r;
     reader_init(r, text, 0, err);
     int res = 0, got, nodes = 0, elements = 0;
@@ -1293,16 +1618,16 @@ pbd_status pbd_mesh_parse_msh(const pbd_mesh_text *text, pbd_mesh *out, pbd_erro
                 res = fail(r, "found version %s, expected 2.2 or 4.1", quote(q, sizeof q, t, n));
                 break;
             }
-            if ((res = read_int(r, "the file type (0: ASCII)", 0, 1, &type)) != 0)
+            if ((res = read_int(r, "the file type (0: ASCII, 1: binary)", 0, 1, &type)) != 0)
                 break;
-            if (type == 1) {
-                res = fail(r, "found a binary .msh file, expected ASCII (binary .msh not "
-                              "supported; save as ASCII)");
-                break;
-            }
-            res = read_int(r, "the data size", 1, 64, &size);
+            g.binary = type == 1;
+            /* binary: doubles and (version 4) size_t of 8 bytes, the only size Gmsh writes */
+            res = g.binary ? read_int(r, "the data size of a binary file", 8, 8, &size)
+                           : read_int(r, "the data size", 1, 64, &size);
             if (res == 0)
                 res = end_of_line(r, "the data size");
+            if (res == 0 && g.binary)
+                res = bin_order(&g);
             if (res == 0)
                 res = msh_word(&g, "$EndMeshFormat", " after the format line");
         } else if (token_is(t, n, "$Nodes")) {
@@ -1322,9 +1647,16 @@ pbd_status pbd_mesh_parse_msh(const pbd_mesh_text *text, pbd_mesh *out, pbd_erro
         } else if (n > 1 && t[0] == '$' && !(n > 4 && memcmp(t, "$End", 4) == 0)) {
             /* Any other section ($PhysicalNames, $Entities, $NodeData, ...) is skipped to its
              * $End line. */
-            char end[72];
+            char end[72], section[72];
             int start = r->line;
             snprintf(end, sizeof end, "$End%.*s", (int)(n - 1 > 64 ? 64 : n - 1), t + 1);
+            snprintf(section, sizeof section, "%.*s", (int)(n > 64 ? 64 : n), t);
+            if (g.binary) {
+                res = msh_skip_binary(&g, end, section, start);
+                if (res == 0)
+                    res = msh_word(&g, end, "");
+                continue;
+            }
             for (;;) {
                 const char *e;
                 size_t en;
