@@ -213,10 +213,10 @@ static void write_file(const char *dir, const char *name, const char *text, size
 }
 
 /* A temporary kernel directory with the embedded files' names. `copy`: the embedded texts,
- * else empty files; the last file then gets `tail`. */
+ * else empty files; file `at` then gets `tail`. */
 static const char *const kernel_subdirs[] = {"common", "gpu", "cpu"};
 
-static void make_kernel_dir(char *dir, size_t size, int copy, const char *tail)
+static void make_kernel_dir(char *dir, size_t size, int copy, int at, const char *tail)
 {
     snprintf(dir, size, "/tmp/pbd_test_cl_XXXXXX");
     assert_non_null(mkdtemp(dir));
@@ -227,8 +227,7 @@ static void make_kernel_dir(char *dir, size_t size, int copy, const char *tail)
     }
     for (int i = 0; i < pbd_kernel_source_count; ++i) {
         const struct pbd_kernel_source *s = &pbd_kernel_sources[i];
-        write_file(dir, s->name, copy ? s->text : "", copy ? s->length : 0,
-                   i == pbd_kernel_source_count - 1 ? tail : "");
+        write_file(dir, s->name, copy ? s->text : "", copy ? s->length : 0, i == at ? tail : "");
     }
 }
 
@@ -250,18 +249,23 @@ static void build_broken(void **state)
 {
     (void)state;
     char dir[64];
-    make_kernel_dir(dir, sizeof dir, 1, BROKEN_LINE);
-    /* The broken line's number in the program text: files are joined on line boundaries. */
+    /* The log names the broken file, the last that both variants hold, and the line in it
+     * (the program text's line markers): the line after the one BROKEN_LINE's line feed
+     * opens. */
+    int broken = pbd_kernel_source_count - 1;
+    while (broken > 0 &&
+           !(pbd_kernel_source_in_variant(pbd_kernel_sources[broken].name, PBD_VARIANT_CPU) &&
+             pbd_kernel_source_in_variant(pbd_kernel_sources[broken].name, PBD_VARIANT_GPU)))
+        --broken;
+    const struct pbd_kernel_source *last = &pbd_kernel_sources[broken];
+    make_kernel_dir(dir, sizeof dir, 1, broken, BROKEN_LINE);
     int line = 2;
-    for (int i = 0; i < pbd_kernel_source_count; ++i) {
-        const struct pbd_kernel_source *s = &pbd_kernel_sources[i];
-        for (size_t k = 0; k < s->length; ++k)
-            line += s->text[k] == '\n';
-        if (i + 1 < pbd_kernel_source_count && s->length > 0 && s->text[s->length - 1] != '\n')
-            ++line;
-    }
-    char at[32];
-    snprintf(at, sizeof at, ":%d:", line);
+    for (size_t k = 0; k < last->length; ++k)
+        line += last->text[k] == '\n';
+    if (last->length > 0 && last->text[last->length - 1] != '\n')
+        --line;
+    char at[600];
+    snprintf(at, sizeof at, "%s/%s:%d:", dir, last->name, line);
 
     pbd_cl cl;
     pbd_error err = {0};
@@ -286,7 +290,7 @@ static void build_probe(pbd_cl *cl, int copy, const char *tail, const char *opti
 {
     char dir[64];
     pbd_error err = {0};
-    make_kernel_dir(dir, sizeof dir, copy, tail);
+    make_kernel_dir(dir, sizeof dir, copy, pbd_kernel_source_count - 1, tail);
     assert_int_equal(pbd_cl_open(cl, NULL, 0, NULL, &err), PBD_OK);
     pbd_status st = pbd_cl_build(cl, dir, PBD_VARIANT_AUTO, options, &err);
     if (st != PBD_OK)

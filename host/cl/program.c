@@ -59,8 +59,27 @@ int pbd_kernel_source_in_variant(const char *name, pbd_variant variant)
     return 1;
 }
 
-/* The program text: the variant's kernel sources in order. A file that does not end its last
- * line gets a newline, so that its last line cannot run into the next file's first. */
+/* Appends `#line 1 "NAME"` and a newline, NAME a C string literal's contents (quotes,
+ * backslashes and control characters escaped): the compiler's messages then name the file
+ * and its own line, not the program text's. Returns 0, or -1 when out of memory. */
+static int append_line_marker(char **buf, size_t *used, size_t *cap, const char *name)
+{
+    if (append(buf, used, cap, "#line 1 \"", 9))
+        return -1;
+    for (const unsigned char *c = (const unsigned char *)name; *c; ++c) {
+        char esc[8];
+        int n = *c == '"' || *c == '\\'   ? snprintf(esc, sizeof esc, "\\%c", *c)
+                : *c < 0x20 || *c == 0x7f ? snprintf(esc, sizeof esc, "\\%03o", *c)
+                                          : snprintf(esc, sizeof esc, "%c", *c);
+        if (append(buf, used, cap, esc, (size_t)n))
+            return -1;
+    }
+    return append(buf, used, cap, "\"\n", 2);
+}
+
+/* The program text: the variant's kernel sources in order, each after a line marker naming
+ * it (kernels/NAME, or its path under --kernel-dir). A file that does not end its last line
+ * gets a newline, so that its last line cannot run into the next file's first. */
 static pbd_status gather_source(const char *kernel_dir, pbd_variant variant, char **out,
                                 pbd_error *err)
 {
@@ -71,9 +90,11 @@ static pbd_status gather_source(const char *kernel_dir, pbd_variant variant, cha
         const struct pbd_kernel_source *src = &pbd_kernel_sources[i];
         if (!pbd_kernel_source_in_variant(src->name, variant))
             continue;
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", kernel_dir ? kernel_dir : "kernels", src->name);
+        if (append_line_marker(&buf, &used, &cap, path))
+            goto oom;
         if (kernel_dir) {
-            char path[4096];
-            snprintf(path, sizeof path, "%s/%s", kernel_dir, src->name);
             int rc = append_file(&buf, &used, &cap, path);
             if (rc) {
                 free(buf);
