@@ -977,8 +977,11 @@ PBD_INLINE void pbd_isometric_project(PBD_GLOBAL pbd_float4 *p, PBD_GLOBAL pbd_f
     g[j] = -(g[3 + j] + g[6 + j] + g[9 + j])
 
 /* The Neo-Hookean element's two gradients (pbd_neo_hookean_project): gh of C_H = det F -
- * gamma (the cofactor matrix, columns f1 x f2, f2 x f0, f0 x f1) and gd of C_D = |F| (F /
- * |F|), 12 each, with det F and |F|; returns whether |F| > 0. */
+ * gamma (the cofactor matrix, columns f1 x f2, f2 x f0, f0 x f1) and gd, |F| times that of
+ * C_D = |F| (from F itself, not F / |F|: the solve takes the reciprocals of |F| and of its
+ * determinant, two divisions where normalising F and the two quotients took eleven, the
+ * element's dearest instructions on CPU devices), 12 each, with det F and |F|; returns
+ * whether |F| > 0. */
 #define PBD_NEO_HOOKEAN_BODY(T, TET_DEFORMATION, TET_GRADIENTS)                                    \
     T f[9], pf[9], n2 = 0.0f;                                                                      \
     TET_DEFORMATION(x, dm, f);                                                                     \
@@ -995,15 +998,14 @@ PBD_INLINE void pbd_isometric_project(PBD_GLOBAL pbd_float4 *p, PBD_GLOBAL pbd_f
     for (int k = 0; k < 9; ++k)                                                                    \
         n2 += f[k] * f[k];                                                                         \
     T length = pbd_sqrtf(n2);                                                                      \
-    PBD_UNROLL                                                                                     \
-    for (int k = 0; k < 9; ++k)                                                                    \
-        pf[k] = f[k] / length;                                                                     \
-    TET_GRADIENTS(dm, pf, gd);                                                                     \
+    TET_GRADIENTS(dm, f, gd);                                                                      \
     *norm = length;                                                                                \
     return n2 > 0.0f
 
-/* The element's 2 x 2 solve (pbd_neo_hookean_project) for inverse masses w (4): the
- * multipliers' changes; returns whether the system's determinant is > 0. */
+/* The element's 2 x 2 solve (pbd_neo_hookean_project) for inverse masses w (4), from gh and
+ * the unnormalised gd (its sums scaled by r = 1 / |F| and r^2): the multipliers' changes,
+ * and sd = dld / |F|, the factor of gd in the correction; returns whether the system's
+ * determinant is > 0. */
 #define PBD_NEO_HOOKEAN_SOLVE_BODY(T)                                                              \
     T hh = 0.0f, hd = 0.0f, dd = 0.0f;                                                             \
     PBD_UNROLL                                                                                     \
@@ -1013,9 +1015,13 @@ PBD_INLINE void pbd_isometric_project(PBD_GLOBAL pbd_float4 *p, PBD_GLOBAL pbd_f
         hd += wk * gh[k] * gd[k];                                                                  \
         dd += wk * gd[k] * gd[k];                                                                  \
     }                                                                                              \
+    T r = 1.0f / norm;                                                                             \
+    hd = hd * r, dd = dd * r * r;                                                                  \
     T det = (hh + ah) * (dd + ad) - hd * hd;                                                       \
     T bh = -(det_f - gamma) - ah * lh, bd = -norm - ad * ld;                                       \
-    *dlh = (bh * (dd + ad) - bd * hd) / det, *dld = ((hh + ah) * bd - hd * bh) / det;              \
+    T inv = 1.0f / det;                                                                            \
+    *dlh = (bh * (dd + ad) - bd * hd) * inv, *dld = ((hh + ah) * bd - hd * bh) * inv;              \
+    *sd = *dld * r;                                                                                \
     return det > 0.0f
 
 PBD_INLINE void pbd_tet_deformation_of(const float *x, const float *dm, float *f)
@@ -1036,7 +1042,7 @@ PBD_INLINE int pbd_neo_hookean_gradients(const float *x, const float *dm, float 
 
 PBD_INLINE int pbd_neo_hookean_solve(const float *w, const float *gh, const float *gd, float det_f,
                                      float norm, float gamma, float ah, float ad, float lh,
-                                     float ld, float *dlh, float *dld)
+                                     float ld, float *dlh, float *dld, float *sd)
 {
     PBD_NEO_HOOKEAN_SOLVE_BODY(float);
 }
@@ -1061,7 +1067,7 @@ PBD_INLINE int16 pbd_neo_hookean_gradients16(const float16 *x, const float16 *dm
 PBD_INLINE int16 pbd_neo_hookean_solve16(const float16 *w, const float16 *gh, const float16 *gd,
                                          float16 det_f, float16 norm, float16 gamma, float16 ah,
                                          float16 ad, float16 lh, float16 ld, float16 *dlh,
-                                         float16 *dld)
+                                         float16 *dld, float16 *sd)
 {
     PBD_NEO_HOOKEAN_SOLVE_BODY(float16);
 }
@@ -1094,19 +1100,19 @@ PBD_INLINE void pbd_neo_hookean_project(PBD_GLOBAL pbd_float4 *p, PBD_GLOBAL pbd
     pbd_neo_hookean r = records[c];
     float lh = reset_lambda ? 0.0f : lambda[2 * c], ld = reset_lambda ? 0.0f : lambda[2 * c + 1];
     pbd_float4 q[4] = {p[r.a], p[r.b], p[r.c], p[r.d]};
-    float x[12], w[4] = {q[0].w, q[1].w, q[2].w, q[3].w}, gh[12], gd[12], det_f, norm, dlh, dld;
+    float x[12], w[4] = {q[0].w, q[1].w, q[2].w, q[3].w}, gh[12], gd[12], det_f, norm, dlh, dld, sd;
     pbd_positions4(q, x);
     if (!pbd_neo_hookean_gradients(x, r.dm_inv, gh, gd, &det_f, &norm) ||
         !pbd_neo_hookean_solve(w, gh, gd, det_f, norm, r.gamma, r.compliance_h * inv_h2,
-                               r.compliance * inv_h2, lh, ld, &dlh, &dld))
+                               r.compliance * inv_h2, lh, ld, &dlh, &dld, &sd))
         return;
     int ids[4] = {r.a, r.b, r.c, r.d};
     PBD_UNROLL
     for (int i = 0; i < 4; ++i)
         pbd_store(p, ids[i],
-                  PBD_F4(q[i].x + w[i] * (dlh * gh[3 * i] + dld * gd[3 * i]),
-                         q[i].y + w[i] * (dlh * gh[3 * i + 1] + dld * gd[3 * i + 1]),
-                         q[i].z + w[i] * (dlh * gh[3 * i + 2] + dld * gd[3 * i + 2]), q[i].w));
+                  PBD_F4(q[i].x + w[i] * (dlh * gh[3 * i] + sd * gd[3 * i]),
+                         q[i].y + w[i] * (dlh * gh[3 * i + 1] + sd * gd[3 * i + 1]),
+                         q[i].z + w[i] * (dlh * gh[3 * i + 2] + sd * gd[3 * i + 2]), q[i].w));
     lambda[2 * c] = lh + dlh;
     lambda[2 * c + 1] = ld + dld;
 }

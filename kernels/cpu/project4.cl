@@ -327,17 +327,17 @@ VEC8_INLINE void pbd_neo_hookean_project16(__global pbd_float4 *p,
     const uint16 even = (uint16)(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
     float16 old_h = shuffle2(v0, v1, even), old_d = shuffle2(v0, v1, even + 1);
     float16 lh = reset_lambda ? (float16)0.0f : old_h, ld = reset_lambda ? (float16)0.0f : old_d;
-    float16 x[4][4], pos[12], gh[12], gd[12], det_f, norm, dlh, dld;
+    float16 x[4][4], pos[12], gh[12], gd[12], det_f, norm, dlh, dld, sd;
     positions4x16(p, k, x, pos);
     float16 w[4] = {x[0][3], x[1][3], x[2][3], x[3][3]};
     int16 ok = pbd_neo_hookean_gradients16(pos, dm, gh, gd, &det_f, &norm) & LANES16(n);
-    ok &= pbd_neo_hookean_solve16(w, gh, gd, det_f, norm, gamma, ah, ad, lh, ld, &dlh, &dld);
+    ok &= pbd_neo_hookean_solve16(w, gh, gd, det_f, norm, gamma, ah, ad, lh, ld, &dlh, &dld, &sd);
     PBD_UNROLL
     for (int i = 0; i < 4; ++i) {
         float16 d[3];
         PBD_UNROLL
         for (int j = 0; j < 3; ++j)
-            d[j] = w[i] * (dlh * gh[3 * i + j] + dld * gd[3 * i + j]);
+            d[j] = w[i] * (dlh * gh[3 * i + j] + sd * gd[3 * i + j]);
         store4x16(p, k[i], ok, x[i], d);
     }
     float16 nh = ok ? lh + dlh : old_h, nd = ok ? ld + dld : old_d;
