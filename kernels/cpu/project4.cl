@@ -133,13 +133,33 @@ VEC8_INLINE void store16_n(float16 v, __global float *dst, int m)
         dst[i] = t[i];
 }
 
-/* Sixteen particles k as float16 components (x[0..3]: x, y, z, w). */
-VEC8_INLINE void gather4x16(__global const pbd_float4 *p, int16 k, float16 *x)
+/* Where a group's particle indices are read from: for a whole group (on), lane i's index of
+ * slot j at kr[ks i + kj j] of the records themselves, as scalar loads; for a group of fewer
+ * than sixteen, whose lanes repeat the last, from the int16 vectors k. On this Intel core an
+ * index taken out of a vector costs a shuffle-port instruction (vpextrd), which the
+ * gathers' and transposes' shuffles already crowd; a scalar load takes a load port. */
+typedef struct index16 {
+    int on; /* a whole group (a constant where the caller's n is) */
+    __global const int *kr;
+    int ks, kj;
+} index16;
+
+/* Sixteen particles, those of k or, where `on`, lane i's at kr[ks i], as float16
+ * components (x[0..3]: x, y, z, w). */
+VEC8_INLINE void gather4x16(__global const pbd_float4 *p, int16 k, int on, __global const int *kr,
+                            int ks, float16 *x)
 {
     float16 r0, r1, r2, r3;
     float8 lo[4], hi[4];
-    gather8(p, k.lo, &r0, &r1);
-    gather8(p, k.hi, &r2, &r3);
+    if (on) {
+        r0 = (float16)(p[kr[0]], p[kr[ks]], p[kr[2 * ks]], p[kr[3 * ks]]);
+        r1 = (float16)(p[kr[4 * ks]], p[kr[5 * ks]], p[kr[6 * ks]], p[kr[7 * ks]]);
+        r2 = (float16)(p[kr[8 * ks]], p[kr[9 * ks]], p[kr[10 * ks]], p[kr[11 * ks]]);
+        r3 = (float16)(p[kr[12 * ks]], p[kr[13 * ks]], p[kr[14 * ks]], p[kr[15 * ks]]);
+    } else {
+        gather8(p, k.lo, &r0, &r1);
+        gather8(p, k.hi, &r2, &r3);
+    }
     split8(r0, r1, &lo[0], &lo[1], &lo[2], &lo[3]);
     split8(r2, r3, &hi[0], &hi[1], &hi[2], &hi[3]);
     PBD_UNROLL
@@ -147,8 +167,10 @@ VEC8_INLINE void gather4x16(__global const pbd_float4 *p, int16 k, float16 *x)
         x[j] = (float16)(lo[j], hi[j]);
 }
 
-/* Eight particles k, records r0 and r1 (join8's), stored where `write`. */
-VEC8_INLINE void scatter8_where(__global pbd_float4 *p, int8 k, int8 write, float16 r0, float16 r1)
+/* Eight particles k (or, where `on`, those at kr[0], kr[ks], ...), records r0 and r1
+ * (join8's), stored where `write`. */
+VEC8_INLINE void scatter8_where(__global pbd_float4 *p, int8 k, int on, __global const int *kr,
+                                int ks, int8 write, float16 r0, float16 r1)
 {
     const float4 rec[8] = {r0.s0123, r0.s4567, r0.s89ab, r0.scdef,
                            r1.s0123, r1.s4567, r1.s89ab, r1.scdef};
@@ -158,25 +180,32 @@ VEC8_INLINE void scatter8_where(__global pbd_float4 *p, int8 k, int8 write, floa
     PBD_UNROLL
     for (int j = 0; j < 8; ++j)
         if (w[j])
-            p[at[j]] = rec[j];
+            p[on ? kr[ks * j] : at[j]] = rec[j];
 }
 
-/* Particles k (x: x, y, z, w) moved by d (3 components) where `ok` and w != 0. */
-VEC8_INLINE void store4x16(__global pbd_float4 *p, int16 k, int16 ok, const float16 *x,
-                           const float16 *d)
+/* Particles k (or, where `on`, those of gather4x16's kr and ks) (x: x, y, z, w) moved by d
+ * (3 components) where `ok` and w != 0. */
+VEC8_INLINE void store4x16(__global pbd_float4 *p, int16 k, int on, __global const int *kr, int ks,
+                           int16 ok, const float16 *x, const float16 *d)
 {
     float16 nx = x[0] + d[0], ny = x[1] + d[1], nz = x[2] + d[2];
     int16 write = ok & (x[3] != 0.0f);
     float16 r0, r1;
     join8(nx.lo, ny.lo, nz.lo, x[3].lo, &r0, &r1);
-    scatter8_where(p, k.lo, write.lo, r0, r1);
+    scatter8_where(p, k.lo, on, kr, ks, write.lo, r0, r1);
     join8(nx.hi, ny.hi, nz.hi, x[3].hi, &r0, &r1);
-    scatter8_where(p, k.hi, write.hi, r0, r1);
+    scatter8_where(p, k.hi, on, on ? kr + 8 * ks : kr, ks, write.hi, r0, r1);
+}
+
+/* Slot i's indices under ix (read only where ix.on). */
+VEC8_INLINE __global const int *index16_slot(index16 ix, int i)
+{
+    return ix.on ? ix.kr + ix.kj * i : ix.kr;
 }
 
 /* pbd_project4 for sixteen constraints, lanes `active` only (x: the four particles' x, y, z, w;
  * g: their gradients, 12 float16). Returns the multipliers' changes (0 where skipped). */
-VEC8_INLINE float16 project4x16(__global pbd_float4 *p, const int16 *k, int16 active,
+VEC8_INLINE float16 project4x16(__global pbd_float4 *p, const int16 *k, index16 ix, int16 active,
                                 float16 x[4][4], const float16 *g, float16 cval, float16 compliance,
                                 float16 l, float inv_h2)
 {
@@ -195,19 +224,19 @@ VEC8_INLINE float16 project4x16(__global pbd_float4 *p, const int16 *k, int16 ac
     for (int i = 0; i < 4; ++i) {
         float16 d[3] = {x[i][3] * s * g[3 * i], x[i][3] * s * g[3 * i + 1],
                         x[i][3] * s * g[3 * i + 2]};
-        store4x16(p, k[i], ok, x[i], d);
+        store4x16(p, k[i], ix.on, index16_slot(ix, i), ix.ks, ok, x[i], d);
     }
     return select((float16)0.0f, s, ok & xpbd);
 }
 
 /* Constraints [c, c + 16)' four particles k gathered (x[i]: x, y, z, w of particle i) and
  * their positions as pbd_shared.h's gradients take them (12 float16: a, b, c, d). */
-VEC8_INLINE void positions4x16(__global const pbd_float4 *p, const int16 *k, float16 x[4][4],
-                               float16 *pos)
+VEC8_INLINE void positions4x16(__global const pbd_float4 *p, const int16 *k, index16 ix,
+                               float16 x[4][4], float16 *pos)
 {
     PBD_UNROLL
     for (int i = 0; i < 4; ++i) {
-        gather4x16(p, k[i], x[i]);
+        gather4x16(p, k[i], ix.on, index16_slot(ix, i), ix.ks, x[i]);
         pos[3 * i] = x[i][0];
         pos[3 * i + 1] = x[i][1];
         pos[3 * i + 2] = x[i][2];
@@ -224,7 +253,8 @@ VEC8_INLINE void pbd_volume_project16(__global pbd_float4 *p, __global const pbd
     records4x16(records, c, n, k, &rest, &compliance);
     float16 old = load16_n(lambda + c, n);
     float16 l = reset_lambda ? (float16)0.0f : old;
-    positions4x16(p, k, x, pos);
+    const index16 ix = {n == 16, (__global const int *)(records + c), 8, 1};
+    positions4x16(p, k, ix, x, pos);
     float16 cval = pbd_volume_gradients16(pos, g) - rest;
     /* pbd_volume_project sums without project4's leading 0 (the same bits: the first term
      * is >= 0) and leaves the multiplier of a skipped constraint as it was */
@@ -234,7 +264,7 @@ VEC8_INLINE void pbd_volume_project16(__global pbd_float4 *p, __global const pbd
                    x[3][3] * (g[9] * g[9] + g[10] * g[10] + g[11] * g[11]);
     float16 den = compliance >= 0.0f ? wsum + compliance * inv_h2 : wsum;
     int16 ok = wsum > 0.0f && den > 0.0f;
-    float16 dl = project4x16(p, k, LANES16(n), x, g, cval, compliance, l, inv_h2);
+    float16 dl = project4x16(p, k, ix, LANES16(n), x, g, cval, compliance, l, inv_h2);
     store16_n(ok ? l + dl : old, lambda + c, n);
 }
 
@@ -249,9 +279,10 @@ VEC8_INLINE void pbd_dihedral_project16(__global pbd_float4 *p,
     records4x16(records, c, n, k, &rest, &compliance);
     float16 old = load16_n(lambda + c, n);
     float16 l = reset_lambda ? (float16)0.0f : old;
-    positions4x16(p, k, x, pos);
+    const index16 ix = {n == 16, (__global const int *)(records + c), 8, 1};
+    positions4x16(p, k, ix, x, pos);
     int16 active = pbd_dihedral_gradients16(pos, rest, g, &cval) & LANES16(n);
-    float16 dl = project4x16(p, k, active, x, g, cval, compliance, l, inv_h2);
+    float16 dl = project4x16(p, k, ix, active, x, g, cval, compliance, l, inv_h2);
     store16_n(active ? l + dl : old, lambda + c, n);
 }
 
@@ -286,9 +317,10 @@ VEC8_INLINE void pbd_isometric_project16(__global pbd_float4 *p,
         ISOMETRIC_FIELDS16(r);
 #undef ISOMETRIC_FIELDS16
     float16 l = reset_lambda ? (float16)0.0f : load16_n(lambda + c, n);
-    positions4x16(p, k, x, pos);
+    const index16 ix = {n == 16, (__global const int *)r, 12, 1};
+    positions4x16(p, k, ix, x, pos);
     float16 cval = pbd_isometric_gradients16(w, pos, g);
-    float16 dl = project4x16(p, k, LANES16(n), x, g, cval, compliance, l, inv_h2);
+    float16 dl = project4x16(p, k, ix, LANES16(n), x, g, cval, compliance, l, inv_h2);
     store16_n(l + dl, lambda + c, n);
 }
 
@@ -328,7 +360,10 @@ VEC8_INLINE void pbd_neo_hookean_project16(__global pbd_float4 *p,
     float16 old_h = shuffle2(v0, v1, even), old_d = shuffle2(v0, v1, even + 1);
     float16 lh = reset_lambda ? (float16)0.0f : old_h, ld = reset_lambda ? (float16)0.0f : old_d;
     float16 x[4][4], pos[12], gh[12], gd[12], det_f, norm, dlh, dld, sd;
-    positions4x16(p, k, x, pos);
+    /* tiled: slot j's sixteen indices are row j of the tile; as stored: a record's first four
+     * fields, 16 ints a record */
+    const index16 ix = {n == 16, (__global const int *)r, tiled ? 1 : 16, tiled ? 16 : 1};
+    positions4x16(p, k, ix, x, pos);
     float16 w[4] = {x[0][3], x[1][3], x[2][3], x[3][3]};
     int16 ok = pbd_neo_hookean_gradients16(pos, dm, gh, gd, &det_f, &norm) & LANES16(n);
     ok &= pbd_neo_hookean_solve16(w, gh, gd, det_f, norm, gamma, ah, ad, lh, ld, &dlh, &dld, &sd);
@@ -338,7 +373,7 @@ VEC8_INLINE void pbd_neo_hookean_project16(__global pbd_float4 *p,
         PBD_UNROLL
         for (int j = 0; j < 3; ++j)
             d[j] = w[i] * (dlh * gh[3 * i + j] + sd * gd[3 * i + j]);
-        store4x16(p, k[i], ok, x[i], d);
+        store4x16(p, k[i], ix.on, index16_slot(ix, i), ix.ks, ok, x[i], d);
     }
     float16 nh = ok ? lh + dlh : old_h, nd = ok ? ld + dld : old_d;
     const uint16 mix = (uint16)(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
