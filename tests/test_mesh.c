@@ -96,7 +96,7 @@ static const bad_mesh bad[] = {
     {"msh22_huge.msh", "msh22_huge.msh", 8,
      "found '-1e300', expected a y coordinate of magnitude at most 1e+09"},
     /* Gmsh 4.1 */
-    {"msh41_binary.msh", "msh41_binary.msh", 3,
+    {"msh41_binary.msh", "msh41_binary.msh", 2,
      "byte 20: found the end of the file, expected the integer 1 in binary (4 bytes)"},
     {"msh41_block_count.msh", "msh41_block_count.msh", 12,
      "found 3 nodes in the blocks, expected 4 (declared on line 5)"},
@@ -968,6 +968,11 @@ enum {
     BOX_BLOCK_COUNT,  /* version 4: the second node block's 8 nodes */
     BOX_DUPLICATE,    /* version 4: node 107 tagged 103 */
     BOX_EXTRA,        /* 8 more bytes after the nodes' data */
+    BOX_NEGATIVE,     /* version 2: the tetrahedra's -1 tags an element */
+    BOX_DEGENERATE,   /* tetrahedron 17's node 108 given as 101 */
+    BOX_HUGE,         /* version 4: 2^63 nodes */
+    BOX_SHORT,        /* version 4: 21 elements declared, 20 in the blocks (at: their end) */
+    BOX_OPEN,         /* version 4: $Entities never ended ($EndEntitie) */
 };
 
 /* Box node k's tag, at its size: 101 + k but for the tag faults. */
@@ -1020,7 +1025,7 @@ static bin_text bin_box(int version, int big, int parametric, int fault, size_t 
         for (int k = 0; k < 6; ++k)
             put_double(&b, k < 3 ? -0.5 : 0.5);
         put_int(&b, 0, 8), put_int(&b, 0, 8);
-        put_text(&b, "\n$EndEntities\n");
+        put_text(&b, fault == BOX_OPEN ? "\n$EndEntitie\n" : "\n$EndEntities\n");
     }
     put_text(&b, version == 2 ? "$Nodes\n8\n" : "$Nodes\n");
     if (version == 2) {
@@ -1029,7 +1034,11 @@ static bin_text bin_box(int version, int big, int parametric, int fault, size_t 
             bin_box_xyz(&b, k, 0, fault, at);
         }
     } else { /* 101 alone on a point, then the others in the volume */
-        put_int(&b, 2, 8), put_int(&b, 8, 8), put_int(&b, 101, 8), put_int(&b, 108, 8);
+        put_int(&b, 2, 8);
+        if (fault == BOX_HUGE)
+            *at = b.n;
+        put_int(&b, fault == BOX_HUGE ? 1ull << 63 : 8, 8);
+        put_int(&b, 101, 8), put_int(&b, 108, 8);
         put_int(&b, 0, 4), put_int(&b, 1, 4), put_int(&b, 0, 4), put_int(&b, 1, 8);
         bin_box_tag(&b, 0, 8, fault, at);
         bin_box_xyz(&b, 0, 0, fault, at);
@@ -1056,7 +1065,8 @@ static bin_text bin_box(int version, int big, int parametric, int fault, size_t 
         put_int(&b, 2, 4), put_int(&b, 0, 4), put_int(&b, 1, 4);
         put_int(&b, 101, 4), put_int(&b, 102, 4);
     } else {
-        put_int(&b, 4, 8), put_int(&b, 20, 8), put_int(&b, 1, 8), put_int(&b, 20, 8);
+        put_int(&b, 4, 8), put_int(&b, fault == BOX_SHORT ? 21 : 20, 8);
+        put_int(&b, 1, 8), put_int(&b, 20, 8);
         put_int(&b, 0, 4), put_int(&b, 1, 4), put_int(&b, 15, 4), put_int(&b, 1, 8);
         put_int(&b, 1, 8), put_int(&b, 101, 8);
         put_int(&b, 1, 4), put_int(&b, 1, 4), put_int(&b, 1, 4), put_int(&b, 1, 8);
@@ -1074,11 +1084,15 @@ static bin_text bin_box(int version, int big, int parametric, int fault, size_t 
             if (kind && fault == BOX_EMPTY_RUN)
                 *at = b.n;
             put_int(&b, kind && fault == BOX_EMPTY_RUN ? 0 : (unsigned)n, 4);
-            put_int(&b, 2, 4);
+            if (kind && fault == BOX_NEGATIVE)
+                *at = b.n;
+            put_int(&b, kind && fault == BOX_NEGATIVE ? 0xffffffffu : 2, 4);
         } else {
             put_int(&b, (unsigned)n, 8);
         }
         for (int e = 0; e < n; ++e) {
+            if (kind && e == 2 && fault == BOX_DEGENERATE)
+                *at = b.n;
             put_int(&b, (unsigned)(3 + e + 12 * kind), size);
             if (version == 2)
                 put_int(&b, 0, 4), put_int(&b, 1, 4);
@@ -1086,11 +1100,17 @@ static bin_text bin_box(int version, int big, int parametric, int fault, size_t 
                 int tag = kind ? tet[e][v] : tri[e][v];
                 if (kind && e == 2 && v == 3 && fault == BOX_UNKNOWN_NODE)
                     *at = b.n, tag = 109;
+                if (kind && e == 2 && v == 3 && fault == BOX_DEGENERATE)
+                    tag = 101;
                 put_int(&b, (unsigned)tag, size);
             }
         }
     }
+    if (fault == BOX_SHORT)
+        *at = b.n;
     put_text(&b, "\n$EndElements\n");
+    if (fault == BOX_OPEN)
+        *at = b.n - 1; /* the last line's line feed */
     return b;
 }
 
@@ -1148,32 +1168,46 @@ static void binary_msh(void **state)
          "found element type 5 (hexahedron), expected 2 (triangle) or 4 (tetrahedron)"},
         {2, BOX_EMPTY_RUN, 1, "found 0, expected the number of elements that follow in [1, 6]"},
         {2, BOX_EXTRA, 0, "found a NUL byte, expected text"},
+        {2, BOX_NEGATIVE, 1, "found -1, expected the number of tags in [0, 1000]"},
+        {2, BOX_DEGENERATE, 1, "found a tetrahedron with vertex 101 twice"},
         {4, BOX_NAN, 1, "found nan, expected a finite y coordinate"},
         {4, BOX_UNKNOWN_NODE, 1, "found node tag 109, expected a tag of $Nodes"},
         {4, BOX_HEXAHEDRON, 1, "found element type 5 (hexahedron)"},
         {4, BOX_PARAMETRIC, 1, "found 2, expected parametric (0 or 1) in [0, 1]"},
         {4, BOX_TAG_RANGE, 1, "found 110, expected a node tag in [101, 108]"},
         {4, BOX_BLOCK_COUNT, 1, "found 8, expected the number of nodes in the block in [0, 7]"},
-        {4, BOX_DUPLICATE, 0, "found node tag 103 again (line "},
+        {4, BOX_DUPLICATE, 1, "found node tag 103 again (line "},
         {4, BOX_EXTRA, 0, "found a NUL byte, expected text"},
+        {4, BOX_DEGENERATE, 1, "found a tetrahedron with vertex 101 twice"},
+        {4, BOX_HUGE, 1, "found 9223372036854775808, expected the number of nodes in [1, "},
+        {4, BOX_SHORT, 1, "found 20 elements in the blocks, expected 21 (declared on line "},
+        {4, BOX_OPEN, 0,
+         "found the end of the file in section '$Entities' (line 5), expected $EndEntities"},
     };
-    for (size_t k = 0; k < sizeof faults / sizeof faults[0]; ++k) {
-        bin_text b = bin_box(faults[k].version, (int)k % 2, 0, faults[k].fault, &at);
-        pbd_mesh_text t = {"box.msh", b.p, b.n};
-        char prefix[300];
-        int line = line_of(b.p, at);
-        if (faults[k].byte)
-            snprintf(prefix, sizeof prefix, "box.msh:%d: byte %zu: %s", line, at,
-                     faults[k].message);
-        else
-            snprintf(prefix, sizeof prefix, "box.msh:%d: %s", line, faults[k].message);
-        expect(at > 0, "fault %zu: not written", k);
-        expect(pbd_mesh_parse_msh(&t, &m, &err) == PBD_ERR_SCENE &&
-                   strncmp(err.message, prefix, strlen(prefix)) == 0,
-               "fault %zu:\n  message  %s\n  expected %s...", k, err.message, prefix);
-        expect(m.num_vertices == 0 && m.vertices == NULL, "fault %zu: mesh not left empty", k);
-        free(b.p);
-    }
+    for (size_t k = 0; k < sizeof faults / sizeof faults[0]; ++k)
+        for (int big = 0; big < 2; ++big) {
+            bin_text b = bin_box(faults[k].version, big, 0, faults[k].fault, &at);
+            pbd_mesh_text t = {"box.msh", b.p, b.n};
+            char prefix[300];
+            int line = line_of(b.p, at);
+            if (faults[k].byte)
+                snprintf(prefix, sizeof prefix, "box.msh:%d: byte %zu: %s", line, at,
+                         faults[k].message);
+            else
+                snprintf(prefix, sizeof prefix, "box.msh:%d: %s", line, faults[k].message);
+            expect(at > 0, "fault %zu: not written", k);
+            expect(pbd_mesh_parse_msh(&t, &m, &err) == PBD_ERR_SCENE &&
+                       strncmp(err.message, prefix, strlen(prefix)) == 0,
+                   "fault %zu, %s-endian:\n  message  %s\n  expected %s...", k,
+                   big ? "big" : "little", err.message, prefix);
+            expect(m.num_vertices == 0 && m.vertices == NULL, "fault %zu: mesh not left empty", k);
+            if (faults[k].fault == BOX_DUPLICATE) { /* the first 103: four size_t before */
+                snprintf(prefix, sizeof prefix, "again (line %d, byte %zu), expected each tag once",
+                         line_of(b.p, at - 32), at - 32);
+                expect(strstr(err.message, prefix) != NULL, "duplicate: %s", err.message);
+            }
+            free(b.p);
+        }
     /* a data size other than 8; every truncation of either version */
     for (int version = 2; version <= 4; version += 2) {
         bin_text b = bin_box(version, 0, 1, BOX_VALID, &at);
@@ -1184,26 +1218,26 @@ static void binary_msh(void **state)
                                        "file 8") == 0,
                "data size 4: %s", err.message);
         b.p[18] = '8';
-        /* the end of the file inside node 105's y coordinate */
+        /* the file ending inside node 105's y coordinate (the NaN file: the same bytes before
+         * it), the message at the value's first byte */
         bin_text nan = bin_box(version, 0, 1, BOX_NAN, &at);
-        t.length = at + 3;
+        pbd_mesh_text cut = {"box.msh", nan.p, at + 3};
         char prefix[200];
         snprintf(prefix, sizeof prefix,
                  "box.msh:%d: byte %zu: found the end of the file, expected the y coordinate "
                  "(8 bytes)",
-                 line_of(b.p, at), at);
-        expect(pbd_mesh_parse_msh(&t, &m, &err) == PBD_ERR_SCENE &&
+                 line_of(nan.p, at), at);
+        expect(pbd_mesh_parse_msh(&cut, &m, &err) == PBD_ERR_SCENE &&
                    strcmp(err.message, prefix) == 0,
                "truncated:\n  message  %s\n  expected %s", err.message, prefix);
         free(nan.p);
-        /* short of "\n$EndElements\n", every prefix is refused */
-        for (size_t n = 0; n + 13 < b.n; ++n) {
+        /* every prefix but the one short of the last line feed is refused */
+        for (size_t n = 0; n + 1 < b.n; ++n) {
             t.length = n;
             expect(pbd_mesh_parse_msh(&t, &m, &err) == PBD_ERR_SCENE &&
-                       strncmp(err.message, "box.msh:", 8) == 0 &&
-                       strchr(err.message, '\n') == NULL,
+                       strncmp(err.message, "box.msh:", 8) == 0,
                    "binary %d cut at byte %zu: %s", version, n, err.message);
-            expect(m.num_vertices == 0, "cut at %zu: mesh not left empty", n);
+            expect(m.num_vertices == 0 && m.vertices == NULL, "cut at %zu: mesh not left empty", n);
         }
         free(b.p);
     }

@@ -1,8 +1,9 @@
-/* Mesh files: OBJ, TetGen .node/.ele(/.face), Gmsh .msh ASCII 2.2 and 4.1. Each parser reads
- * its text line by line through one reader that knows the file name and the line, so that
- * every refusal is one line "FILE:LINE: found X, expected Y". Counts that a header declares
- * are checked against what follows; arrays grow with what is read, never with what a header
- * claims, so a lying header cannot make a large allocation. */
+/* Mesh files: OBJ, TetGen .node/.ele(/.face), Gmsh .msh 2.2 and 4.1 (ASCII or binary). Each
+ * parser reads its text line by line through one reader that knows the file name and the
+ * line (and, in binary data, the byte), so that every refusal is one line "FILE:LINE: found
+ * X, expected Y". Counts that a header declares are checked against what follows; arrays
+ * grow with what is read, never with what a header claims, so a lying header cannot make a
+ * large allocation. */
 #include <float.h>
 #include <math.h>
 #include <stdarg.h>
@@ -26,6 +27,7 @@ typedef struct reader {
     int joined;             /* lines the current one took in after it (continuations) */
     char comment;           /* starts a comment that runs to the end of the line; 0: none */
     int joins;              /* a backslash at a line's end continues it on the next (OBJ) */
+    long long byte;         /* >= 0: a refusal also names this byte (binary data) */
     pbd_error *err;
 } reader;
 
@@ -40,6 +42,7 @@ static void reader_init(reader *r, const pbd_mesh_text *t, char comment, pbd_err
         r->p += 3;
     r->cur = r->lend = r->p;
     r->comment = comment;
+    r->byte = -1;
     r->err = err;
 }
 
@@ -57,7 +60,11 @@ static int fail(reader *r, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(text, sizeof text, fmt, ap);
     va_end(ap);
-    pbd_error_set(r->err, PBD_ERR_SCENE, "%s:%d: %s", r->name, r->line > 0 ? r->line : 1, text);
+    if (r->byte >= 0)
+        pbd_error_set(r->err, PBD_ERR_SCENE, "%s:%d: byte %lld: %s", r->name,
+                      r->line > 0 ? r->line : 1, r->byte, text);
+    else
+        pbd_error_set(r->err, PBD_ERR_SCENE, "%s:%d: %s", r->name, r->line > 0 ? r->line : 1, text);
     for (char *s = r->err ? r->err->message : NULL; s && *s; ++s)
         if ((unsigned char)*s < 0x20 || *s == 0x7f)
             *s = ' ';
@@ -461,6 +468,7 @@ static int tet_surface(mesh_build *b, pbd_error *err)
     tet_face *f = malloc(nf * sizeof *f);
     reader tr = {0};
     tr.name = b->tet_name;
+    tr.byte = -1;
     tr.err = err;
     if (!f)
         return oom(&tr);
@@ -1004,12 +1012,15 @@ pbd_status pbd_mesh_parse_tetgen(const pbd_mesh_text *node, const pbd_mesh_text 
 typedef struct node_tag {
     long long tag;
     int index, line;
+    long long byte; /* binary: where the tag is; else -1 */
 } node_tag;
 
+/* By tag, then in the file's order. */
 static int tag_cmp(const void *pa, const void *pb)
 {
     const node_tag *a = pa, *b = pb;
-    return (a->tag > b->tag) - (a->tag < b->tag);
+    return a->tag != b->tag ? (a->tag > b->tag) - (a->tag < b->tag)
+                            : (a->index > b->index) - (a->index < b->index);
 }
 
 typedef struct msh {
@@ -1091,7 +1102,8 @@ static int msh_add_node(msh *g, long long tag, const double x[3])
     if (grow((void **)&g->tags, &g->tag_cap, g->b->m.num_vertices, sizeof *g->tags))
         return oom(&g->r);
     g->tags[g->b->m.num_vertices] =
-        (node_tag){tag, g->b->m.num_vertices, g->binary ? g->vline : g->r.line};
+        (node_tag){tag, g->b->m.num_vertices, g->binary ? g->vline : g->r.line,
+                   g->binary ? (long long)g->at : -1};
     return add_vertex(&g->r, g->b, x);
 }
 
@@ -1134,8 +1146,14 @@ static int bin_fail(msh *g, int here, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(text, sizeof text, fmt, ap);
     va_end(ap);
-    g->r.line = here ? g->bline : g->vline;
-    return fail(&g->r, "byte %zu: %s", here ? (size_t)(g->r.p - g->start) : g->at, text);
+    reader *r = &g->r;
+    /* at the end of a file that ends its last line, that line */
+    int past = here && r->p == r->end && r->p > g->start && r->p[-1] == '\n';
+    r->line = here ? g->bline - past : g->vline;
+    r->byte = here ? (long long)(r->p - g->start) : (long long)g->at;
+    fail(r, "%s", text);
+    r->byte = -1;
+    return -1;
 }
 
 /* The next n bytes of binary data (what: the value, for a message), the line feeds among
@@ -1304,6 +1322,7 @@ static int bin_element(msh *g, long long type, int nodes, long long ntags, long 
     if (bin_int(g, size, "an element tag", lo, hi, &tag))
         return -1;
     int line = g->vline;
+    long long at = (long long)g->at;
     for (long long q = 0; q < ntags; ++q)
         if (bin_int(g, 4, "a tag", INT32_MIN, INT32_MAX, &t))
             return -1;
@@ -1316,7 +1335,10 @@ static int bin_element(msh *g, long long type, int nodes, long long ntags, long 
     if (type != 2 && type != 4)
         return 0;
     g->r.line = line;
-    return add_element(&g->r, g->b, v, nodes);
+    g->r.byte = at; /* a degenerate or flat element names its tag's byte */
+    int res = add_element(&g->r, g->b, v, nodes);
+    g->r.byte = -1;
+    return res;
 }
 
 /* $Elements of a binary file: version 2 declares its count in text, then elements come in
@@ -1398,7 +1420,7 @@ static int msh_skip_binary(msh *g, const char *end, const char *section, int sta
     }
     for (const char *c = r->p; (c = memchr(c, '\n', (size_t)(r->end - c))) != NULL; ++c)
         ++g->bline;
-    r->line = g->bline;
+    r->line = g->bline - (r->end > g->start && r->end[-1] == '\n'); /* the last line */
     return fail(r, "found the end of the file in section %s (line %d), expected %s",
                 quote(q, sizeof q, section, strlen(section)), start, end);
 }
@@ -1477,11 +1499,17 @@ static int msh_index_tags(msh *g)
     reader *r = &g->r;
     qsort(g->tags, (size_t)g->b->m.num_vertices, sizeof *g->tags, tag_cmp);
     for (int k = 1; k < g->b->m.num_vertices; ++k)
-        if (g->tags[k].tag == g->tags[k - 1].tag) {
-            int a = g->tags[k].line > g->tags[k - 1].line ? k : k - 1;
-            r->line = g->tags[a].line;
-            return fail(r, "found node tag %lld again (line %d), expected each tag once",
-                        g->tags[k].tag, g->tags[a == k ? k - 1 : k].line);
+        if (g->tags[k].tag == g->tags[k - 1].tag) { /* k is the later */
+            const node_tag *t = &g->tags[k], *first = &g->tags[k - 1];
+            r->line = t->line;
+            r->byte = t->byte;
+            if (first->byte >= 0)
+                return fail(r,
+                            "found node tag %lld again (line %d, byte %lld), expected each "
+                            "tag once",
+                            t->tag, first->line, first->byte);
+            return fail(r, "found node tag %lld again (line %d), expected each tag once", t->tag,
+                        first->line);
         }
     g->b->labels = malloc((size_t)g->b->m.num_vertices * sizeof *g->b->labels);
     if (!g->b->labels)

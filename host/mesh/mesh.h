@@ -1,7 +1,7 @@
 /* Mesh files (private to the library, the tests and the fuzz targets): Wavefront OBJ, TetGen
- * .node/.ele(/.face) and Gmsh .msh (ASCII 2.2 and 4.1), read into one plain in-memory mesh
- * of vertices, surface triangles and tetrahedra. The scene loader builds "mesh" bodies from
- * it (generators.h, pbd_scene_add_mesh).
+ * .node/.ele(/.face) and Gmsh .msh (2.2 and 4.1, ASCII or binary), read into one plain
+ * in-memory mesh of vertices, surface triangles and tetrahedra. The scene loader builds
+ * "mesh" bodies from it (generators.h, pbd_scene_add_mesh).
  *
  * Every malformed file is refused with one line, "FILE:LINE: found X, expected Y"
  * (PBD_ERR_SCENE; PBD_ERR_IO when a file cannot be read), and the mesh is left empty. The
@@ -36,7 +36,8 @@ typedef struct pbd_mesh_text {
 } pbd_mesh_text;
 
 /* Reads a mesh file, its format by its extension: .obj; .node or .ele (TetGen: the .node
- * and .ele of the same base name, and its .face when that exists); .msh (Gmsh ASCII). */
+ * and .ele of the same base name, and its .face when that exists); .msh (Gmsh, ASCII or
+ * binary). */
 pbd_status pbd_mesh_load(const char *path, pbd_mesh *out, pbd_error *err);
 
 /* The parsers, from memory. OBJ: vertices are welded where two `v` lines give the same
