@@ -966,7 +966,7 @@ enum {
     BOX_PARAMETRIC,   /* version 4: parametric flag 2 */
     BOX_TAG_RANGE,    /* version 4: node 104's tag 110, past the declared largest */
     BOX_BLOCK_COUNT,  /* version 4: the second node block's 8 nodes */
-    BOX_DUPLICATE,    /* version 4: node 107 tagged 103 */
+    BOX_DUPLICATE,    /* node 107 tagged 103 */
     BOX_EXTRA,        /* 8 more bytes after the nodes' data */
     BOX_NEGATIVE,     /* version 2: the tetrahedra's -1 tags an element */
     BOX_DEGENERATE,   /* tetrahedron 17's node 108 given as 101 */
@@ -1169,6 +1169,7 @@ static void binary_msh(void **state)
         {2, BOX_EMPTY_RUN, 1, "found 0, expected the number of elements that follow in [1, 6]"},
         {2, BOX_EXTRA, 0, "found a NUL byte, expected text"},
         {2, BOX_NEGATIVE, 1, "found -1, expected the number of tags in [0, 1000]"},
+        {2, BOX_DUPLICATE, 1, "found node tag 103 again (line "},
         {2, BOX_DEGENERATE, 1, "found a tetrahedron with vertex 101 twice"},
         {4, BOX_NAN, 1, "found nan, expected a finite y coordinate"},
         {4, BOX_UNKNOWN_NODE, 1, "found node tag 109, expected a tag of $Nodes"},
@@ -1201,9 +1202,10 @@ static void binary_msh(void **state)
                    "fault %zu, %s-endian:\n  message  %s\n  expected %s...", k,
                    big ? "big" : "little", err.message, prefix);
             expect(m.num_vertices == 0 && m.vertices == NULL, "fault %zu: mesh not left empty", k);
-            if (faults[k].fault == BOX_DUPLICATE) { /* the first 103: four size_t before */
+            if (faults[k].fault == BOX_DUPLICATE) { /* the first 103, four tags before */
+                size_t first = at - (faults[k].version == 2 ? 4 * 28 : 4 * 8);
                 snprintf(prefix, sizeof prefix, "again (line %d, byte %zu), expected each tag once",
-                         line_of(b.p, at - 32), at - 32);
+                         line_of(b.p, first), first);
                 expect(strstr(err.message, prefix) != NULL, "duplicate: %s", err.message);
             }
             free(b.p);

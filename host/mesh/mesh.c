@@ -1250,10 +1250,11 @@ static int bin_node(msh *g, long long lo, long long hi)
     double x[3] = {0.0, 0.0, 0.0};
     if (bin_int(g, g->version == 2 ? 4 : 8, "a node tag", lo, hi, &tag))
         return -1;
-    int at = g->vline;
+    int line = g->vline;
+    size_t at = g->at;
     if (g->version == 2 && bin_xyz(g, x))
         return -1;
-    g->vline = at;
+    g->vline = line, g->at = at; /* the tag's, for msh_index_tags */
     return msh_add_node(g, tag, x);
 }
 
