@@ -250,8 +250,8 @@ static void build_broken(void **state)
     (void)state;
     char dir[64];
     /* The log names the broken file, the last that both variants hold, and the line in it
-     * (the program text's line markers): the line after the one BROKEN_LINE's line feed
-     * opens. */
+     * (the program text's line markers): the file's line feeds plus two, as BROKEN_LINE
+     * starts with one, whether or not the file ends its last line. */
     int broken = pbd_kernel_source_count - 1;
     while (broken > 0 &&
            !(pbd_kernel_source_in_variant(pbd_kernel_sources[broken].name, PBD_VARIANT_CPU) &&
@@ -262,8 +262,6 @@ static void build_broken(void **state)
     int line = 2;
     for (size_t k = 0; k < last->length; ++k)
         line += last->text[k] == '\n';
-    if (last->length > 0 && last->text[last->length - 1] != '\n')
-        --line;
     char at[600];
     snprintf(at, sizeof at, "%s/%s:%d:", dir, last->name, line);
 
