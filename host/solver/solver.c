@@ -2674,6 +2674,28 @@ pbd_status pbd_solver_load_state(pbd_solver *s, const void *data, size_t size, c
     }
     free(mass);
     free(cur);
+    /* No free particle deeper inside a collider than a substep at the speed bound moves: the
+     * next substep would throw it out faster, and its impulse would pass what the tracked
+     * momenta may hold (the scene refuses any start inside; a run ends a substep with its
+     * particles at most a little inside). A sphere's centre or a capsule's axis, which no
+     * collision can push, is let be. */
+    double deepest = PBD_MAX_COORD * (double)s->plan.h;
+    for (int k = 0; st == PBD_OK && k < s->plan.num_colliders; ++k) {
+        pbd_collider col;
+        pbd_plan_collider_at(&s->plan, k, (long)h.substeps_done, &col);
+        for (size_t i = 0; st == PBD_OK && i < np; ++i) {
+            float nrm[3] = {2.0f, 0.0f, 0.0f};
+            if (!(a.x[i].w > 0.0f))
+                continue;
+            double depth = -(double)pbd_collider_distance(a.x[i], &col, nrm);
+            if (nrm[0] != 2.0f && depth > deepest)
+                st = pbd_error_set(err, bad,
+                                   "%s: particle %zu at (%g, %g, %g) m lies %g m inside collider "
+                                   "%d, expected at most %g m (a substep at %g m/s)",
+                                   f, i, (double)a.x[i].x, (double)a.x[i].y, (double)a.x[i].z,
+                                   depth, k, deepest, (double)PBD_MAX_COORD);
+        }
+    }
     /* Of the collision records only whether friction slides outlives a substep: kept as the
      * prediction keeps it (a negative denormal would read as 0 where floats flush to zero). */
     for (size_t i = 0; st == PBD_OK && a.dx && i < np; ++i)

@@ -340,6 +340,10 @@ void pbd_contact_hash_build(const pbd_plan *plan, const pbd_float4 *p, int *cell
 /* Whether a collider has a velocity (the solver moves it every substep). */
 int pbd_collider_moves(const pbd_collider *c);
 
+/* Collider k as it stands after substeps_done substeps: a kinematic one posed at that
+ * time (the pose each substep starts with), a still one as it is. */
+void pbd_plan_collider_at(const pbd_plan *plan, int k, long substeps_done, pbd_collider *out);
+
 /* One frame: cfg.substeps substeps of predict, cfg.iterations x (project, collide), update,
  * momentum. *substeps_done counts the substeps run so far (for BDF2's first step). */
 pbd_status pbd_step_frame(const pbd_backend_ops *ops, void *impl, const pbd_plan *plan,

@@ -130,6 +130,15 @@ static void pose_collider(const pbd_collider *c0, double t, pbd_collider *out)
 #undef ROTATE
 }
 
+void pbd_plan_collider_at(const pbd_plan *plan, int k, long substeps_done, pbd_collider *out)
+{
+    if (plan->moving && pbd_collider_moves(&plan->colliders0[k]))
+        pose_collider(&plan->colliders0[k], (double)substeps_done * plan->h - plan->collider_t0[k],
+                      out);
+    else
+        *out = plan->colliders[k];
+}
+
 pbd_status pbd_step_frame(const pbd_backend_ops *ops, void *impl, const pbd_plan *plan,
                           long *substeps_done, pbd_error *err)
 {
@@ -138,11 +147,9 @@ pbd_status pbd_step_frame(const pbd_backend_ops *ops, void *impl, const pbd_plan
     for (int s = 0; s < cfg->substeps; ++s) {
         int bdf2 = keep_prev && *substeps_done > 0;
         if (plan->moving) { /* kinematic colliders: their pose at this substep's start */
-            double t = (double)*substeps_done * plan->h;
             for (int k = 0; k < plan->num_colliders; ++k)
                 if (pbd_collider_moves(&plan->colliders0[k]))
-                    pose_collider(&plan->colliders0[k], t - plan->collider_t0[k],
-                                  &plan->colliders[k]);
+                    pbd_plan_collider_at(plan, k, *substeps_done, &plan->colliders[k]);
             STAGE(ops->update_colliders(impl, err));
         }
         /* predict (also applies the previous substep's momentum correction: its broadcast) */
