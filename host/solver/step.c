@@ -147,9 +147,8 @@ pbd_status pbd_step_frame(const pbd_backend_ops *ops, void *impl, const pbd_plan
     for (int s = 0; s < cfg->substeps; ++s) {
         int bdf2 = keep_prev && *substeps_done > 0;
         if (plan->moving) { /* kinematic colliders: their pose at this substep's start */
-            for (int k = 0; k < plan->num_colliders; ++k)
-                if (pbd_collider_moves(&plan->colliders0[k]))
-                    pbd_plan_collider_at(plan, k, *substeps_done, &plan->colliders[k]);
+            for (int k = 0; k < plan->num_colliders; ++k) /* a still one stays as it is */
+                pbd_plan_collider_at(plan, k, *substeps_done, &plan->colliders[k]);
             STAGE(ops->update_colliders(impl, err));
         }
         /* predict (also applies the previous substep's momentum correction: its broadcast) */

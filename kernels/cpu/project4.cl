@@ -144,14 +144,16 @@ typedef struct index16 {
     int ks, kj;
 } index16;
 
-/* Sixteen particles, those of k or, where `on`, lane i's at kr[ks i], as float16
- * components (x[0..3]: x, y, z, w). */
-VEC8_INLINE void gather4x16(__global const pbd_float4 *p, int16 k, int on, __global const int *kr,
-                            int ks, float16 *x)
+/* Slot j's sixteen particles, those of k or, where ix.on, lane i's at ix.kr[ix.ks i + ix.kj j],
+ * as float16 components (x[0..3]: x, y, z, w). */
+VEC8_INLINE void gather4x16(__global const pbd_float4 *p, int16 k, index16 ix, int j, float16 *x)
 {
     float16 r0, r1, r2, r3;
     float8 lo[4], hi[4];
-    if (on) {
+    /* no pointer past the records for a group's tail, which reads none */
+    __global const int *kr = ix.on ? ix.kr + ix.kj * j : ix.kr;
+    int ks = ix.ks;
+    if (ix.on) {
         r0 = (float16)(p[kr[0]], p[kr[ks]], p[kr[2 * ks]], p[kr[3 * ks]]);
         r1 = (float16)(p[kr[4 * ks]], p[kr[5 * ks]], p[kr[6 * ks]], p[kr[7 * ks]]);
         r2 = (float16)(p[kr[8 * ks]], p[kr[9 * ks]], p[kr[10 * ks]], p[kr[11 * ks]]);
@@ -183,11 +185,14 @@ VEC8_INLINE void scatter8_where(__global pbd_float4 *p, int8 k, int on, __global
             p[on ? kr[ks * j] : at[j]] = rec[j];
 }
 
-/* Particles k (or, where `on`, those of gather4x16's kr and ks) (x: x, y, z, w) moved by d
+/* Slot j's particles, those of k or, where ix.on, gather4x16's, (x: x, y, z, w) moved by d
  * (3 components) where `ok` and w != 0. */
-VEC8_INLINE void store4x16(__global pbd_float4 *p, int16 k, int on, __global const int *kr, int ks,
-                           int16 ok, const float16 *x, const float16 *d)
+VEC8_INLINE void store4x16(__global pbd_float4 *p, int16 k, index16 ix, int j, int16 ok,
+                           const float16 *x, const float16 *d)
 {
+    /* no pointer past the records for a group's tail, which reads none */
+    __global const int *kr = ix.on ? ix.kr + ix.kj * j : ix.kr;
+    int on = ix.on, ks = ix.ks;
     float16 nx = x[0] + d[0], ny = x[1] + d[1], nz = x[2] + d[2];
     int16 write = ok & (x[3] != 0.0f);
     float16 r0, r1;
@@ -195,12 +200,6 @@ VEC8_INLINE void store4x16(__global pbd_float4 *p, int16 k, int on, __global con
     scatter8_where(p, k.lo, on, kr, ks, write.lo, r0, r1);
     join8(nx.hi, ny.hi, nz.hi, x[3].hi, &r0, &r1);
     scatter8_where(p, k.hi, on, on ? kr + 8 * ks : kr, ks, write.hi, r0, r1);
-}
-
-/* Slot i's indices under ix (read only where ix.on). */
-VEC8_INLINE __global const int *index16_slot(index16 ix, int i)
-{
-    return ix.on ? ix.kr + ix.kj * i : ix.kr;
 }
 
 /* pbd_project4 for sixteen constraints, lanes `active` only (x: the four particles' x, y, z, w;
@@ -224,7 +223,7 @@ VEC8_INLINE float16 project4x16(__global pbd_float4 *p, const int16 *k, index16 
     for (int i = 0; i < 4; ++i) {
         float16 d[3] = {x[i][3] * s * g[3 * i], x[i][3] * s * g[3 * i + 1],
                         x[i][3] * s * g[3 * i + 2]};
-        store4x16(p, k[i], ix.on, index16_slot(ix, i), ix.ks, ok, x[i], d);
+        store4x16(p, k[i], ix, i, ok, x[i], d);
     }
     return select((float16)0.0f, s, ok & xpbd);
 }
@@ -236,7 +235,7 @@ VEC8_INLINE void positions4x16(__global const pbd_float4 *p, const int16 *k, ind
 {
     PBD_UNROLL
     for (int i = 0; i < 4; ++i) {
-        gather4x16(p, k[i], ix.on, index16_slot(ix, i), ix.ks, x[i]);
+        gather4x16(p, k[i], ix, i, x[i]);
         pos[3 * i] = x[i][0];
         pos[3 * i + 1] = x[i][1];
         pos[3 * i + 2] = x[i][2];
@@ -373,7 +372,7 @@ VEC8_INLINE void pbd_neo_hookean_project16(__global pbd_float4 *p,
         PBD_UNROLL
         for (int j = 0; j < 3; ++j)
             d[j] = w[i] * (dlh * gh[3 * i + j] + sd * gd[3 * i + j]);
-        store4x16(p, k[i], ix.on, index16_slot(ix, i), ix.ks, ok, x[i], d);
+        store4x16(p, k[i], ix, i, ok, x[i], d);
     }
     float16 nh = ok ? lh + dlh : old_h, nd = ok ? ld + dld : old_d;
     const uint16 mix = (uint16)(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
