@@ -6,8 +6,9 @@
  * (host/cl/program.c concatenates them, so the .cl files do not #include it). Write it so that both
  * compilers see the same arithmetic: component-wise scalar code (the one float16 variant applies
  * the same scalar formula element by element), no vector built-ins, no FMA contraction (host builds
- * with -ffp-contract=off, the device with FP_CONTRACT OFF), and the device built with correctly
- * rounded divide and sqrt where it offers them.
+ * with -ffp-contract=off, the device with FP_CONTRACT OFF: a fused product is written out as
+ * pbd_fmaf, correctly rounded on both), and the device built with correctly rounded divide and
+ * sqrt where it offers them.
  *
  * Every struct here holds 4-byte scalars only, padding written out; sizes are checked with
  * _Static_assert on the host and by a probe kernel (tests/test_cl.c, layout_probe). */
@@ -20,22 +21,35 @@
 /* PBD_ALWAYS_INLINE: a function whose callers pass constants that should fold into it. */
 #define PBD_ALWAYS_INLINE static inline __attribute__((always_inline))
 #ifdef __OPENCL_C_VERSION__
-#define PBD_INLINE      static inline
-#define PBD_UNROLL      _Pragma("unroll")
-#define pbd_sqrtf(x)    sqrt(x)
-#define pbd_fabsf(x)    fabs(x)
-#define pbd_fmaxf(a, b) fmax((a), (b))
-#define pbd_floorf(x)   floor(x)
+#define PBD_INLINE        static inline
+#define PBD_UNROLL        _Pragma("unroll")
+#define pbd_sqrtf(x)      sqrt(x)
+#define pbd_fabsf(x)      fabs(x)
+#define pbd_fmaxf(a, b)   fmax((a), (b))
+#define pbd_floorf(x)     floor(x)
+#define pbd_fmaf(a, b, c) fma((a), (b), (c))
 #else
 #include <math.h>
 
 #include "pbd_layout.h"
 #define PBD_INLINE static inline
 #define PBD_UNROLL
-#define pbd_sqrtf(x)    sqrtf(x)
-#define pbd_fabsf(x)    fabsf(x)
-#define pbd_fmaxf(a, b) fmaxf((a), (b))
-#define pbd_floorf(x)   floorf(x)
+#define pbd_sqrtf(x)      sqrtf(x)
+#define pbd_fabsf(x)      fabsf(x)
+#define pbd_fmaxf(a, b)   fmaxf((a), (b))
+#define pbd_floorf(x)     floorf(x)
+#define pbd_fmaf(a, b, c) fmaf((a), (b), (c))
+#endif
+
+/* PBD_FMA_CLONES before a host function dense in pbd_fmaf: on x86-64, whose default target
+ * has no FMA instruction (fmaf is then a library call, three times slower for the
+ * Neo-Hookean element), the compiler makes an FMA copy too, chosen at load time where the CPU
+ * has it. fmaf is correctly rounded either way, so both copies give the same bits. */
+#if !defined(__OPENCL_C_VERSION__) && defined(__x86_64__) && defined(__linux__) &&                 \
+    (defined(__clang__) || defined(__GNUC__))
+#define PBD_FMA_CLONES __attribute__((target_clones("fma", "default")))
+#else
+#define PBD_FMA_CLONES
 #endif
 
 /* Below this length (m) a distance constraint has no direction and is left alone. */
@@ -959,7 +973,8 @@ PBD_INLINE void pbd_isometric_project(PBD_GLOBAL pbd_float4 *p, PBD_GLOBAL pbd_f
     for (int k = 0; k < 3; ++k) {                                                                  \
         PBD_UNROLL                                                                                 \
         for (int j = 0; j < 3; ++j)                                                                \
-            f[3 * k + j] = e[j] * dm[k] + e[3 + j] * dm[3 + k] + e[6 + j] * dm[6 + k];             \
+            f[3 * k + j] =                                                                         \
+                pbd_fmaf(e[6 + j], dm[6 + k], pbd_fmaf(e[3 + j], dm[3 + k], e[j] * dm[k]));        \
     }
 
 /* The particles' gradients from dC/dF (column k in pf[3k ..]): at b, c, d the columns of
@@ -969,8 +984,8 @@ PBD_INLINE void pbd_isometric_project(PBD_GLOBAL pbd_float4 *p, PBD_GLOBAL pbd_f
     for (int m = 0; m < 3; ++m) {                                                                  \
         PBD_UNROLL                                                                                 \
         for (int j = 0; j < 3; ++j)                                                                \
-            g[3 * (m + 1) + j] =                                                                   \
-                pf[j] * dm[3 * m] + pf[3 + j] * dm[3 * m + 1] + pf[6 + j] * dm[3 * m + 2];         \
+            g[3 * (m + 1) + j] = pbd_fmaf(pf[6 + j], dm[3 * m + 2],                                \
+                                          pbd_fmaf(pf[3 + j], dm[3 * m + 1], pf[j] * dm[3 * m]));  \
     }                                                                                              \
     PBD_UNROLL                                                                                     \
     for (int j = 0; j < 3; ++j)                                                                    \
@@ -988,15 +1003,15 @@ PBD_INLINE void pbd_isometric_project(PBD_GLOBAL pbd_float4 *p, PBD_GLOBAL pbd_f
     PBD_UNROLL                                                                                     \
     for (int k = 0; k < 3; ++k) {                                                                  \
         const T *u = &f[3 * ((k + 1) % 3)], *v = &f[3 * ((k + 2) % 3)];                            \
-        pf[3 * k] = u[1] * v[2] - u[2] * v[1];                                                     \
-        pf[3 * k + 1] = u[2] * v[0] - u[0] * v[2];                                                 \
-        pf[3 * k + 2] = u[0] * v[1] - u[1] * v[0];                                                 \
+        pf[3 * k] = pbd_fmaf(u[1], v[2], -(u[2] * v[1]));                                          \
+        pf[3 * k + 1] = pbd_fmaf(u[2], v[0], -(u[0] * v[2]));                                      \
+        pf[3 * k + 2] = pbd_fmaf(u[0], v[1], -(u[1] * v[0]));                                      \
     }                                                                                              \
-    *det_f = f[0] * pf[0] + f[1] * pf[1] + f[2] * pf[2];                                           \
+    *det_f = pbd_fmaf(f[2], pf[2], pbd_fmaf(f[1], pf[1], f[0] * pf[0]));                           \
     TET_GRADIENTS(dm, pf, gh);                                                                     \
     PBD_UNROLL                                                                                     \
     for (int k = 0; k < 9; ++k)                                                                    \
-        n2 += f[k] * f[k];                                                                         \
+        n2 = pbd_fmaf(f[k], f[k], n2);                                                             \
     T length = pbd_sqrtf(n2);                                                                      \
     TET_GRADIENTS(dm, f, gd);                                                                      \
     *norm = length;                                                                                \
@@ -1010,17 +1025,18 @@ PBD_INLINE void pbd_isometric_project(PBD_GLOBAL pbd_float4 *p, PBD_GLOBAL pbd_f
     T hh = 0.0f, hd = 0.0f, dd = 0.0f;                                                             \
     PBD_UNROLL                                                                                     \
     for (int k = 0; k < 12; ++k) {                                                                 \
-        T wk = w[k / 3];                                                                           \
-        hh += wk * gh[k] * gh[k];                                                                  \
-        hd += wk * gh[k] * gd[k];                                                                  \
-        dd += wk * gd[k] * gd[k];                                                                  \
+        T wh = w[k / 3] * gh[k], wd = w[k / 3] * gd[k];                                            \
+        hh = pbd_fmaf(wh, gh[k], hh);                                                              \
+        hd = pbd_fmaf(wh, gd[k], hd);                                                              \
+        dd = pbd_fmaf(wd, gd[k], dd);                                                              \
     }                                                                                              \
     T r = 1.0f / norm;                                                                             \
     hd = hd * r, dd = dd * r * r;                                                                  \
-    T det = (hh + ah) * (dd + ad) - hd * hd;                                                       \
-    T bh = -(det_f - gamma) - ah * lh, bd = -norm - ad * ld;                                       \
+    T det = pbd_fmaf(hh + ah, dd + ad, -(hd * hd));                                                \
+    T bh = pbd_fmaf(-ah, lh, -(det_f - gamma)), bd = pbd_fmaf(-ad, ld, -norm);                     \
     T inv = 1.0f / det;                                                                            \
-    *dlh = (bh * (dd + ad) - bd * hd) * inv, *dld = ((hh + ah) * bd - hd * bh) * inv;              \
+    *dlh = pbd_fmaf(bh, dd + ad, -(bd * hd)) * inv;                                                \
+    *dld = pbd_fmaf(hh + ah, bd, -(hd * bh)) * inv;                                                \
     *sd = *dld * r;                                                                                \
     return det > 0.0f
 
@@ -1034,8 +1050,8 @@ PBD_INLINE void pbd_tet_gradients_of(const float *dm, const float *pf, float *g)
     PBD_TET_GRADIENTS_BODY(float);
 }
 
-PBD_INLINE int pbd_neo_hookean_gradients(const float *x, const float *dm, float *gh, float *gd,
-                                         float *det_f, float *norm)
+PBD_FMA_CLONES PBD_INLINE int pbd_neo_hookean_gradients(const float *x, const float *dm, float *gh,
+                                                        float *gd, float *det_f, float *norm)
 {
     PBD_NEO_HOOKEAN_BODY(float, pbd_tet_deformation_of, pbd_tet_gradients_of);
 }
@@ -1090,10 +1106,11 @@ PBD_INLINE void pbd_tet_deformation(PBD_GLOBAL const pbd_float4 *p, pbd_neo_hook
  * on the compliances: the solver refuses elements so stiff that a_D < g_D.W g_D there
  * (check_neo_hookean), which keeps it well away from cancelling. The multipliers are
  * lambda[2c] (H) and lambda[2c + 1] (D). */
-PBD_INLINE void pbd_neo_hookean_project(PBD_GLOBAL pbd_float4 *p, PBD_GLOBAL pbd_float4 *dx,
-                                        PBD_GLOBAL const pbd_neo_hookean *records,
-                                        PBD_GLOBAL float *lambda, int c, float inv_h2,
-                                        int reset_lambda, int track)
+PBD_FMA_CLONES PBD_INLINE void pbd_neo_hookean_project(PBD_GLOBAL pbd_float4 *p,
+                                                       PBD_GLOBAL pbd_float4 *dx,
+                                                       PBD_GLOBAL const pbd_neo_hookean *records,
+                                                       PBD_GLOBAL float *lambda, int c,
+                                                       float inv_h2, int reset_lambda, int track)
 {
     (void)dx;
     (void)track; /* between particles of one body: no external impulse */
@@ -1110,9 +1127,9 @@ PBD_INLINE void pbd_neo_hookean_project(PBD_GLOBAL pbd_float4 *p, PBD_GLOBAL pbd
     PBD_UNROLL
     for (int i = 0; i < 4; ++i)
         pbd_store(p, ids[i],
-                  PBD_F4(q[i].x + w[i] * (dlh * gh[3 * i] + sd * gd[3 * i]),
-                         q[i].y + w[i] * (dlh * gh[3 * i + 1] + sd * gd[3 * i + 1]),
-                         q[i].z + w[i] * (dlh * gh[3 * i + 2] + sd * gd[3 * i + 2]), q[i].w));
+                  PBD_F4(q[i].x + w[i] * pbd_fmaf(sd, gd[3 * i], dlh * gh[3 * i]),
+                         q[i].y + w[i] * pbd_fmaf(sd, gd[3 * i + 1], dlh * gh[3 * i + 1]),
+                         q[i].z + w[i] * pbd_fmaf(sd, gd[3 * i + 2], dlh * gh[3 * i + 2]), q[i].w));
     lambda[2 * c] = lh + dlh;
     lambda[2 * c + 1] = ld + dld;
 }

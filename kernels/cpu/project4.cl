@@ -371,7 +371,7 @@ VEC8_INLINE void pbd_neo_hookean_project16(__global pbd_float4 *p,
         float16 d[3];
         PBD_UNROLL
         for (int j = 0; j < 3; ++j)
-            d[j] = w[i] * (dlh * gh[3 * i + j] + sd * gd[3 * i + j]);
+            d[j] = w[i] * pbd_fmaf(sd, gd[3 * i + j], dlh * gh[3 * i + j]);
         store4x16(p, k[i], ix, i, ok, x[i], d);
     }
     float16 nh = ok ? lh + dlh : old_h, nd = ok ? ld + dld : old_d;
