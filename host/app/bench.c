@@ -457,6 +457,125 @@ static int plot_contacts(const pbd_bench_row *rows, int n, const char *path)
     return 0;
 }
 
+/* The types suite: each constraint type's projection against the distance constraint's, per
+ * particle touched (the type's records times their arity, or a body constraint's particles,
+ * times iterations and substeps), in rounds that take every type once. The ratio is each
+ * round's own, then the median over the rounds. */
+static const char *const type_names[] = {"distance",  "tether",      "volume",         "dihedral",
+                                         "isometric", "neo_hookean", "shape_matching", "pressure"};
+enum { TYPE_SUITE = sizeof type_names / sizeof type_names[0], TYPE_ROUNDS = 101 };
+/* The constraint types among them, in their order; the body constraints follow. */
+static const int type_ids[] = {PBD_CONSTRAINT_DISTANCE,  PBD_CONSTRAINT_TETHER,
+                               PBD_CONSTRAINT_VOLUME,    PBD_CONSTRAINT_DIHEDRAL,
+                               PBD_CONSTRAINT_ISOMETRIC, PBD_CONSTRAINT_NEO_HOOKEAN};
+enum { TYPE_RECORDS = sizeof type_ids / sizeof type_ids[0] };
+
+/* The stages that time type `k` of the suite, and the items and particles it projects a step. */
+static void type_work(int k, const pbd_scene *s, double *items, double *touched)
+{
+    const pbd_model *m = &s->model;
+    double passes = (double)s->config.iterations * s->config.substeps, n = 0.0, t = 0.0;
+    if (k < TYPE_RECORDS) {
+        const int counts[PBD_CONSTRAINT_COUNT] = {
+#define PBD_X_COUNT(id, name, type, arity, world) m->num_##name,
+            PBD_CONSTRAINT_LIST(PBD_X_COUNT)
+#undef PBD_X_COUNT
+        };
+        n = counts[type_ids[k]];
+        t = n * pbd_constraint_types[type_ids[k]].arity;
+    } else {
+        for (int b = 0; b < m->num_bodies; ++b) {
+            const pbd_body *bd = &m->bodies[b];
+            int on = k == TYPE_RECORDS ? bd->shape_stiffness > 0.0f || bd->shape_compliance > 0.0f
+                                       : bd->pressure > 0.0f;
+            n += on;
+            t += on ? bd->count : 0;
+        }
+    }
+    *items = n * passes;
+    *touched = t * passes;
+}
+
+static double type_ms(int k, const double *ms)
+{
+    return k < TYPE_RECORDS
+               ? ms[PBD_STAGE_PROJECT + type_ids[k]]
+               : ms[PBD_STAGE_BODY_REDUCE] + ms[PBD_STAGE_BODY_SOLVE] + ms[PBD_STAGE_BODY_APPLY];
+}
+
+static int types_suite(const pbd_solver_desc *desc, int rounds, int frames, pbd_bench_tweak tweak,
+                       const void *ctx, const char *csv)
+{
+    pbd_scene scenes[TYPE_SUITE];
+    double items[TYPE_SUITE], touched[TYPE_SUITE], ms[TYPE_SUITE][TYPE_ROUNDS];
+    double ratio[TYPE_SUITE][TYPE_ROUNDS], v[TYPE_ROUNDS], stage[PBD_STAGE_COUNT];
+    long launches[PBD_STAGE_COUNT];
+    int loaded = 0, rc = 1;
+    pbd_error err = {0};
+    char name[64];
+    rounds = rounds > TYPE_ROUNDS ? TYPE_ROUNDS : rounds;
+    frames = frames > 0 ? frames : 10;
+    for (; loaded < TYPE_SUITE; ++loaded) {
+        snprintf(name, sizeof name, "@type-%s", type_names[loaded]);
+        if (pbd_scene_load(name, &scenes[loaded], &err) != PBD_OK)
+            goto done;
+        if (tweak)
+            tweak(ctx, &scenes[loaded]);
+        type_work(loaded, &scenes[loaded], &items[loaded], &touched[loaded]);
+    }
+    for (int r = 0; r < rounds; ++r) {
+        fprintf(stderr, "pbd: bench --suite types: round %d of %d\n", r + 1, rounds);
+        for (int k = 0; k < TYPE_SUITE; ++k) {
+            if (profiled(&scenes[k], &scenes[k].config, desc, frames, stage, launches, &err)) {
+                snprintf(name, sizeof name, "@type-%s", type_names[k]);
+                pbd_cli_name_scene(&err, name);
+                goto done;
+            }
+            ms[k][r] = type_ms(k, stage);
+            if (!(ms[k][r] > 0.0)) {
+                pbd_error_set(&err, PBD_ERR_ARGUMENT,
+                              "@type-%s: found no device time for its kernels (expected the "
+                              "OpenCL backend or the CPU reference, which time them)",
+                              type_names[k]);
+                goto done;
+            }
+        }
+        for (int k = 0; k < TYPE_SUITE; ++k)
+            ratio[k][r] = (ms[k][r] / touched[k]) / (ms[0][r] / touched[0]);
+    }
+    pbd_output o;
+    int out = csv != NULL;
+    if (out && pbd_output_open(&o, csv, &err) != PBD_OK)
+        goto done;
+    if (out)
+        fputs("type,items_per_step,touched_per_step,ms_per_step,ns_per_item,ns_per_touched,"
+              "vs_distance,vs_distance_min,vs_distance_max,rounds,frames\n",
+              o.f);
+    printf("%-15s %12s %13s %9s %9s %11s %12s %13s\n", "type", "items/step", "touched/step",
+           "ms/step", "ns/item", "ns/touched", "vs distance", "(range)");
+    for (int k = 0; k < TYPE_SUITE; ++k) {
+        memcpy(v, ms[k], (size_t)rounds * sizeof *v);
+        double t = pbd_cli_median(v, rounds);
+        memcpy(v, ratio[k], (size_t)rounds * sizeof *v);
+        double q = pbd_cli_median(v, rounds), lo = v[0], hi = v[rounds - 1];
+        double per_item = 1e6 * t / items[k], per_touched = 1e6 * t / touched[k];
+        printf("%-15s %12.0f %13.0f %9.3f %9.3f %11.3f %11.2fx %6.2f-%.2fx\n", type_names[k],
+               items[k], touched[k], t, per_item, per_touched, q, lo, hi);
+        if (out)
+            fprintf(o.f, "%s,%.0f,%.0f,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%d,%d\n", type_names[k],
+                    items[k], touched[k], t, per_item, per_touched, q, lo, hi, rounds, frames);
+    }
+    if (out && pbd_output_commit(&o, &err) != PBD_OK)
+        goto done;
+    rc = 0;
+done:
+    if (rc)
+        fprintf(stderr, "pbd: %s\n", err.message);
+    for (int k = 0; k < loaded; ++k)
+        pbd_scene_free(&scenes[k]);
+    return rc;
+}
+
 int pbd_cli_bench_suite(const char *name, const char *scenes_dir, const pbd_solver_desc *desc,
                         int runs, int frames, pbd_bench_tweak tweak, const void *ctx,
                         const char *csv, const char *json, const char *plot)
@@ -469,13 +588,22 @@ int pbd_cli_bench_suite(const char *name, const char *scenes_dir, const pbd_solv
         }
         return pbd_cli_soak(scenes_dir, desc, frames > 0 ? frames : 100000, tweak, ctx, csv);
     }
+    if (strcmp(name, "types") == 0) {
+        if (json || plot) {
+            fprintf(stderr, "pbd: --suite types: writes --csv only, found --%s\n",
+                    json ? "json" : "plot");
+            return 2;
+        }
+        return types_suite(desc, runs, frames, tweak, ctx, csv);
+    }
     int contacts = strcmp(name, "contacts") == 0;
     const char *const *list = strcmp(name, "standard") == 0 ? standard_scenes
                               : strcmp(name, "quick") == 0  ? quick_scenes
                               : contacts                    ? contact_scenes
                                                             : NULL;
     if (!list) {
-        fprintf(stderr, "pbd: --suite: found '%s', expected standard, quick, contacts or soak\n",
+        fprintf(stderr,
+                "pbd: --suite: found '%s', expected standard, quick, contacts, types or soak\n",
                 name);
         return 2;
     }

@@ -5,6 +5,7 @@
  * (pbd_scene_load), so it must not call back into scene.c: the dependency stays one-way,
  * scene.c -> builtin.c -> generators.c. */
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -161,6 +162,170 @@ static pbd_status pile(long n, pbd_scene *out, pbd_error *err)
     return PBD_OK;
 }
 
+/* A sphere of radius r: an icosahedron whose triangles are cut into four `levels` times, the
+ * new vertices pushed out to the sphere (10 4^levels + 2 vertices, each edge's midpoint
+ * once), wound counter-clockwise seen from outside. */
+static pbd_status icosphere(int levels, double r, pbd_mesh *out, pbd_error *err)
+{
+    const double t = (1.0 + sqrt(5.0)) / 2.0;
+    const double v0[12][3] = {{-1, t, 0}, {1, t, 0}, {-1, -t, 0}, {1, -t, 0},
+                              {0, -1, t}, {0, 1, t}, {0, -1, -t}, {0, 1, -t},
+                              {t, 0, -1}, {t, 0, 1}, {-t, 0, -1}, {-t, 0, 1}};
+    const int f0[20][3] = {{0, 11, 5}, {0, 5, 1},  {0, 1, 7},   {0, 7, 10}, {0, 10, 11},
+                           {1, 5, 9},  {5, 11, 4}, {11, 10, 2}, {10, 7, 6}, {7, 1, 8},
+                           {3, 9, 4},  {3, 4, 2},  {3, 2, 6},   {3, 6, 8},  {3, 8, 9},
+                           {4, 9, 5},  {2, 4, 11}, {6, 2, 10},  {8, 6, 7},  {9, 8, 1}};
+    long nv = 10L * (1L << (2 * levels)) + 2, nt = 20L << (2 * levels);
+    memset(out, 0, sizeof *out);
+    out->vertices = malloc((size_t)nv * 3 * sizeof *out->vertices);
+    out->triangles = malloc((size_t)nt * 3 * sizeof *out->triangles);
+    int *next = malloc((size_t)nt * 3 * sizeof *next);
+    /* each edge's midpoint, by the edge's ends (open addressing, twice the edges' count) */
+    size_t cap = (size_t)nt * 3;
+    long long *key = malloc(cap * sizeof *key);
+    int *mid = malloc(cap * sizeof *mid);
+    pbd_status st = PBD_OK;
+    if (!out->vertices || !out->triangles || !next || !key || !mid) {
+        st = pbd_error_set(err, PBD_ERR_MEMORY, "out of memory");
+        goto done;
+    }
+    for (int i = 0; i < 12; ++i) {
+        double n = sqrt(v0[i][0] * v0[i][0] + v0[i][1] * v0[i][1] + v0[i][2] * v0[i][2]);
+        for (int k = 0; k < 3; ++k)
+            out->vertices[3 * i + k] = r * v0[i][k] / n;
+    }
+    memcpy(out->triangles, f0, sizeof f0);
+    int vn = 12, tn = 20;
+    for (int level = 0; level < levels; ++level) {
+        for (size_t h = 0; h < cap; ++h)
+            key[h] = -1;
+        int tm = 0;
+        for (int f = 0; f < tn; ++f) {
+            const int *c = out->triangles + 3 * f;
+            int m[3];
+            for (int e = 0; e < 3; ++e) {
+                int a = c[e], b = c[(e + 1) % 3], lo = a < b ? a : b, hi = a < b ? b : a;
+                long long k = (long long)lo * nv + hi;
+                size_t h = (size_t)(k * 2654435761LL) % cap;
+                while (key[h] != -1 && key[h] != k)
+                    h = (h + 1) % cap;
+                if (key[h] == -1) {
+                    key[h] = k;
+                    mid[h] = vn;
+                    double p[3], n = 0.0;
+                    for (int q = 0; q < 3; ++q) {
+                        p[q] = out->vertices[3 * a + q] + out->vertices[3 * b + q];
+                        n += p[q] * p[q];
+                    }
+                    for (int q = 0; q < 3; ++q)
+                        out->vertices[3 * vn + q] = r * p[q] / sqrt(n);
+                    ++vn;
+                }
+                m[e] = mid[h];
+            }
+            const int quad[4][3] = {
+                {c[0], m[0], m[2]}, {c[1], m[1], m[0]}, {c[2], m[2], m[1]}, {m[0], m[1], m[2]}};
+            memcpy(next + 3 * tm, quad, sizeof quad);
+            tm += 4;
+        }
+        memcpy(out->triangles, next, (size_t)tm * 3 * sizeof *next);
+        tn = tm;
+    }
+    out->num_vertices = vn;
+    out->num_triangles = tn;
+done:
+    free(next);
+    free(key);
+    free(mid);
+    if (st != PBD_OK)
+        pbd_mesh_free(out);
+    return st;
+}
+
+/* @type-NAME: one scene a constraint type, for `pbd bench --suite types`, which compares each
+ * type's projection with the distance constraint's per particle touched. dt 1/60 s, 10
+ * iterations, gravity. distance: a 128 x 128 cloth of 1 m pinned along an edge (structural
+ * and shear springs, no bending, no floor); tether, dihedral, isometric: a 128 x 128 cloth of
+ * 2 m pinned along an edge over a floor, hard, with tethers, or with dihedral or isometric
+ * bending of compliance 0.01; volume, shape_matching: a tet box of 20^3 cells (9,261
+ * particles, 48,000 tetrahedra) of 1 m, density 100, edges of compliance 1e-4, with volume
+ * constraints of 1e-6 or shape matching of stiffness 0.5; neo_hookean: the box of Neo-Hookean
+ * elements (density 500, 100 kPa, Poisson ratio 0.3) at 4 substeps; pressure: a closed sphere
+ * of 10,242 particles (an icosahedron cut 5 times, radius 0.5 m) as a cloth without bending,
+ * density 0.5, compliance 0.01, inflated to 1.5 times its volume. */
+static pbd_status type_scene(const char *type, pbd_scene *out, pbd_error *err)
+{
+    pbd_model *m = &out->model;
+    pbd_status st;
+    int cloth = strcmp(type, "distance") == 0 || strcmp(type, "tether") == 0 ||
+                strcmp(type, "dihedral") == 0 || strcmp(type, "isometric") == 0;
+    int box = strcmp(type, "volume") == 0 || strcmp(type, "neo_hookean") == 0 ||
+              strcmp(type, "shape_matching") == 0;
+    if (cloth) {
+        pbd_cloth_desc d = pbd_cloth_desc_default();
+        int plain = strcmp(type, "distance") == 0;
+        d.resolution[0] = d.resolution[1] = 128;
+        d.size[0] = d.size[1] = plain ? 1.0f : 2.0f;
+        d.center[1] = 1.0f;
+        d.common.mass = 1.0;
+        d.pin = PBD_PIN_EDGE;
+        d.bending = strcmp(type, "dihedral") == 0    ? PBD_BENDING_DIHEDRAL
+                    : strcmp(type, "isometric") == 0 ? PBD_BENDING_ISOMETRIC
+                                                     : PBD_BENDING_NONE;
+        d.bending_compliance = 0.01f;
+        d.tethers = strcmp(type, "tether") == 0;
+        d.common.compliance = 0.0f;
+        d.common.name = "cloth";
+        st = pbd_scene_add_cloth(m, &d, err);
+        if (st == PBD_OK && !plain && pbd_model_add_plane(m, 0.0f, 1.0f, 0.0f, 0.0f))
+            st = pbd_error_set(err, PBD_ERR_MEMORY, "out of memory");
+    } else if (box) {
+        pbd_tet_box_desc d = pbd_tet_box_desc_default();
+        int nh = strcmp(type, "neo_hookean") == 0;
+        for (int a = 0; a < 3; ++a) {
+            d.cells[a] = 20;
+            d.size[a] = 1.0f;
+        }
+        d.center[1] = nh ? 0.55f : 1.0f;
+        d.common.density = nh ? 500.0 : 100.0;
+        d.common.compliance = 1e-4f;
+        d.volume = strcmp(type, "volume") == 0;
+        d.volume_compliance = 1e-6f;
+        d.young_modulus = nh ? 1e5 : 0.0;
+        d.poisson_ratio = 0.3;
+        d.common.name = "box";
+        out->config.substeps = nh ? 4 : 1;
+        st = pbd_scene_add_tet_box(m, &d, err);
+        if (st == PBD_OK)
+            m->bodies[m->num_bodies - 1].shape_stiffness =
+                strcmp(type, "shape_matching") == 0 ? 0.5f : 0.0f;
+        if (st == PBD_OK && pbd_model_add_plane(m, 0.0f, 1.0f, 0.0f, 0.0f))
+            st = pbd_error_set(err, PBD_ERR_MEMORY, "out of memory");
+    } else if (strcmp(type, "pressure") == 0) {
+        pbd_mesh mesh;
+        st = icosphere(5, 0.5, &mesh, err);
+        if (st != PBD_OK)
+            return st;
+        pbd_mesh_desc d = pbd_mesh_desc_default();
+        d.mesh = &mesh;
+        d.as = PBD_MESH_CLOTH;
+        d.bending = PBD_BENDING_NONE;
+        d.common.density = 0.5;
+        d.common.compliance = 1e-2f;
+        d.common.name = "sphere";
+        st = pbd_scene_add_mesh(m, &d, err);
+        pbd_mesh_free(&mesh);
+        if (st == PBD_OK)
+            m->bodies[m->num_bodies - 1].pressure = 1.5f;
+    } else
+        st = pbd_error_set(err, PBD_ERR_SCENE,
+                           "@type-%s: unknown constraint type (expected distance, tether, "
+                           "volume, dihedral, isometric, neo_hookean, shape_matching or "
+                           "pressure)",
+                           type);
+    return st;
+}
+
 /* "@boxes-BxP" or "@boxes-BxP-asG" into B, P and G (G = B without "-as"), each in range. */
 static int parse_boxes(const char *name, long *nb, long *np, long *groups)
 {
@@ -184,6 +349,8 @@ pbd_status pbd_scene_builtin(const char *name, pbd_scene *out, pbd_error *err)
         st = cloth(a, out, err);
     else if (strncmp(name, "@pile-", 6) == 0 && parse_int(name + 6, NULL, 1, 20000, &a) == 0)
         st = pile(a, out, err);
+    else if (strncmp(name, "@type-", 6) == 0)
+        st = type_scene(name + 6, out, err);
     else if (parse_boxes(name, &a, &b, &g) == 0) {
         if (a % g)
             st = pbd_error_set(err, PBD_ERR_SCENE,
@@ -195,9 +362,10 @@ pbd_status pbd_scene_builtin(const char *name, pbd_scene *out, pbd_error *err)
     } else
         st = pbd_error_set(err, PBD_ERR_SCENE,
                            "%s: unknown built-in scene (expected @cloth-N with N in [2, 4096], "
-                           "@pile-N with N in [1, 20000], or @boxes-BxP[-asG]: B boxes (1 to "
-                           "100000) of P particles (8 to 1e7), B x P <= 2^26, their momentum "
-                           "preserved as G bodies, G dividing B)",
+                           "@pile-N with N in [1, 20000], @type-NAME with a constraint type's "
+                           "name, or @boxes-BxP[-asG]: B boxes (1 to 100000) of P particles (8 "
+                           "to 1e7), B x P <= 2^26, their momentum preserved as G bodies, G "
+                           "dividing B)",
                            name);
     if (st == PBD_OK)
         st = pbd_model_validate(&out->model, err);
