@@ -286,6 +286,7 @@ static pbd_status flush(cl_impl *c, pbd_error *err)
 
 /* The types CPU devices project sixteen a work-item (kernels/cpu/project4.cl), by kernel. */
 static const char *const project16[PBD_CONSTRAINT_COUNT] = {
+    [PBD_CONSTRAINT_TETHER] = "project_tether16",
     [PBD_CONSTRAINT_VOLUME] = "project_volume16",
     [PBD_CONSTRAINT_DIHEDRAL] = "project_dihedral16",
     [PBD_CONSTRAINT_ISOMETRIC] = "project_isometric16",

@@ -126,7 +126,8 @@ const pbd_kernel_params pbd_kernel_param_table[] = {
 #define PBD_X_PROJECT_ENTRY(id, name, type, arity, world) TYPE_ENTRY("project_" #name),
     PBD_CONSTRAINT_LIST(PBD_X_PROJECT_ENTRY)
 #undef PBD_X_PROJECT_ENTRY
-        TYPE_ENTRY("project_volume16"),
+        TYPE_ENTRY("project_tether16"),
+    TYPE_ENTRY("project_volume16"),
     TYPE_ENTRY("project_dihedral16"),
     TYPE_ENTRY("project_isometric16"),
     TYPE_ENTRY("project_neo_hookean16"),

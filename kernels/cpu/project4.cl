@@ -267,6 +267,62 @@ VEC8_INLINE void pbd_volume_project16(__global pbd_float4 *p, __global const pbd
     store16_n(ok ? l + dl : old, lambda + c, n);
 }
 
+/* Sixteen 16-byte records (a, b, f0, f1: pbd_tether) from record c, each field as an int16
+ * or float16: four whole-vector loads and four two-source shuffles. With n < 16 only records
+ * [c, c + n) are read, the last repeated in the lanes after it (see LANES16). */
+VEC8_INLINE void records2x16(__global const void *records, int c, int n, int16 *ka, int16 *kb,
+                             float16 *f0, float16 *f1)
+{
+    __global const int *r = (__global const int *)records + 4 * c;
+    if (n < 16) {
+        int f[4][16];
+        for (int i = 0; i < 16; ++i)
+            for (int j = 0; j < 4; ++j)
+                f[j][i] = r[4 * min(i, n - 1) + j];
+        *ka = vload16(0, f[0]);
+        *kb = vload16(0, f[1]);
+        *f0 = as_float16(vload16(0, f[2]));
+        *f1 = as_float16(vload16(0, f[3]));
+        return;
+    }
+    int16 q0 = vload16(0, r), q1 = vload16(1, r), q2 = vload16(2, r), q3 = vload16(3, r);
+    /* of eight records: field 0 in lanes 0-7, field 1 in 8-15 (+ 2: fields 2 and 3) */
+    const uint16 ab = (uint16)(0, 4, 8, 12, 16, 20, 24, 28, 1, 5, 9, 13, 17, 21, 25, 29);
+    int16 lo = shuffle2(q0, q1, ab), hi = shuffle2(q2, q3, ab);
+    int16 flo = shuffle2(q0, q1, ab + 2), fhi = shuffle2(q2, q3, ab + 2);
+    *ka = (int16)(lo.lo, hi.lo);
+    *kb = (int16)(lo.hi, hi.hi);
+    *f0 = as_float16((int16)(flo.lo, fhi.lo));
+    *f1 = as_float16((int16)(flo.hi, fhi.hi));
+}
+
+/* Tethers: pbd_tether_project, constraints [c, c + n), n <= 16. A colour's tethers share no
+ * free particle, only pinned anchors, which no lane writes: sixteen at once are the one by
+ * one order's results. pbd_project_distance's gain (pbd_distance_gain16) and corrections, lane
+ * by lane, applied where the tether is stretched; a slack one writes nothing and adds 0 to
+ * its multiplier, as there. */
+VEC8_INLINE void pbd_tether_project16(__global pbd_float4 *p, __global const pbd_tether *records,
+                                      __global float *lambda, int c, int n, float inv_h2,
+                                      int reset_lambda)
+{
+    int16 k[2];
+    float16 rest, compliance, xa[4], xb[4], dl;
+    records2x16(records, c, n, &k[0], &k[1], &rest, &compliance);
+    float16 old = load16_n(lambda + c, n);
+    float16 l = reset_lambda ? (float16)0.0f : old;
+    const index16 ix = {n == 16, (__global const int *)(records + c), 4, 1};
+    gather4x16(p, k[0], ix, 0, xa);
+    gather4x16(p, k[1], ix, 1, xb);
+    float16 ex = xa[0] - xb[0], ey = xa[1] - xb[1], ez = xa[2] - xb[2];
+    int16 on = (ex * ex + ey * ey + ez * ez > rest * rest) & LANES16(n);
+    float16 g = pbd_distance_gain16(ex, ey, ez, xa[3], xb[3], rest, compliance, l, inv_h2, &dl);
+    float16 ga = xa[3] * g, gb = -xb[3] * g;
+    const float16 da[3] = {ga * ex, ga * ey, ga * ez}, db[3] = {gb * ex, gb * ey, gb * ez};
+    store4x16(p, k[0], ix, 0, on, xa, da);
+    store4x16(p, k[1], ix, 1, on, xb, db);
+    store16_n(l + (on ? dl : (float16)0.0f), lambda + c, n);
+}
+
 /* Dihedral bending: pbd_dihedral_project, constraints [c, c + n), n <= 16. */
 VEC8_INLINE void pbd_dihedral_project16(__global pbd_float4 *p,
                                         __global const pbd_dihedral *records,
@@ -448,6 +504,7 @@ PBD_PROJECT_BLOCKS_KERNEL(isometric, pbd_isometric, 8, )
 PBD_PROJECT_BLOCKS_KERNEL(neo_hookean, pbd_neo_hookean, 4, , 1) /* tiled */
 #undef PBD_PROJECT_BLOCKS_KERNEL
 
+PBD_PROJECT16_KERNEL(tether, pbd_tether, )
 PBD_PROJECT16_KERNEL(volume, pbd_volume, )
 PBD_PROJECT16_KERNEL(dihedral, pbd_dihedral, )
 PBD_PROJECT16_KERNEL(isometric, pbd_isometric, )
