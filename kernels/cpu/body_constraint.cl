@@ -86,15 +86,18 @@ body_pressure_reduce16(int first, int end, pbd_float4 r, __global const pbd_floa
 }
 
 /* A member's terms added to the float16 of shape matching's sums (body_constraint_reduce16):
- * p' = p - r as one vector with its w lane moved to the front, where m goes, so that
- * a = (m, m p') is one multiplication. */
+ * p' = p - r spread over the sums' lanes with a 1 in front, where m goes, so that m times it
+ * is (m, m p', m p'x x3, ...) in one multiplication, then times (1, 1, 1, 1, q x3, p'): two
+ * two-source shuffles and a blend a member, where building them from four-lane pieces took
+ * five or six shuffles. pbd_body_constraint_sums' products lane by lane: the same bits. */
 VEC8_INLINE float16 shape_sums16(float16 s, pbd_float4 p, pbd_float4 q, pbd_float4 r)
 {
-    float4 d = (p - r).s3012;
-    float4 a = q.w * d, b = (float4)(1.0f, q.x, q.y, q.z);
-    a.s0 = q.w;
-    return s + a.s0123111222333123 *
-                   shuffle2(b, d, (uint16)(0, 0, 0, 0, 1, 2, 3, 1, 2, 3, 1, 2, 3, 5, 6, 7));
+    const float4 one = (float4)(1.0f);
+    /* (1, p'x, p'y, p'z, p'x x3, p'y x3, p'z x3, p'x, p'y, p'z) and (1, 1, 1, 1, q x3, p') */
+    float16 d = shuffle2(p - r, one, (uint16)(4, 0, 1, 2, 0, 0, 0, 1, 1, 1, 2, 2, 2, 0, 1, 2));
+    float16 b = shuffle2(q, one, (uint16)(4, 4, 4, 4, 0, 1, 2, 0, 1, 2, 0, 1, 2, 0, 0, 0));
+    const int16 tail = (int16)(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, -1, -1, -1);
+    return s + (q.w * d) * select(b, d, tail);
 }
 
 /* The body constraints' reduction (common/body_constraint.cl's body_constraint_reduce_one) on
