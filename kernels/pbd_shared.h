@@ -44,8 +44,9 @@
 /* PBD_FMA_CLONES before a host function dense in pbd_fmaf: on x86-64, whose default target
  * has no FMA instruction (fmaf is then a library call, three times slower for the
  * Neo-Hookean element), the compiler makes an FMA copy too, chosen at load time where the CPU
- * has it. fmaf is correctly rounded either way, so both copies give the same bits. */
-#if !defined(__OPENCL_C_VERSION__) && defined(__x86_64__) && defined(__linux__) &&                 \
+ * has it (glibc's ifunc). fmaf is correctly rounded either way, so both copies give the
+ * same bits. */
+#if !defined(__OPENCL_C_VERSION__) && defined(__x86_64__) && defined(__GLIBC__) &&                 \
     (defined(__clang__) || defined(__GNUC__))
 #define PBD_FMA_CLONES __attribute__((target_clones("fma", "default")))
 #else
