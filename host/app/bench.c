@@ -470,7 +470,8 @@ static const int type_ids[] = {PBD_CONSTRAINT_DISTANCE,  PBD_CONSTRAINT_TETHER,
                                PBD_CONSTRAINT_ISOMETRIC, PBD_CONSTRAINT_NEO_HOOKEAN};
 enum { TYPE_RECORDS = sizeof type_ids / sizeof type_ids[0] };
 
-/* The stages that time type `k` of the suite, and the items and particles it projects a step. */
+/* The items (records, or body constraints) and the particles type `k` of the suite projects a
+ * step in scene s. */
 static void type_work(int k, const pbd_scene *s, double *items, double *touched)
 {
     const pbd_model *m = &s->model;
@@ -496,6 +497,8 @@ static void type_work(int k, const pbd_scene *s, double *items, double *touched)
     *touched = t * passes;
 }
 
+/* Type `k`'s device time a step from a profile's stages: its projection, or the body
+ * constraints' three stages. */
 static double type_ms(int k, const double *ms)
 {
     return k < TYPE_RECORDS

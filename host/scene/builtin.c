@@ -206,7 +206,7 @@ static pbd_status icosphere(int levels, double r, pbd_mesh *out, pbd_error *err)
             for (int e = 0; e < 3; ++e) {
                 int a = c[e], b = c[(e + 1) % 3], lo = a < b ? a : b, hi = a < b ? b : a;
                 long long k = (long long)lo * nv + hi;
-                size_t h = (size_t)(k * 2654435761LL) % cap;
+                size_t h = (size_t)((unsigned long long)k * 2654435761ULL % cap);
                 while (key[h] != -1 && key[h] != k)
                     h = (h + 1) % cap;
                 if (key[h] == -1) {

@@ -1,18 +1,17 @@
 /* The four-particle constraints (tet volume, dihedral and isometric bending, Neo-Hookean
- * elements) on CPU devices, sixteen of one colour a work-item: the sixteen constraints'
- * particles gathered as float16 components, the shared projection's arithmetic element by
- * element (pbd_shared.h's bodies for float16: the same bits), and what it writes scattered
- * back. As there, a constraint that skips writes nothing it would not, and a pinned particle
- * (w = 0) is never written (pbd_store), so that a colour may share it. The plain kernels, one
- * constraint a work-item, hold float4 records, which keep PoCL from vectorising their
- * work-item loops (vec8.cl). Where a mesh has blocks (pbd_blocks), a work-item takes a
- * block's part of every colour in one launch (project_<name>_blocks), the last group of a
- * part, fewer than sixteen, through the same lanes, the unused ones writing nothing
- * (LANES16). A launch a colour takes a colour's last group, and `serial` constraints (an
- * overflow set, or a type's small colours all in one launch), one by one through the shared
- * projection. Every call passes n = 16 as a constant where the group is whole, so that the
- * tails' code folds away there: with n at run time the whole groups ran a third slower on
- * a 40^3 tet box. Built after vec8.cl. */
+ * elements), and tethers, on CPU devices, sixteen of one colour a work-item: the sixteen
+ * constraints' particles gathered as float16 components, the shared projection's arithmetic element
+ * by element (pbd_shared.h's bodies for float16: the same bits), and what it writes scattered back.
+ * As there, a constraint that skips writes nothing it would not, and a pinned particle (w = 0) is
+ * never written (pbd_store), so that a colour may share it. The plain kernels, one constraint a
+ * work-item, hold float4 records, which keep PoCL from vectorising their work-item loops (vec8.cl).
+ * Where a mesh has blocks (pbd_blocks), a work-item takes a block's part of every colour in one
+ * launch (project_<name>_blocks), the last group of a part, fewer than sixteen, through the same
+ * lanes, the unused ones writing nothing (LANES16). A launch a colour takes a colour's last group,
+ * and `serial` constraints (an overflow set, or a type's small colours all in one launch), one by
+ * one through the shared projection. Every call passes n = 16 as a constant where the group is
+ * whole, so that the tails' code folds away there: with n at run time the whole groups ran a third
+ * slower on a 40^3 tet box. Built after vec8.cl. */
 
 /* Eight 32-byte records laid out as (a, b, c, d, f0, f1, pad, pad) (pbd_volume,
  * pbd_dihedral): four whole-vector loads, each field transposed to an int8. */
