@@ -44,12 +44,12 @@ body_pressure_reduce16(int first, int end, pbd_float4 r, __global const pbd_floa
             continue;
         }
         float16 gx = 0.0f, gy = 0.0f, gz = 0.0f, cx, cy, cz, cw, ax, ay, az, bx, by, bz, bw;
-        gather16(particle_p, k0, &cx, &cy, &cz, &cw);
+        gather16_at(particle_p, table + m, 1, &cx, &cy, &cz, &cw);
         cx = cx - r.x, cy = cy - r.y, cz = cz - r.z;
         ax = cx, ay = cy, az = cz;
         for (int s = 1; s <= steps; ++s) { /* pair s - 1: (n_s-1, n_s), row steps is row 0 */
             if (s < steps) {
-                gather16(particle_p, vload16(0, table + s * np + m), &bx, &by, &bz, &bw);
+                gather16_at(particle_p, table + s * np + m, 1, &bx, &by, &bz, &bw);
                 bx = bx - r.x, by = by - r.y, bz = bz - r.z;
             } else {
                 bx = cx, by = cy, bz = cz;

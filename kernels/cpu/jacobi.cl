@@ -34,10 +34,10 @@ jacobi_fused16(__global const pbd_float4 *particle_p, __global pbd_float4 *parti
     float16 sx = 0.0f, sy = 0.0f, sz = 0.0f;
     int16 count = 0;
     for (int k = ell_start[j]; k < ell_start[j + 1]; ++k) {
-        int16 o = vload16(k, ell_other), code = vload16(k, ell_code);
+        int16 code = vload16(k, ell_code);
         float16 lambda = reset_lambda ? (float16)0.0f : VEC8_LOADF16(ell_lambda + 16 * k);
         float16 qx, qy, qz, qw, dl;
-        gather16(particle_p, o, &qx, &qy, &qz, &qw);
+        gather16_at(particle_p, ell_other + 16 * k, 1, &qx, &qy, &qz, &qw);
         int16 on = code >= 0, at_b = (code & 1) != 0;
         float16 g = pbd_distance_gain16(at_b ? qx - px : px - qx, at_b ? qy - py : py - qy,
                                         at_b ? qz - pz : pz - qz, at_b ? qw : pw, at_b ? pw : qw,

@@ -133,10 +133,8 @@ VEC8_INLINE void store16_n(float16 v, __global float *dst, int m)
 }
 
 /* Where a group's particle indices are read from: for a whole group (on), lane i's index of
- * slot j at kr[ks i + kj j] of the records themselves, as scalar loads; for a group of fewer
- * than sixteen, whose lanes repeat the last, from the int16 vectors k. On this Intel core an
- * index taken out of a vector costs a shuffle-port instruction (vpextrd), which the
- * gathers' and transposes' shuffles already crowd; a scalar load takes a load port. */
+ * slot j at kr[ks i + kj j] of the records themselves, as scalar loads (gather16_at); for a
+ * group of fewer than sixteen, whose lanes repeat the last, from the int16 vectors k. */
 typedef struct index16 {
     int on; /* a whole group (a constant where the caller's n is) */
     __global const int *kr;
@@ -147,25 +145,10 @@ typedef struct index16 {
  * as float16 components (x[0..3]: x, y, z, w). */
 VEC8_INLINE void gather4x16(__global const pbd_float4 *p, int16 k, index16 ix, int j, float16 *x)
 {
-    float16 r0, r1, r2, r3;
-    float8 lo[4], hi[4];
-    /* no pointer past the records for a group's tail, which reads none */
-    __global const int *kr = ix.on ? ix.kr + ix.kj * j : ix.kr;
-    int ks = ix.ks;
-    if (ix.on) {
-        r0 = (float16)(p[kr[0]], p[kr[ks]], p[kr[2 * ks]], p[kr[3 * ks]]);
-        r1 = (float16)(p[kr[4 * ks]], p[kr[5 * ks]], p[kr[6 * ks]], p[kr[7 * ks]]);
-        r2 = (float16)(p[kr[8 * ks]], p[kr[9 * ks]], p[kr[10 * ks]], p[kr[11 * ks]]);
-        r3 = (float16)(p[kr[12 * ks]], p[kr[13 * ks]], p[kr[14 * ks]], p[kr[15 * ks]]);
-    } else {
-        gather8(p, k.lo, &r0, &r1);
-        gather8(p, k.hi, &r2, &r3);
-    }
-    split8(r0, r1, &lo[0], &lo[1], &lo[2], &lo[3]);
-    split8(r2, r3, &hi[0], &hi[1], &hi[2], &hi[3]);
-    PBD_UNROLL
-    for (int j = 0; j < 4; ++j)
-        x[j] = (float16)(lo[j], hi[j]);
+    if (ix.on) /* no pointer past the records for a group's tail, which reads none */
+        gather16_at(p, ix.kr + ix.kj * j, ix.ks, &x[0], &x[1], &x[2], &x[3]);
+    else
+        gather16(p, k, &x[0], &x[1], &x[2], &x[3]);
 }
 
 /* Eight particles k (or, where `on`, those at kr[0], kr[ks], ...), records r0 and r1

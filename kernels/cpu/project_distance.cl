@@ -22,13 +22,13 @@ VEC8_INLINE void pbd_gs16(__global float4 *particle_p, __global const int *dista
                           __global float *distance_lambda, int c, float inv_h2, int reset_lambda,
                           int kind)
 {
-    /* The constraints' records as four float16, split like particle records. */
+    /* The constraints' records as four float16, split like particle records (the indices,
+     * fa and fb, are read as scalars where they are used: gather8_at). */
     float8 fa0, fb0, r0, k0, fa1, fb1, r1, k1;
     split8(VEC8_LOAD16(distance_records + 4 * c), VEC8_LOAD16(distance_records + 4 * c + 16), &fa0,
            &fb0, &r0, &k0);
     split8(VEC8_LOAD16(distance_records + 4 * c + 32), VEC8_LOAD16(distance_records + 4 * c + 48),
            &fa1, &fb1, &r1, &k1);
-    int16 ia = as_int16((float16)(fa0, fa1)), ib = as_int16((float16)(fb0, fb1));
     float16 rest = (float16)(r0, r1), compliance = (float16)(k0, k1);
     /* Arrays here would not be kept in registers. */
     float16 a0, a1, a2, a3, b0, b1, b2, b3;
@@ -49,10 +49,11 @@ VEC8_INLINE void pbd_gs16(__global float4 *particle_p, __global const int *dista
         vec8_pairs_split(r4, r5, &a2, &b2);
         vec8_pairs_split(r6, r7, &a3, &b3);
     } else {
-        gather8(particle_p, ia.lo, &a0, &a1);
-        gather8(particle_p, ia.hi, &a2, &a3);
-        gather8(particle_p, ib.lo, &b0, &b1);
-        gather8(particle_p, ib.hi, &b2, &b3);
+        __global const int *k = distance_records + 4 * c;
+        gather8_at(particle_p, k, 4, &a0, &a1);
+        gather8_at(particle_p, k + 32, 4, &a2, &a3);
+        gather8_at(particle_p, k + 1, 4, &b0, &b1);
+        gather8_at(particle_p, k + 33, 4, &b2, &b3);
     }
     float16 e0 = a0 - b0, e1 = a1 - b1, e2 = a2 - b2, e3 = a3 - b3;
     float8 x0, y0, z0, x1, y1, z1, wa0, wa1, wb0, wb1, unused;
@@ -104,10 +105,11 @@ VEC8_INLINE void pbd_gs16(__global float4 *particle_p, __global const int *dista
         VEC8_STORE16(r0, pa + 24);
         VEC8_STORE16(r1, pa + 28);
     } else {
-        scatter8(particle_p, ia.lo, a0, a1);
-        scatter8(particle_p, ia.hi, a2, a3);
-        scatter8(particle_p, ib.lo, b0, b1);
-        scatter8(particle_p, ib.hi, b2, b3);
+        __global const int *k = distance_records + 4 * c;
+        scatter8_at(particle_p, k, 4, a0, a1);
+        scatter8_at(particle_p, k + 32, 4, a2, a3);
+        scatter8_at(particle_p, k + 1, 4, b0, b1);
+        scatter8_at(particle_p, k + 33, 4, b2, b3);
     }
     VEC8_STOREF16(lambda + dl, distance_lambda + c);
 }

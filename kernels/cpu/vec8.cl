@@ -67,6 +67,29 @@ VEC8_INLINE void scatter8(__global pbd_float4 *a, int8 k, float16 lo, float16 hi
     a[k.s7] = hi.scdef;
 }
 
+/* gather8 and scatter8 of records a[kr[0]], a[kr[ks]], ..., a[kr[7 ks]], their indices read as
+ * scalars. On Intel cores an index taken out of a vector costs a shuffle-port instruction,
+ * which the transposes' shuffles already crowd; a scalar load takes a load port. */
+VEC8_INLINE void gather8_at(__global const pbd_float4 *a, __global const int *kr, int ks,
+                            float16 *lo, float16 *hi)
+{
+    *lo = (float16)(a[kr[0]], a[kr[ks]], a[kr[2 * ks]], a[kr[3 * ks]]);
+    *hi = (float16)(a[kr[4 * ks]], a[kr[5 * ks]], a[kr[6 * ks]], a[kr[7 * ks]]);
+}
+
+VEC8_INLINE void scatter8_at(__global pbd_float4 *a, __global const int *kr, int ks, float16 lo,
+                             float16 hi)
+{
+    a[kr[0]] = lo.s0123;
+    a[kr[ks]] = lo.s4567;
+    a[kr[2 * ks]] = lo.s89ab;
+    a[kr[3 * ks]] = lo.scdef;
+    a[kr[4 * ks]] = hi.s0123;
+    a[kr[5 * ks]] = hi.s4567;
+    a[kr[6 * ks]] = hi.s89ab;
+    a[kr[7 * ks]] = hi.scdef;
+}
+
 /* Eight consecutive records r0 = (p0, p1, p2, p3), r1 = (p4, ..., p7) as the even ones
  * (p0, p2, p4, p6) and the odd ones (p1, p3, p5, p7): whole-record shuffles. */
 VEC8_INLINE void vec8_pairs_split(float16 r0, float16 r1, float16 *even, float16 *odd)
@@ -92,6 +115,22 @@ VEC8_INLINE void gather16(__global const pbd_float4 *a, int16 k, float16 *x, flo
     float8 x0, y0, z0, w0, x1, y1, z1, w1;
     gather8(a, k.lo, &r0, &r1);
     gather8(a, k.hi, &r2, &r3);
+    split8(r0, r1, &x0, &y0, &z0, &w0);
+    split8(r2, r3, &x1, &y1, &z1, &w1);
+    *x = (float16)(x0, x1);
+    *y = (float16)(y0, y1);
+    *z = (float16)(z0, z1);
+    *w = (float16)(w0, w1);
+}
+
+/* gather16 of records a[kr[0]], a[kr[ks]], ..., a[kr[15 ks]] (gather8_at). */
+VEC8_INLINE void gather16_at(__global const pbd_float4 *a, __global const int *kr, int ks,
+                             float16 *x, float16 *y, float16 *z, float16 *w)
+{
+    float16 r0, r1, r2, r3;
+    float8 x0, y0, z0, w0, x1, y1, z1, w1;
+    gather8_at(a, kr, ks, &r0, &r1);
+    gather8_at(a, kr + 8 * ks, ks, &r2, &r3);
     split8(r0, r1, &x0, &y0, &z0, &w0);
     split8(r2, r3, &x1, &y1, &z1, &w1);
     *x = (float16)(x0, x1);
