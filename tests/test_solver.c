@@ -1002,24 +1002,49 @@ static void plan_overflow_runs(void **state)
     }
 }
 
+/* "[first, first + 1, ..., first + n - 1]" into buf (size bytes, enough for it). */
+static void index_list(char *buf, size_t size, int first, int n)
+{
+    size_t at = 0;
+    for (int i = 0; i < n; ++i) {
+        int k = snprintf(buf + at, size - at, "%s%d", i ? ", " : "[", first + i);
+        assert_true(k > 0 && (size_t)k < size - at);
+        at += (size_t)k;
+    }
+    assert_true(at + 1 < size);
+    buf[at++] = ']';
+    buf[at] = '\0';
+}
+
 /* The four-particle types' block order on the CPU variant (blocked_type): a tet box of
  * 4,096 particles (two blocks) with volume constraints, a 64 x 64 cloth pinned along an edge
- * with dihedral bending (pinned particles belong to no block), and the Neo-Hookean box under
- * a bound of 8 colours, which overflows and so keeps the plain colouring. The blocks'
- * constraints lie in their blocks' ranges but for pinned particles, the groups of cuts of a
- * boundary colour share no unpinned particle, and the GPU variant's plan has no blocks. */
+ * with dihedral bending, the Neo-Hookean box under a bound of 8 colours, which overflows and
+ * so keeps the plain colouring, and the dihedral cloth with block 0's last row pinned, which
+ * the elements across the cut share with block 1. The blocks' constraints lie in their
+ * blocks' ranges, pinned particles too (the CPU kernels store a whole group's every particle,
+ * a pinned one as it was), the groups of cuts of a boundary colour share no particle, and the
+ * GPU variant's plan has no blocks. */
 static void plan_element_blocks(void **state)
 {
     (void)state;
-    const char *const json[3] = {
+    /* the fourth: the cloth's last row of block 0 pinned, which the elements across the cut
+     * share with block 1's rows */
+    char row[512], pinned[1024];
+    index_list(row, sizeof row, 31 * 64, 64);
+    snprintf(pinned, sizeof pinned,
+             "{\"bodies\": [{\"type\": \"cloth\", \"resolution\": [64, 64], \"bending\": "
+             "\"dihedral\", \"pinned\": %s}]}",
+             row);
+    const char *const json[4] = {
         "{\"bodies\": [{\"type\": \"tet_box\", \"cells\": [15, 15, 15], \"volume\": true}]}",
         "{\"bodies\": [{\"type\": \"cloth\", \"resolution\": [64, 64], \"pin\": \"edge\", "
         "\"bending\": \"dihedral\"}]}",
         "{\"max_colors\": 8, \"substeps\": 4, \"bodies\": [{\"type\": \"tet_box\", \"cells\": "
-        "[15, 15, 15], \"density\": 100, \"young_modulus\": 20000, \"poisson_ratio\": 0.3}]}"};
-    const int type[3] = {PBD_CONSTRAINT_VOLUME, PBD_CONSTRAINT_DIHEDRAL,
-                         PBD_CONSTRAINT_NEO_HOOKEAN};
-    for (int v = 0; v < 3; ++v) {
+        "[15, 15, 15], \"density\": 100, \"young_modulus\": 20000, \"poisson_ratio\": 0.3}]}",
+        pinned};
+    const int type[4] = {PBD_CONSTRAINT_VOLUME, PBD_CONSTRAINT_DIHEDRAL, PBD_CONSTRAINT_NEO_HOOKEAN,
+                         PBD_CONSTRAINT_DIHEDRAL};
+    for (int v = 0; v < 4; ++v) {
         pbd_scene s = {0};
         pbd_error err = {0};
         assert_int_equal(pbd_scene_parse(json[v], "blocks", &s, &err), PBD_OK);
@@ -1048,18 +1073,17 @@ static void plan_element_blocks(void **state)
         assert_int_equal(bl->num_blocks, 2);
         assert_true(bl->boundary_colors > 0 && bl->num_cuts == 1);
         const int nb = bl->num_blocks, ng = bl->num_cuts, nbc = bl->boundary_colors;
-        const float *w = &s.model.x[0].w;
-        long blocked = 0;
+        long blocked = 0, pinned_inside = 0;
         for (int k = 0; k < pt->num_colors - nbc; ++k) {
             const int *bo = bl->block_offsets + k * (nb + 1);
             assert_int_equal(bo[0], pt->color_offsets[nbc + k]);
             assert_int_equal(bo[nb], pt->color_offsets[nbc + k + 1]);
             for (int b = 0; b < nb; ++b)
                 for (int c = bo[b]; c < bo[b + 1]; ++c, ++blocked)
-                    for (int i = 0; i < 4; ++i) {
+                    for (int i = 0; i < 4; ++i) { /* pinned ones too: the blocks share none */
                         int q = e[stride * (size_t)c + (size_t)i];
-                        assert_true(w[4 * (size_t)q] == 0.0f ||
-                                    (q >= bl->block_first[b] && q < bl->block_first[b + 1]));
+                        assert_true(q >= bl->block_first[b] && q < bl->block_first[b + 1]);
+                        pinned_inside += s.model.x[q].w == 0.0f;
                     }
         }
         int *owner = malloc((size_t)plan.num_particles * sizeof *owner);
@@ -1073,13 +1097,13 @@ static void plan_element_blocks(void **state)
                 for (int c = cg[g]; c < cg[g + 1]; ++c)
                     for (int i = 0; i < 4; ++i) {
                         int q = e[stride * (size_t)c + (size_t)i];
-                        if (w[4 * (size_t)q] == 0.0f)
-                            continue;
                         assert_true(owner[q] < 0 || owner[q] == g);
                         owner[q] = g;
                     }
         }
         free(owner);
+        /* the pinned cloths' pinned particles are in their blocks' elements */
+        assert_true((pinned_inside > 0) == (v == 1 || v == 3));
         /* most of the constraints are inside a block */
         assert_true(blocked > pt->count / 2);
         pbd_plan_free(&plan);

@@ -194,24 +194,19 @@ static void sort_runs(const int *d, int *order, int lo, int hi, int *tmp, int *r
     runs[1] = lo + ncons + npairs;
 }
 
-/* The lowest and highest block of constraint c's particles (arity of them), leaving out
- * those `shared` flags (pinned: never written, so any worker may read them). A constraint of
- * shared particles only is in its first particle's block. */
-static void block_span(const int *ends, int arity, const int *block, const unsigned char *shared,
-                       int c, int *lo, int *hi)
+/* The lowest and highest block of constraint c's particles (arity of them), pinned ones
+ * included: the CPU kernels store a whole group's every particle, a pinned one as it was, so
+ * blocks that run side by side share none. */
+static void block_span(const int *ends, int arity, const int *block, int c, int *lo, int *hi)
 {
     const int *e = ends + (size_t)arity * (size_t)c;
     *lo = INT_MAX;
     *hi = -1;
     for (int k = 0; k < arity; ++k) {
-        if (shared && shared[e[k]])
-            continue;
         int b = block[e[k]];
         *lo = b < *lo ? b : *lo;
         *hi = b > *hi ? b : *hi;
     }
-    if (*hi < 0)
-        *lo = *hi = block[e[0]];
 }
 
 /* The root of cut k in a union-find forest. */
@@ -226,8 +221,7 @@ static int cut_root(int *parent, int k)
  * (np ints), and returns how many: np / PBD_BLOCK_PARTICLES within [1, PBD_MAX_BLOCKS], but
  * one with `one` or where over a quarter of the n constraints would cross blocks (a mesh
  * numbered without locality). */
-static int cut_blocks(int np, const int *ends, int arity, int n, const unsigned char *shared,
-                      int one, int *block)
+static int cut_blocks(int np, const int *ends, int arity, int n, int one, int *block)
 {
     int nb = one ? 1 : np / PBD_BLOCK_PARTICLES, lo, hi;
     nb = nb < 1 ? 1 : nb > PBD_MAX_BLOCKS ? PBD_MAX_BLOCKS : nb;
@@ -236,7 +230,7 @@ static int cut_blocks(int np, const int *ends, int arity, int n, const unsigned 
             block[i] = (int)((long long)i * nb / np);
         int nbound = 0;
         for (int c = 0; c < n; ++c) {
-            block_span(ends, arity, block, shared, c, &lo, &hi);
+            block_span(ends, arity, block, c, &lo, &hi);
             nbound += lo != hi;
         }
         if (nbound <= n / 4 || nb == 1)
@@ -247,13 +241,12 @@ static int cut_blocks(int np, const int *ends, int arity, int n, const unsigned 
 }
 
 /* Groups the boundary constraints (list[0, nbound)) by the cut they cross, named by the
- * lowest of their blocks, merging cuts that share an (unshared) particle, so that different
- * groups share none and can be projected side by side. Writes each constraint's group (by
+ * lowest of their blocks, merging cuts that share a particle, so that different groups share
+ * none and can be projected side by side. Writes each constraint's group (by
  * model index) to group[] and returns the number of groups, numbered in the order of their
  * lowest cut. touch: num_particles ints; nb <= PBD_MAX_BLOCKS. */
-static int group_cuts(int np, const int *ends, int arity, const int *block,
-                      const unsigned char *shared, const int *list, int nbound, int nb, int *touch,
-                      int *group)
+static int group_cuts(int np, const int *ends, int arity, const int *block, const int *list,
+                      int nbound, int nb, int *touch, int *group)
 {
     int parent[PBD_MAX_BLOCKS], lo, hi;
     for (int i = 0; i < np; ++i)
@@ -262,10 +255,8 @@ static int group_cuts(int np, const int *ends, int arity, const int *block,
         parent[k] = k;
     for (int j = 0; j < nbound; ++j) {
         const int *e = ends + (size_t)arity * (size_t)list[j];
-        block_span(ends, arity, block, shared, list[j], &lo, &hi);
+        block_span(ends, arity, block, list[j], &lo, &hi);
         for (int k = 0; k < arity; ++k) {
-            if (shared && shared[e[k]])
-                continue;
             if (touch[e[k]] < 0)
                 touch[e[k]] = lo;
             else
@@ -275,13 +266,13 @@ static int group_cuts(int np, const int *ends, int arity, const int *block,
     /* Number the groups that hold constraints by their lowest cut. */
     int used[PBD_MAX_BLOCKS] = {0}, id[PBD_MAX_BLOCKS], ng = 0;
     for (int j = 0; j < nbound; ++j) {
-        block_span(ends, arity, block, shared, list[j], &lo, &hi);
+        block_span(ends, arity, block, list[j], &lo, &hi);
         used[cut_root(parent, lo)] = 1;
     }
     for (int k = 0; k < nb; ++k)
         id[k] = used[k] ? ng++ : -1;
     for (int j = 0; j < nbound; ++j) {
-        block_span(ends, arity, block, shared, list[j], &lo, &hi);
+        block_span(ends, arity, block, list[j], &lo, &hi);
         group[list[j]] = id[cut_root(parent, lo)];
     }
     return ng;
@@ -362,6 +353,7 @@ static pbd_status block_coloring(int np, const int *ends, int arity, int n,
                                  const pbd_color_options *opt, int runs, int one, pbd_blocks *bl,
                                  pbd_coloring *col, pbd_error *err)
 {
+    /* the colours may share pinned particles; the blocks and cut groups share none */
     const unsigned char *shared = opt ? opt->shared : NULL;
     int *block = malloc(((size_t)np + 1) * sizeof *block);
     int *list = malloc(((size_t)n + 1) * sizeof *list);
@@ -376,21 +368,21 @@ static pbd_status block_coloring(int np, const int *ends, int arity, int n,
         st = pbd_error_set(err, PBD_ERR_MEMORY, "out of memory preparing the solver");
         goto done;
     }
-    int nbound = 0, nb = cut_blocks(np, ends, arity, n, shared, one, block);
+    int nbound = 0, nb = cut_blocks(np, ends, arity, n, one, block);
     for (int c = 0; c < n; ++c) {
-        block_span(ends, arity, block, shared, c, &lo, &hi);
+        block_span(ends, arity, block, c, &lo, &hi);
         nbound += lo != hi;
     }
     /* Boundary constraints first in `list`, then the interior ones, each in model order;
      * part[]: an interior constraint's block. */
     int nin = 0;
     for (int c = 0; c < n; ++c) {
-        block_span(ends, arity, block, shared, c, &lo, &hi);
+        block_span(ends, arity, block, c, &lo, &hi);
         if (lo != hi)
             list[nin++] = c;
     }
     for (int c = 0; c < n; ++c) {
-        block_span(ends, arity, block, shared, c, &lo, &hi);
+        block_span(ends, arity, block, c, &lo, &hi);
         if (lo == hi)
             list[nin++] = c;
     }
@@ -403,7 +395,7 @@ static pbd_status block_coloring(int np, const int *ends, int arity, int n,
     if (cb.overflow || (ci.overflow && nb > 1 && !runs))
         goto done;
     int nc = cb.num_colors + ci.num_colors, nbc = cb.num_colors;
-    int ng = group_cuts(np, ends, arity, block, shared, list, nbound, nb, touch, part);
+    int ng = group_cuts(np, ends, arity, block, list, nbound, nb, touch, part);
     bl->num_blocks = nb;
     bl->boundary_colors = nbc;
     bl->num_cuts = ng;
@@ -438,7 +430,7 @@ static pbd_status block_coloring(int np, const int *ends, int arity, int n,
     /* Each boundary colour, bucketed by group of cuts, so the groups can run side by side;
      * then each interior colour, bucketed by block. */
     for (int c = 0; c < n; ++c) {
-        block_span(ends, arity, block, shared, c, &lo, &hi);
+        block_span(ends, arity, block, c, &lo, &hi);
         if (lo == hi)
             part[c] = lo;
     }
@@ -593,7 +585,7 @@ static pbd_status plan_type(const pbd_model *m, const pbd_config *cfg, int type,
             goto done;
         }
         if (block)
-            launched = cut_blocks(m->num_particles, ends, 2, n, NULL, 0, block) < 2;
+            launched = cut_blocks(m->num_particles, ends, 2, n, 0, block) < 2;
         free(block);
         pbd_color_options unbounded = {.shared = NULL, .max_colors = 0};
         st = block_coloring(m->num_particles, ends, 2, n, cpu && !launched ? &unbounded : &opt, 1,

@@ -2,8 +2,10 @@
  * elements), and tethers, on CPU devices, sixteen of one colour a work-item: the sixteen
  * constraints' particles gathered as float16 components, the shared projection's arithmetic element
  * by element (pbd_shared.h's bodies for float16: the same bits), and what it writes scattered back.
- * As there, a constraint that skips writes nothing it would not, and a pinned particle (w = 0) is
- * never written (pbd_store), so that a colour may share it. The plain kernels, one constraint a
+ * As there, a constraint that skips changes nothing it would not, and a pinned particle (w = 0)
+ * keeps its bits, so that a colour may share it: the blocks' whole groups store every record
+ * (a block's work-item is the only one to touch its particles, pinned ones included), the
+ * others only what changes (pbd_store). The plain kernels, one constraint a
  * work-item, hold float4 records, which keep PoCL from vectorising their work-item loops (vec8.cl).
  * Where a mesh has blocks (pbd_blocks), a work-item takes a block's part of every colour in one
  * launch (project_<name>_blocks), the last group of a part, fewer than sixteen, through the same
@@ -134,11 +136,14 @@ VEC8_INLINE void store16_n(float16 v, __global float *dst, int m)
 
 /* Where a group's particle indices are read from: for a whole group (on), lane i's index of
  * slot j at kr[ks i + kj j] of the records themselves, as scalar loads (gather16_at); for a
- * group of fewer than sixteen, whose lanes repeat the last, from the int16 vectors k. */
+ * group of fewer than sixteen, whose lanes repeat the last, from the int16 vectors k. `own`:
+ * no other work-item of the launch touches the group's particles, pinned ones included (a
+ * block's or a cut group's, pbd_blocks), so a whole group stores every record (store4x16). */
 typedef struct index16 {
     int on; /* a whole group (a constant where the caller's n is) */
     __global const int *kr;
     int ks, kj;
+    int own; /* a constant */
 } index16;
 
 /* Slot j's sixteen particles, those of k or, where ix.on, lane i's at ix.kr[ix.ks i + ix.kj j],
@@ -168,16 +173,28 @@ VEC8_INLINE void scatter8_where(__global pbd_float4 *p, int8 k, int on, __global
 }
 
 /* Slot j's particles, those of k or, where ix.on, gather4x16's, (x: x, y, z, w) moved by d
- * (3 components) where `ok` and w != 0. */
+ * (3 components) where `ok` and w != 0. A whole group of a work-item that owns its particles
+ * (ix.on and ix.own) stores all sixteen records, the others as they were gathered: the same
+ * memory after, without a test and branch a record, which cost this Intel core 10-20 % of
+ * the elements' time. Elsewhere a colour's work-items may share a pinned particle, which
+ * none may then write. */
 VEC8_INLINE void store4x16(__global pbd_float4 *p, int16 k, index16 ix, int j, int16 ok,
                            const float16 *x, const float16 *d)
 {
     /* no pointer past the records for a group's tail, which reads none */
     __global const int *kr = ix.on ? ix.kr + ix.kj * j : ix.kr;
     int on = ix.on, ks = ix.ks;
-    float16 nx = x[0] + d[0], ny = x[1] + d[1], nz = x[2] + d[2];
     int16 write = ok & (x[3] != 0.0f);
+    float16 nx = x[0] + d[0], ny = x[1] + d[1], nz = x[2] + d[2];
     float16 r0, r1;
+    if (on && ix.own) {
+        nx = select(x[0], nx, write), ny = select(x[1], ny, write), nz = select(x[2], nz, write);
+        join8(nx.lo, ny.lo, nz.lo, x[3].lo, &r0, &r1);
+        scatter8_at(p, kr, ks, r0, r1);
+        join8(nx.hi, ny.hi, nz.hi, x[3].hi, &r0, &r1);
+        scatter8_at(p, kr + 8 * ks, ks, r0, r1);
+        return;
+    }
     join8(nx.lo, ny.lo, nz.lo, x[3].lo, &r0, &r1);
     scatter8_where(p, k.lo, on, kr, ks, write.lo, r0, r1);
     join8(nx.hi, ny.hi, nz.hi, x[3].hi, &r0, &r1);
@@ -227,14 +244,14 @@ VEC8_INLINE void positions4x16(__global const pbd_float4 *p, const int16 *k, ind
 /* Volume: pbd_volume_project, constraints [c, c + n), n <= 16. */
 VEC8_INLINE void pbd_volume_project16(__global pbd_float4 *p, __global const pbd_volume *records,
                                       __global float *lambda, int c, int n, float inv_h2,
-                                      int reset_lambda)
+                                      int reset_lambda, int own)
 {
     int16 k[4];
     float16 rest, compliance, x[4][4], pos[12], g[12];
     records4x16(records, c, n, k, &rest, &compliance);
     float16 old = load16_n(lambda + c, n);
     float16 l = reset_lambda ? (float16)0.0f : old;
-    const index16 ix = {n == 16, (__global const int *)(records + c), 8, 1};
+    const index16 ix = {n == 16, (__global const int *)(records + c), 8, 1, own};
     positions4x16(p, k, ix, x, pos);
     float16 cval = pbd_volume_gradients16(pos, g) - rest;
     /* pbd_volume_project sums without project4's leading 0 (the same bits: the first term
@@ -285,14 +302,14 @@ VEC8_INLINE void records2x16(__global const void *records, int c, int n, int16 *
  * its multiplier, as there. */
 VEC8_INLINE void pbd_tether_project16(__global pbd_float4 *p, __global const pbd_tether *records,
                                       __global float *lambda, int c, int n, float inv_h2,
-                                      int reset_lambda)
+                                      int reset_lambda, int own)
 {
     int16 k[2];
     float16 rest, compliance, xa[4], xb[4], dl;
     records2x16(records, c, n, &k[0], &k[1], &rest, &compliance);
     float16 old = load16_n(lambda + c, n);
     float16 l = reset_lambda ? (float16)0.0f : old;
-    const index16 ix = {n == 16, (__global const int *)(records + c), 4, 1};
+    const index16 ix = {n == 16, (__global const int *)(records + c), 4, 1, own};
     gather4x16(p, k[0], ix, 0, xa);
     gather4x16(p, k[1], ix, 1, xb);
     float16 ex = xa[0] - xb[0], ey = xa[1] - xb[1], ez = xa[2] - xb[2];
@@ -309,14 +326,14 @@ VEC8_INLINE void pbd_tether_project16(__global pbd_float4 *p, __global const pbd
 VEC8_INLINE void pbd_dihedral_project16(__global pbd_float4 *p,
                                         __global const pbd_dihedral *records,
                                         __global float *lambda, int c, int n, float inv_h2,
-                                        int reset_lambda)
+                                        int reset_lambda, int own)
 {
     int16 k[4];
     float16 rest, compliance, x[4][4], pos[12], g[12], cval;
     records4x16(records, c, n, k, &rest, &compliance);
     float16 old = load16_n(lambda + c, n);
     float16 l = reset_lambda ? (float16)0.0f : old;
-    const index16 ix = {n == 16, (__global const int *)(records + c), 8, 1};
+    const index16 ix = {n == 16, (__global const int *)(records + c), 8, 1, own};
     positions4x16(p, k, ix, x, pos);
     int16 active = pbd_dihedral_gradients16(pos, rest, g, &cval) & LANES16(n);
     float16 dl = project4x16(p, k, ix, active, x, g, cval, compliance, l, inv_h2);
@@ -328,7 +345,7 @@ VEC8_INLINE void pbd_dihedral_project16(__global pbd_float4 *p,
 VEC8_INLINE void pbd_isometric_project16(__global pbd_float4 *p,
                                          __global const pbd_isometric *records,
                                          __global float *lambda, int c, int n, float inv_h2,
-                                         int reset_lambda)
+                                         int reset_lambda, int own)
 {
     __global const pbd_isometric *r = records + c;
     pbd_isometric rec[16];
@@ -354,7 +371,7 @@ VEC8_INLINE void pbd_isometric_project16(__global pbd_float4 *p,
         ISOMETRIC_FIELDS16(r);
 #undef ISOMETRIC_FIELDS16
     float16 l = reset_lambda ? (float16)0.0f : load16_n(lambda + c, n);
-    const index16 ix = {n == 16, (__global const int *)r, 12, 1};
+    const index16 ix = {n == 16, (__global const int *)r, 12, 1, own};
     positions4x16(p, k, ix, x, pos);
     float16 cval = pbd_isometric_gradients16(w, pos, g);
     float16 dl = project4x16(p, k, ix, LANES16(n), x, g, cval, compliance, l, inv_h2);
@@ -372,7 +389,7 @@ VEC8_INLINE void pbd_isometric_project16(__global pbd_float4 *p,
 VEC8_INLINE void pbd_neo_hookean_project16(__global pbd_float4 *p,
                                            __global const pbd_neo_hookean *records,
                                            __global float *lambda, int c, int n, float inv_h2,
-                                           int reset_lambda, int tiled)
+                                           int reset_lambda, int own, int tiled)
 {
     float16 f[16]; /* a, b, c, d, dm_inv[9], compliance, compliance_h, gamma */
     __global const float *r = (__global const float *)(records + c);
@@ -399,7 +416,7 @@ VEC8_INLINE void pbd_neo_hookean_project16(__global pbd_float4 *p,
     float16 x[4][4], pos[12], gh[12], gd[12], det_f, norm, dlh, dld, sd;
     /* tiled: slot j's sixteen indices are row j of the tile; as stored: a record's first four
      * fields, 16 ints a record */
-    const index16 ix = {n == 16, (__global const int *)r, tiled ? 1 : 16, tiled ? 16 : 1};
+    const index16 ix = {n == 16, (__global const int *)r, tiled ? 1 : 16, tiled ? 16 : 1, own};
     positions4x16(p, k, ix, x, pos);
     float16 w[4] = {x[0][3], x[1][3], x[2][3], x[3][3]};
     int16 ok = pbd_neo_hookean_gradients16(pos, dm, gh, gd, &det_f, &norm) & LANES16(n);
@@ -420,9 +437,9 @@ VEC8_INLINE void pbd_neo_hookean_project16(__global pbd_float4 *p,
 }
 
 /* project_<name>16: project_<name>'s parameters; work-item k takes constraints
- * [16k, 16k + 16) of the colour (fewer at its end). The arguments after the type are
- * pbd_<name>_project16's after reset_lambda (the Neo-Hookean element's `tiled`), with their
- * commas. */
+ * [16k, 16k + 16) of the colour (fewer at its end); its work-items may share a pinned
+ * particle (own = 0). The arguments after the type are pbd_<name>_project16's after `own`
+ * (the Neo-Hookean element's `tiled`), with their commas. */
 #define PBD_PROJECT16_KERNEL(name, type, ...)                                                      \
     __kernel void project_##name##16(                                                              \
         __global pbd_float4 * particle_p, __global pbd_float4 * particle_dx,                       \
@@ -433,7 +450,7 @@ VEC8_INLINE void pbd_neo_hookean_project16(__global pbd_float4 *p,
         int lo = serial ? 0 : k, hi = serial ? (k == 0 ? count : 0) : min(k + 16, count);          \
         if (!serial && hi - lo == 16) {                                                            \
             pbd_##name##_project16(particle_p, records, lambda, offset + lo, 16, inv_h2,           \
-                                   reset_lambda __VA_ARGS__);                                      \
+                                   reset_lambda, 0 __VA_ARGS__);                                   \
             return;                                                                                \
         }                                                                                          \
         for (int j = lo; j < hi; ++j)                                                              \
@@ -442,8 +459,9 @@ VEC8_INLINE void pbd_neo_hookean_project16(__global pbd_float4 *p,
     }
 /* project_<name>_blocks: block b's part of each of num_colors colours in turn (offsets:
  * num_colors x (num_blocks + 1), pbd_blocks' block_offsets or cut_offsets), sixteen at a
- * time; no other block touches its particles. (One block ending in an overflow set has
- * that set as parts of up to sixteen that share no particle: pbd_blocks.block_colors.) A
+ * time; no other block touches its particles, pinned ones included (own = 1). (One block
+ * ending in an overflow set has that set as parts of up to sixteen that share no unpinned
+ * particle: pbd_blocks.block_colors.) A
  * part's last group of fewer than lanes_min goes one by one, where sixteen lanes cost more
  * (about 12 ns a volume element on one core that way, 33 a dihedral one, 43 a Neo-Hookean
  * one, against about 115, 115, 125 and 160 ns a group of sixteen): the same results. Then,
@@ -467,11 +485,11 @@ VEC8_INLINE void pbd_neo_hookean_project16(__global pbd_float4 *p,
             __global const int *bo = block_offsets + k * (num_blocks + 1);                         \
             int c = bo[b], hi = bo[b + 1];                                                         \
             for (; c + 16 <= hi; c += 16)                                                          \
-                pbd_##name##_project16(particle_p, records, lambda, c, 16, inv_h2,                 \
-                                       reset_lambda __VA_ARGS__);                                  \
+                pbd_##name##_project16(particle_p, records, lambda, c, 16, inv_h2, reset_lambda,   \
+                                       1 __VA_ARGS__);                                             \
             if (hi - c >= lanes_min)                                                               \
                 pbd_##name##_project16(particle_p, records, lambda, c, hi - c, inv_h2,             \
-                                       reset_lambda __VA_ARGS__);                                  \
+                                       reset_lambda, 1 __VA_ARGS__);                               \
             else                                                                                   \
                 for (; c < hi; ++c)                                                                \
                     pbd_##name##_project(particle_p, NULL, records, lambda, c, inv_h2,             \
