@@ -195,6 +195,8 @@ VEC8_INLINE void store4x16(__global pbd_float4 *p, int16 k, index16 ix, int j, i
         scatter8_at(p, kr + 8 * ks, ks, r0, r1);
         return;
     }
+    if (!any(write)) /* a tether's pinned anchors, or sixteen slack tethers */
+        return;
     join8(nx.lo, ny.lo, nz.lo, x[3].lo, &r0, &r1);
     scatter8_where(p, k.lo, on, kr, ks, write.lo, r0, r1);
     join8(nx.hi, ny.hi, nz.hi, x[3].hi, &r0, &r1);
