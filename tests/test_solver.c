@@ -1016,13 +1016,60 @@ static void index_list(char *buf, size_t size, int first, int n)
     buf[at] = '\0';
 }
 
+/* Checks a four-particle type's blocks (pt->blocks, two or more) as the kernels that run them
+ * side by side need them: each block's part of each interior colour within the colour, its
+ * elements' particles, pinned ones included, in the block's range; the boundary colours'
+ * groups of cuts sharing no particle over all of those colours (a group's work-item takes its
+ * part of each in turn while the others run). Returns the interior elements, and in
+ * *pinned_inside how many of their particles are pinned (x: the model's particles, type: pt's). */
+static long check_element_blocks(const pbd_plan_type *pt, int type, const pbd_float4 *x,
+                                 long *pinned_inside)
+{
+    const pbd_blocks *bl = &pt->blocks;
+    const int *e = (const int *)pt->records; /* a record's first four ints: its particles */
+    const size_t stride = pbd_constraint_types[type].size / sizeof(int);
+    const int nb = bl->num_blocks, ng = bl->num_cuts, nbc = bl->boundary_colors;
+    long blocked = 0;
+    *pinned_inside = 0;
+    for (int k = 0; k < pt->num_colors - nbc; ++k) {
+        const int *bo = bl->block_offsets + k * (nb + 1);
+        assert_int_equal(bo[0], pt->color_offsets[nbc + k]);
+        assert_int_equal(bo[nb], pt->color_offsets[nbc + k + 1]);
+        for (int b = 0; b < nb; ++b)
+            for (int c = bo[b]; c < bo[b + 1]; ++c, ++blocked)
+                for (int i = 0; i < 4; ++i) {
+                    int q = e[stride * (size_t)c + (size_t)i];
+                    assert_true(q >= bl->block_first[b] && q < bl->block_first[b + 1]);
+                    *pinned_inside += x[q].w == 0.0f;
+                }
+    }
+    int np = bl->block_first[nb];
+    int *owner = malloc((size_t)np * sizeof *owner);
+    assert_non_null(owner);
+    for (int i = 0; i < np; ++i)
+        owner[i] = -1;
+    for (int k = 0; k < nbc; ++k) {
+        const int *cg = bl->cut_offsets + k * (ng + 1);
+        assert_true(cg[0] == pt->color_offsets[k] && cg[ng] == pt->color_offsets[k + 1]);
+        for (int g = 0; g < ng; ++g)
+            for (int c = cg[g]; c < cg[g + 1]; ++c)
+                for (int i = 0; i < 4; ++i) {
+                    int q = e[stride * (size_t)c + (size_t)i];
+                    assert_true(owner[q] < 0 || owner[q] == g);
+                    owner[q] = g;
+                }
+    }
+    free(owner);
+    return blocked;
+}
+
 /* The four-particle types' block order on the CPU variant (blocked_type): a tet box of
  * 4,096 particles (two blocks) with volume constraints, a 64 x 64 cloth pinned along an edge
  * with dihedral bending, the Neo-Hookean box under a bound of 8 colours, which overflows and
  * so keeps the plain colouring, and the dihedral cloth with block 0's last row pinned, which
  * the elements across the cut share with block 1. The blocks' constraints lie in their
  * blocks' ranges, pinned particles too (the CPU kernels store a whole group's every particle,
- * a pinned one as it was), the groups of cuts of a boundary colour share no particle, and the
+ * a pinned one as it was), the groups of cuts share no particle (check_element_blocks), and the
  * GPU variant's plan has no blocks. */
 static void plan_element_blocks(void **state)
 {
@@ -1053,8 +1100,6 @@ static void plan_element_blocks(void **state)
         assert_int_equal(pbd_plan_build(&s.model, &s.config, PBD_VARIANT_GPU, &gpu, &err), PBD_OK);
         const pbd_plan_type *pt = &plan.type[type[v]];
         const pbd_blocks *bl = &pt->blocks;
-        const int *e = (const int *)pt->records; /* a record's first four ints: its particles */
-        const size_t stride = pbd_constraint_types[type[v]].size / sizeof(int);
         assert_int_equal(gpu.type[type[v]].blocks.num_blocks, 0);
         print_message("%s: %d colours (%d on the GPU variant), %d blocks, %d boundary colours, "
                       "%d groups of cuts\n",
@@ -1072,36 +1117,8 @@ static void plan_element_blocks(void **state)
         }
         assert_int_equal(bl->num_blocks, 2);
         assert_true(bl->boundary_colors > 0 && bl->num_cuts == 1);
-        const int nb = bl->num_blocks, ng = bl->num_cuts, nbc = bl->boundary_colors;
-        long blocked = 0, pinned_inside = 0;
-        for (int k = 0; k < pt->num_colors - nbc; ++k) {
-            const int *bo = bl->block_offsets + k * (nb + 1);
-            assert_int_equal(bo[0], pt->color_offsets[nbc + k]);
-            assert_int_equal(bo[nb], pt->color_offsets[nbc + k + 1]);
-            for (int b = 0; b < nb; ++b)
-                for (int c = bo[b]; c < bo[b + 1]; ++c, ++blocked)
-                    for (int i = 0; i < 4; ++i) { /* pinned ones too: the blocks share none */
-                        int q = e[stride * (size_t)c + (size_t)i];
-                        assert_true(q >= bl->block_first[b] && q < bl->block_first[b + 1]);
-                        pinned_inside += s.model.x[q].w == 0.0f;
-                    }
-        }
-        int *owner = malloc((size_t)plan.num_particles * sizeof *owner);
-        assert_non_null(owner);
-        for (int k = 0; k < nbc; ++k) {
-            const int *cg = bl->cut_offsets + k * (ng + 1);
-            assert_true(cg[0] == pt->color_offsets[k] && cg[ng] == pt->color_offsets[k + 1]);
-            for (int i = 0; i < plan.num_particles; ++i)
-                owner[i] = -1;
-            for (int g = 0; g < ng; ++g)
-                for (int c = cg[g]; c < cg[g + 1]; ++c)
-                    for (int i = 0; i < 4; ++i) {
-                        int q = e[stride * (size_t)c + (size_t)i];
-                        assert_true(owner[q] < 0 || owner[q] == g);
-                        owner[q] = g;
-                    }
-        }
-        free(owner);
+        long pinned_inside = 0;
+        long blocked = check_element_blocks(pt, type[v], s.model.x, &pinned_inside);
         /* the pinned cloths' pinned particles are in their blocks' elements */
         assert_true((pinned_inside > 0) == (v == 1 || v == 3));
         /* most of the constraints are inside a block */
@@ -1110,6 +1127,49 @@ static void plan_element_blocks(void **state)
         pbd_plan_free(&gpu);
         pbd_scene_free(&s);
     }
+}
+
+/* A pinned particle reached across two cuts: three blocks of tets in a chain (2,048
+ * particles each), and two more tets that share a pinned particle of the middle block, one
+ * with the first block's particles, one with the last's. Both cross a cut, and their groups
+ * of cuts merge over the pin, since the blocks' kernels store a whole group's every
+ * particle, a pinned one as it was: one group, no particle in two. */
+static void plan_element_cuts_pinned(void **state)
+{
+    (void)state;
+    const int np = 3 * 2048, pin = 3000;
+    pbd_model m = {0};
+    assert_int_equal(pbd_model_add_particles(&m, np, "chain"), 0);
+    for (int i = 0; i < np; ++i)
+        m.x[i] = (pbd_float4){0.01f * (float)i, 0.01f * (float)(i % 2), 0.01f * (float)(i % 3),
+                              i == pin ? 0.0f : 1.0f};
+    m.bodies[0].pinned = 1;
+    for (int i = 0; i + 3 < np; ++i) {
+        pbd_volume v = {i, i + 1, i + 2, i + 3, 1e-7f, 1e-6f, 0, 0};
+        assert_int_equal(pbd_model_add_constraint(&m, PBD_CONSTRAINT_VOLUME, &v), 0);
+    }
+    const pbd_volume across[2] = {{1000, 1001, 1002, pin, 1e-7f, 1e-6f, 0, 0},
+                                  {5000, 5001, 5002, pin, 1e-7f, 1e-6f, 0, 0}};
+    for (int k = 0; k < 2; ++k)
+        assert_int_equal(pbd_model_add_constraint(&m, PBD_CONSTRAINT_VOLUME, &across[k]), 0);
+    pbd_config cfg = pbd_config_default();
+    pbd_plan plan;
+    pbd_error err = {0};
+    pbd_status st = pbd_plan_build(&m, &cfg, PBD_VARIANT_CPU, &plan, &err);
+    if (st != PBD_OK)
+        fail_msg("%s", err.message);
+    const pbd_plan_type *pt = &plan.type[PBD_CONSTRAINT_VOLUME];
+    assert_int_equal(pt->blocks.num_blocks, 3);
+    assert_int_equal(pt->blocks.num_cuts, 1);
+    /* both tets over the pin are boundary constraints */
+    for (int k = 0; k < 2; ++k)
+        assert_true(pt->position[np - 3 + k] < pt->color_offsets[pt->blocks.boundary_colors]);
+    long pinned_inside = 0;
+    assert_true(check_element_blocks(pt, PBD_CONSTRAINT_VOLUME, m.x, &pinned_inside) >
+                pt->count / 2);
+    assert_int_equal(pinned_inside, 4); /* the chain's four tets on the pin, inside its block */
+    pbd_plan_free(&plan);
+    pbd_model_free(&m);
 }
 
 /* The four-particle types in the block order give the CPU reference's bits on the CPU
@@ -3968,6 +4028,7 @@ static const struct CMUnitTest tests[] = {
     pbd_device_test(blocked_gs_same_bits),
     cmocka_unit_test(plan_block_runs),
     cmocka_unit_test(plan_element_blocks),
+    cmocka_unit_test(plan_element_cuts_pinned),
     cmocka_unit_test(plan_overflow_runs),
     cmocka_unit_test(update_respects_blocks),
     pbd_device_test(update_keeps_runs),

@@ -39,11 +39,12 @@ extern const char *const pbd_stage_names[PBD_STAGE_COUNT];
 
 /* Block Gauss-Seidel (a fixed order of the same colours): the particles are cut into
  * num_blocks ranges of indices. The first boundary_colors colours of a type hold the
- * constraints whose (unpinned) particles lie in different blocks; the others hold those within
- * one block, sorted by block inside each colour, so a block's constraints can all be projected
- * by one worker, colour after colour, while the other blocks run alongside it (they share no
- * particle). The boundary's colours are bucketed likewise by groups of cuts that share no
- * particle. num_blocks 0: the type is coloured plainly. */
+ * constraints whose particles, pinned ones included, lie in different blocks; the others hold
+ * those within one block, sorted by block inside each colour, so a block's constraints can all
+ * be projected by one worker, colour after colour, while the other blocks run alongside it
+ * (they share no particle, not even a pinned one, which the CPU kernels store unchanged). The
+ * boundary's colours are bucketed likewise by groups of cuts that share no particle.
+ * num_blocks 0: the type is coloured plainly. */
 typedef struct pbd_blocks {
     int num_blocks;
     int *block_first;    /* num_blocks + 1: block b is particles [bf[b], bf[b+1]) */
@@ -53,8 +54,8 @@ typedef struct pbd_blocks {
     int block_colors;    /* the interior colours as the blocks' work-items take them:
                             num_colors - boundary_colors, but for a four-particle type's one
                             block ending in an overflow set, whose set is cut into runs of up
-                            to sixteen that share no particle (in its order: the serial
-                            result), a part each */
+                            to sixteen that share no unpinned particle (in its order: the
+                            serial result), a part each */
     int *block_runs;     /* distance only: block_colors x num_blocks x 2: where block b's part
                             of interior colour k stops being runs of consecutive particles and
                             then interleaved pairs (PBD_RUN_*), or PBD_RUN_SERIAL twice for a
