@@ -53,23 +53,10 @@ VEC8_INLINE void gather8(__global const pbd_float4 *a, int8 k, float16 *lo, floa
     *hi = (float16)(a[k.s4], a[k.s5], a[k.s6], a[k.s7]);
 }
 
-/* The inverse of gather8: two float16 of four records to a[k.s0], ..., a[k.s7]. The eight
- * records must be distinct. */
-VEC8_INLINE void scatter8(__global pbd_float4 *a, int8 k, float16 lo, float16 hi)
-{
-    a[k.s0] = lo.s0123;
-    a[k.s1] = lo.s4567;
-    a[k.s2] = lo.s89ab;
-    a[k.s3] = lo.scdef;
-    a[k.s4] = hi.s0123;
-    a[k.s5] = hi.s4567;
-    a[k.s6] = hi.s89ab;
-    a[k.s7] = hi.scdef;
-}
-
-/* gather8 and scatter8 of records a[kr[0]], a[kr[ks]], ..., a[kr[7 ks]], their indices read as
- * scalars. On Intel cores an index taken out of a vector costs a shuffle-port instruction,
- * which the transposes' shuffles already crowd; a scalar load takes a load port. */
+/* gather8 of records a[kr[0]], a[kr[ks]], ..., a[kr[7 ks]], their indices read as scalars, and
+ * its inverse (the eight records distinct). On Intel cores an index taken out of a vector
+ * costs a shuffle-port instruction, which the transposes' shuffles already crowd; a scalar
+ * load takes a load port. */
 VEC8_INLINE void gather8_at(__global const pbd_float4 *a, __global const int *kr, int ks,
                             float16 *lo, float16 *hi)
 {
@@ -105,16 +92,12 @@ VEC8_INLINE void vec8_pairs_join(float16 even, float16 odd, float16 *r0, float16
     *r1 = (float16)(even.s89ab, odd.s89ab, even.scdef, odd.scdef);
 }
 
-/* Records a[k.s0], ..., a[k.sf] as four float16, one per component: sixteen loads and a
- * transpose of a few shuffles (split8 of each half), where one gather per component would
- * cost more. */
-VEC8_INLINE void gather16(__global const pbd_float4 *a, int16 k, float16 *x, float16 *y, float16 *z,
-                          float16 *w)
+/* Sixteen records, four to a float16 (r0 .. r3), as four float16, one per component: split8
+ * of each half. */
+VEC8_INLINE void split16(float16 r0, float16 r1, float16 r2, float16 r3, float16 *x, float16 *y,
+                         float16 *z, float16 *w)
 {
-    float16 r0, r1, r2, r3;
     float8 x0, y0, z0, w0, x1, y1, z1, w1;
-    gather8(a, k.lo, &r0, &r1);
-    gather8(a, k.hi, &r2, &r3);
     split8(r0, r1, &x0, &y0, &z0, &w0);
     split8(r2, r3, &x1, &y1, &z1, &w1);
     *x = (float16)(x0, x1);
@@ -123,20 +106,25 @@ VEC8_INLINE void gather16(__global const pbd_float4 *a, int16 k, float16 *x, flo
     *w = (float16)(w0, w1);
 }
 
+/* Records a[k.s0], ..., a[k.sf] as four float16, one per component: sixteen loads and a
+ * transpose of a few shuffles (split16), where one gather per component would cost more. */
+VEC8_INLINE void gather16(__global const pbd_float4 *a, int16 k, float16 *x, float16 *y, float16 *z,
+                          float16 *w)
+{
+    float16 r0, r1, r2, r3;
+    gather8(a, k.lo, &r0, &r1);
+    gather8(a, k.hi, &r2, &r3);
+    split16(r0, r1, r2, r3, x, y, z, w);
+}
+
 /* gather16 of records a[kr[0]], a[kr[ks]], ..., a[kr[15 ks]] (gather8_at). */
 VEC8_INLINE void gather16_at(__global const pbd_float4 *a, __global const int *kr, int ks,
                              float16 *x, float16 *y, float16 *z, float16 *w)
 {
     float16 r0, r1, r2, r3;
-    float8 x0, y0, z0, w0, x1, y1, z1, w1;
     gather8_at(a, kr, ks, &r0, &r1);
     gather8_at(a, kr + 8 * ks, ks, &r2, &r3);
-    split8(r0, r1, &x0, &y0, &z0, &w0);
-    split8(r2, r3, &x1, &y1, &z1, &w1);
-    *x = (float16)(x0, x1);
-    *y = (float16)(y0, y1);
-    *z = (float16)(z0, z1);
-    *w = (float16)(w0, w1);
+    split16(r0, r1, r2, r3, x, y, z, w);
 }
 
 /* A prefetch of the cache line at a, for loads some way ahead of their use: PoCL's prefetch()
